@@ -1,0 +1,129 @@
+//! Units as iperf3 has them, on its own flags (documented in the README):
+//! sizes (`-n`, `-l`, `-w`, `-k` suffixes) are binary, `64K` = 65 536 bytes;
+//! rates (`-b`) are decimal, `10M` = 10 000 000 bit/s. Output follows iperf3 too:
+//! byte counts in 1024s ("KBytes"), rates in 1000s ("Mbits/sec").
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum UnitError {
+    #[error("'{0}' is not a number with an optional K/M/G/T suffix")]
+    Malformed(String),
+    #[error("'{0}' is negative")]
+    Negative(String),
+    #[error("'{0}' is too large")]
+    TooLarge(String),
+}
+
+fn split_suffix(text: &str) -> Result<(f64, Option<char>), UnitError> {
+    let t = text.trim();
+    let (num, suffix) = match t.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => (&t[..t.len() - 1], Some(c.to_ascii_uppercase())),
+        _ => (t, None),
+    };
+    let value: f64 = num.parse().map_err(|_| UnitError::Malformed(text.to_string()))?;
+    if !value.is_finite() {
+        return Err(UnitError::Malformed(text.to_string()));
+    }
+    if value < 0.0 {
+        return Err(UnitError::Negative(text.to_string()));
+    }
+    Ok((value, suffix))
+}
+
+fn scale(text: &str, base: f64) -> Result<f64, UnitError> {
+    let (value, suffix) = split_suffix(text)?;
+    let power = match suffix {
+        None => 0,
+        Some('K') => 1,
+        Some('M') => 2,
+        Some('G') => 3,
+        Some('T') => 4,
+        Some(_) => return Err(UnitError::Malformed(text.to_string())),
+    };
+    Ok(value * base.powi(power))
+}
+
+/// A size with binary suffixes, as iperf3 parses `-n 10M` (10 485 760 bytes).
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let v = scale(text, 1024.0)?;
+    if v >= u64::MAX as f64 {
+        return Err(UnitError::TooLarge(text.to_string()));
+    }
+    Ok(v as u64)
+}
+
+/// A rate in bit/s with decimal suffixes, as iperf3 parses `-b 10M` (10 000 000 bit/s).
+pub fn parse_rate(text: &str) -> Result<u64, UnitError> {
+    let v = scale(text, 1000.0)?;
+    if v >= u64::MAX as f64 {
+        return Err(UnitError::TooLarge(text.to_string()));
+    }
+    Ok(v as u64)
+}
+
+const BYTE_LABELS: [&str; 5] = ["Bytes", "KBytes", "MBytes", "GBytes", "TBytes"];
+const BIT_LABELS: [&str; 5] = ["bits", "Kbits", "Mbits", "Gbits", "Tbits"];
+
+fn fit(value: f64, base: f64, labels: &[&str; 5]) -> String {
+    let mut v = value;
+    let mut i = 0;
+    while v >= base && i < labels.len() - 1 {
+        v /= base;
+        i += 1;
+    }
+    // Always four significant places, as iperf3 prints.
+    if v < 9.995 {
+        format!("{v:4.2} {}", labels[i])
+    } else if v < 99.95 {
+        format!("{v:4.1} {}", labels[i])
+    } else {
+        format!("{v:4.0} {}", labels[i])
+    }
+}
+
+/// "1.10 GBytes": a byte count in 1024s.
+pub fn format_bytes(bytes: f64) -> String {
+    fit(bytes, 1024.0, &BYTE_LABELS)
+}
+
+/// "9.42 Gbits/sec": a rate in 1000s.
+pub fn format_rate(bits_per_second: f64) -> String {
+    format!("{}/sec", fit(bits_per_second, 1000.0, &BIT_LABELS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_binary_and_rates_decimal() {
+        assert_eq!(parse_size("10M").unwrap(), 10 * 1024 * 1024);
+        assert_eq!(parse_size("128K").unwrap(), 131_072);
+        assert_eq!(parse_size("1470").unwrap(), 1470);
+        assert_eq!(parse_size("1.5k").unwrap(), 1536);
+        assert_eq!(parse_rate("10M").unwrap(), 10_000_000);
+        assert_eq!(parse_rate("1.5G").unwrap(), 1_500_000_000);
+        assert_eq!(parse_rate("0").unwrap(), 0);
+    }
+
+    #[test]
+    fn bad_units_are_rejected_with_the_text() {
+        assert_eq!(parse_size("10X"), Err(UnitError::Malformed("10X".into())));
+        assert_eq!(parse_rate("-5M"), Err(UnitError::Negative("-5M".into())));
+        assert!(parse_rate("abc").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("nan").is_err());
+    }
+
+    #[test]
+    fn formats_like_iperf3() {
+        assert_eq!(format_bytes(1_181_116_006.0), "1.10 GBytes");
+        assert_eq!(format_bytes(3_342_336.0), "3.19 MBytes");
+        assert_eq!(format_bytes(0.0), "0.00 Bytes");
+        assert_eq!(format_bytes(131_072.0), " 128 KBytes");
+        assert_eq!(format_rate(9_420_000_000.0), "9.42 Gbits/sec");
+        assert_eq!(format_rate(27_600_000_000.0), "27.6 Gbits/sec");
+        assert_eq!(format_rate(950_000.0), " 950 Kbits/sec");
+    }
+}
