@@ -329,23 +329,38 @@ impl Params {
     }
 }
 
+/// iperf3 3.12 prints -1 as 18446744073709551615 (an int64 printed unsigned): read any
+/// number, and take values beyond i64 as -1.
+fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let v = Value::deserialize(d)?;
+    match v {
+        Value::Number(n) => Ok(n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|_| -1))
+            .or_else(|| n.as_f64().map(|f| if f > i64::MAX as f64 { -1 } else { f as i64 }))
+            .unwrap_or(-1)),
+        Value::Null => Ok(0),
+        other => Err(serde::de::Error::custom(format!("expected a number, got {other}"))),
+    }
+}
+
 /// One stream's entry in a results document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamResult {
     pub id: i64,
     #[serde(default)]
     pub bytes: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i64")]
     pub retransmits: i64,
     #[serde(default)]
     pub jitter: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i64")]
     pub errors: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i64")]
     pub omitted_errors: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i64")]
     pub packets: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i64")]
     pub omitted_packets: i64,
     #[serde(default)]
     pub start_time: f64,
@@ -365,7 +380,7 @@ pub struct Results {
     pub cpu_util_user: f64,
     #[serde(default)]
     pub cpu_util_system: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_i64")]
     pub sender_has_retransmits: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion_used: Option<String>,
@@ -474,5 +489,10 @@ mod tests {
         let r = Results::parse(br#"{"streams":[{"id":1,"bytes":5}]}"#).unwrap();
         assert_eq!(r.streams[0].bytes, 5);
         assert!(Results::parse(b"{\"streams\":7}").is_err());
+        let r = Results::parse(
+            br#"{"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":2,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0}]}"#,
+        )
+        .unwrap();
+        assert_eq!((r.sender_has_retransmits, r.streams[0].retransmits), (-1, -1));
     }
 }

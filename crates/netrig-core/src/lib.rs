@@ -12,3 +12,4 @@ pub mod iperf3;
 pub mod stats;
 pub mod units;
 pub mod wire;
+pub mod pacing;

@@ -1,0 +1,366 @@
+//! The client: connect, agree on parameters, open the streams, run, exchange results.
+//! Speaks iperf3 3.12's protocol, so the peer may be iperf3 or netrig-perf.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use netrig_core::iperf3::{Mode, NetrigParams, Params, Protocol, Results, MAX_RESULTS_LEN};
+use netrig_core::wire::iperf3::{Cookie, State, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
+use serde_json::{Map, Value};
+
+use crate::config::{ClientConfig, ClientMode, Family};
+use crate::control::Control;
+use crate::error::{PerfError, Result};
+use crate::output::{EndStream, Output, Sink, StartInfo};
+use crate::report::{CpuMeter, CpuUsage, Sampler};
+use crate::session::{self, default_len, DataSock, DriveOpts, Ended, Session};
+use crate::sys::{self, TcpOpts};
+
+/// Protocol version of netrig's extras.
+pub const NETRIG_PROTO: u32 = 1;
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn resolve(host: &str, port: u16, family: Family) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| PerfError::Resolve(host.to_string()))?
+        .filter(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        })
+        .collect();
+    addrs.first().copied().ok_or_else(|| PerfError::Resolve(host.to_string()))
+}
+
+/// A connected control channel, after the cookie went out.
+pub struct Connection {
+    pub ctrl: Control,
+    pub cookie: Cookie,
+    pub server: SocketAddr,
+    pub bind: Option<SocketAddr>,
+    pub mss: u32,
+}
+
+pub fn connect(cfg: &ClientConfig) -> Result<Connection> {
+    let server = resolve(&cfg.host, cfg.common.port, cfg.common.family)?;
+    let bind = match &cfg.common.bind {
+        Some(b) => Some(resolve(b, 0, cfg.common.family)?),
+        None => None,
+    };
+    let sock = sys::tcp_connect(&server, bind.as_ref(), &TcpOpts::default(), cfg.connect_timeout)
+        .map_err(|source| PerfError::Connect { addr: server.to_string(), source })?;
+    let mss = sys::getsockopt_int(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap_or(0) as u32;
+    let cookie = Cookie::from_random(&sys::random_bytes::<36>());
+    let mut ctrl = Control::new(sock);
+    ctrl.sock.write_all(cookie.as_bytes())?;
+    Ok(Connection { ctrl, cookie, server, bind, mss })
+}
+
+/// Reads the next state, turning the server's refusals into errors.
+pub fn expect(ctrl: &mut Control, want: State, what: &str) -> Result<()> {
+    match ctrl.recv_state(SETUP_TIMEOUT, what)? {
+        s if s == want => Ok(()),
+        State::AccessDenied => Err(PerfError::Busy),
+        State::ServerError => Err(ctrl.read_error()),
+        State::ServerTerminate => Err(PerfError::Server("the server has terminated".into())),
+        other => Err(PerfError::Protocol(format!("expected {want:?}, got {other:?}"))),
+    }
+}
+
+pub fn build_params(cfg: &ClientConfig, conn: &Connection) -> Params {
+    let (mode, rr_response, rr_new_conn) = match &cfg.mode {
+        ClientMode::Bulk => (Mode::Bulk, None, false),
+        ClientMode::Probe { .. } => (Mode::Probe, None, false),
+        ClientMode::Rr { response, new_conn, .. } => (Mode::Rr, Some(*response), *new_conn),
+    };
+    let protocol = match cfg.mode {
+        ClientMode::Probe { .. } => Protocol::Udp,
+        ClientMode::Rr { .. } => Protocol::Tcp,
+        ClientMode::Bulk => cfg.protocol,
+    };
+    let len = if cfg.len > 0 { cfg.len } else { default_len(protocol, conn.mss) };
+    let bandwidth = match (protocol, cfg.rate) {
+        (_, Some(r)) => r,
+        (Protocol::Udp, None) if mode == Mode::Bulk => 1024 * 1024,
+        _ => 0,
+    };
+    let auth = cfg.common.auth_key.as_ref().map(|k| crate::auth::token(k, &conn.cookie));
+    let netrig = (mode != Mode::Bulk || auth.is_some()).then(|| NetrigParams {
+        mode,
+        version: NETRIG_PROTO,
+        rr_response,
+        rr_new_conn,
+        auth,
+    });
+    Params {
+        protocol,
+        omit: cfg.omit,
+        time: if cfg.bytes > 0 || cfg.blocks > 0 { 0 } else { cfg.time },
+        bytes: cfg.bytes,
+        blocks: cfg.blocks,
+        mss: cfg.mss,
+        nodelay: cfg.nodelay,
+        parallel: cfg.parallel,
+        reverse: cfg.reverse,
+        bidirectional: cfg.bidir,
+        window: cfg.window,
+        len,
+        bandwidth,
+        fqrate: 0,
+        pacing_timer: 1000,
+        burst: cfg.burst,
+        tos: cfg.tos,
+        congestion: cfg.congestion.clone(),
+        title: cfg.title.clone(),
+        extra_data: cfg.extra_data.clone(),
+        get_server_output: cfg.get_server_output,
+        udp_counters_64bit: cfg.udp_counters_64bit,
+        repeating_payload: cfg.repeating_payload,
+        zerocopy: cfg.zerocopy,
+        client_version: Some("3.12".into()),
+        netrig,
+    }
+}
+
+pub fn tcp_opts(p: &Params) -> TcpOpts {
+    TcpOpts {
+        window: p.window,
+        mss: p.mss,
+        nodelay: p.nodelay,
+        congestion: p.congestion.clone(),
+        tos: p.tos,
+    }
+}
+
+/// Opens one TCP data stream and identifies it with the cookie.
+pub fn open_tcp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize) -> Result<TcpStream> {
+    let bind = local_bind(cfg, conn, index);
+    let mut s = sys::tcp_connect(&conn.server, bind.as_ref(), &tcp_opts(p), cfg.connect_timeout).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::InvalidInput || source.raw_os_error() == Some(libc::ENOENT) {
+            PerfError::Config(source.to_string())
+        } else {
+            PerfError::Connect { addr: conn.server.to_string(), source }
+        }
+    })?;
+    s.write_all(conn.cookie.as_bytes())?;
+    Ok(s)
+}
+
+fn local_bind(cfg: &ClientConfig, conn: &Connection, index: usize) -> Option<SocketAddr> {
+    let port = cfg.cport.map(|p| p.wrapping_add(index as u16)).unwrap_or(0);
+    match (conn.bind, port) {
+        (Some(b), p) => Some(SocketAddr::new(b.ip(), p)),
+        (None, 0) => None,
+        (None, p) => Some(SocketAddr::new(
+            if conn.server.is_ipv4() { [0u8; 4].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() },
+            p,
+        )),
+    }
+}
+
+/// Opens one UDP stream: the "9876"/"6789" handshake, resent until answered.
+pub fn open_udp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize) -> Result<UdpSocket> {
+    let local = local_bind(cfg, conn, index).unwrap_or_else(|| {
+        SocketAddr::new(
+            if conn.server.is_ipv4() { [0u8; 4].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() },
+            0,
+        )
+    });
+    let sock = UdpSocket::bind(local)?;
+    sock.connect(conn.server)?;
+    size_udp_buffers(&sock, p.window);
+    sock.set_read_timeout(Some(Duration::from_millis(300)))?;
+    let deadline = std::time::Instant::now() + cfg.connect_timeout;
+    let mut buf = [0u8; 64];
+    loop {
+        sock.send(&UDP_CONNECT_MSG)?;
+        match sock.recv(&mut buf) {
+            Ok(4) if buf[..4] == UDP_CONNECT_REPLY => return Ok(sock),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e) => return Err(PerfError::Connect { addr: conn.server.to_string(), source: e }),
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(PerfError::Timeout(format!("waiting for the UDP stream handshake with {}", conn.server)));
+        }
+    }
+}
+
+/// Socket buffers for a UDP stream: the window if given, else room for bursts.
+pub fn size_udp_buffers(sock: &UdpSocket, window: u64) {
+    let fd = sock.as_raw_fd();
+    let size = if window > 0 { window.min(i32::MAX as u64) as i32 } else { 4 << 20 };
+    for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
+        if window > 0 {
+            let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, size);
+        } else if sys::setsockopt_int(fd, libc::SOL_SOCKET, force, size).is_err() {
+            let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, size);
+        }
+    }
+}
+
+fn peer_cpu(r: &Results) -> CpuUsage {
+    CpuUsage { total: r.cpu_util_total, user: r.cpu_util_user, system: r.cpu_util_system }
+}
+
+/// Runs a client test to the end, printing as configured. On error the output still
+/// ends properly (a `-J` document with an "error" key).
+pub fn run(cfg: &ClientConfig, sink: Sink) -> Result<()> {
+    let mut out = Output::new(cfg.common.format, sink, false);
+    out.set_title(cfg.title.clone());
+    let result = match &cfg.mode {
+        ClientMode::Bulk => run_bulk(cfg, &mut out),
+        ClientMode::Probe { .. } => crate::probe::run_client(cfg, &mut out),
+        ClientMode::Rr { .. } => crate::rr::run_client(cfg, &mut out),
+    };
+    if let Err(e) = &result {
+        out.error(&e.to_string());
+        let doc = out.document(None, Some(&e.to_string()), Map::new());
+        out.finish_json(&doc);
+    }
+    result
+}
+
+fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
+    out.text(&format!("Connecting to host {}, port {}", cfg.host, cfg.common.port));
+    if cfg.reverse {
+        out.text(&format!("Reverse mode, remote host {} is sending", cfg.host));
+    }
+    let mut conn = connect(cfg)?;
+    expect(&mut conn.ctrl, State::ParamExchange, "the server's parameter request")?;
+    let params = build_params(cfg, &conn);
+    conn.ctrl.send_json(&params.to_json())?;
+    expect(&mut conn.ctrl, State::CreateStreams, "the server to accept the parameters")?;
+
+    out.set_start_value("connecting_to", serde_json::json!({ "host": cfg.host, "port": cfg.common.port }));
+    let mut session = Session::new(&params);
+    let p = params.parallel as usize;
+    let senders = if cfg.bidir || !cfg.reverse { p } else { 0 };
+    let receivers = if cfg.bidir || cfg.reverse { p } else { 0 };
+    for i in 0..senders + receivers {
+        let sender = i < senders;
+        let sock = match params.protocol {
+            Protocol::Tcp => DataSock::Tcp(open_tcp(cfg, &conn, &params, i)?),
+            Protocol::Udp => DataSock::Udp(open_udp(cfg, &conn, &params, i)?),
+        };
+        let (local, remote) = match &sock {
+            DataSock::Tcp(s) => (s.local_addr()?, s.peer_addr()?),
+            DataSock::Udp(s) => (s.local_addr()?, s.peer_addr()?),
+        };
+        out.connected(sock.fd(), &local, &remote);
+        session.add(sock, sender, local.to_string(), remote.to_string());
+    }
+    let (sndbuf, rcvbuf) = session_bufs(&session);
+    out.start(&StartInfo {
+        udp: params.protocol == Protocol::Udp,
+        num_streams: params.parallel,
+        blksize: params.len,
+        omit: params.omit,
+        duration: params.time,
+        bytes: params.bytes,
+        blocks: params.blocks,
+        reverse: params.reverse,
+        bidir: params.bidirectional,
+        tos: params.tos,
+        target_bitrate: params.bandwidth,
+        cookie: conn.cookie.as_str().to_string(),
+        tcp_mss_default: conn.mss,
+        sock_bufsize: params.window,
+        sndbuf_actual: sndbuf,
+        rcvbuf_actual: rcvbuf,
+        is_client: true,
+        title: params.title.clone(),
+        extra_data: params.extra_data.clone(),
+    });
+    expect(&mut conn.ctrl, State::TestStart, "the test to start")?;
+    expect(&mut conn.ctrl, State::TestRunning, "the test to run")?;
+
+    let cpu = CpuMeter::start();
+    let start_ns = sys::monotonic_ns();
+    session.start(&params)?;
+    let mut sampler = Sampler::new(session.streams.clone(), session.udp, start_ns, params.omit > 0);
+    let opts = DriveOpts {
+        interval: cfg.common.interval,
+        omit: Duration::from_secs(params.omit),
+        duration: (params.time > 0).then(|| Duration::from_secs(params.time)),
+        bytes: params.bytes,
+        blocks: params.blocks,
+        is_client: true,
+        deadline: None,
+        tcp_info_interval: cfg.tcp_info_interval,
+    };
+    let ended = session::drive(&mut conn.ctrl, &session, out, &mut sampler, &opts)?;
+    let end_ns = sys::monotonic_ns();
+    session.stop();
+    match ended {
+        Ended::Done => {}
+        Ended::Peer(State::ServerError) => return Err(conn.ctrl.read_error()),
+        Ended::Peer(State::ServerTerminate) => return Err(PerfError::Server("the server has terminated".into())),
+        Ended::Peer(State::AccessDenied) => return Err(PerfError::Busy),
+        Ended::Peer(s) => return Err(PerfError::Protocol(format!("unexpected {s:?} during the test"))),
+        Ended::Deadline => return Err(PerfError::Timeout("running the test".into())),
+    }
+    if let Some(e) = session.worker_error() {
+        if session.streams.iter().all(|s| s.bytes.load(std::sync::atomic::Ordering::Relaxed) == 0) {
+            return Err(PerfError::Protocol(format!("data stream failed: {e}")));
+        }
+    }
+    session::final_interval(&mut sampler, out, end_ns, cfg.common.interval);
+    let totals = sampler.totals(end_ns);
+    let usage = cpu.usage();
+    conn.ctrl.send_state(State::TestEnd)?;
+
+    expect(&mut conn.ctrl, State::ExchangeResults, "the results exchange")?;
+    let ours = session.results(&totals, usage);
+    conn.ctrl.send_json(&serde_json::to_value(&ours).unwrap_or(Value::Null))?;
+    let body = conn.ctrl.recv_json(MAX_RESULTS_LEN, SETUP_TIMEOUT, "the server's results")?;
+    let theirs = Results::parse(&body)?;
+    expect(&mut conn.ctrl, State::DisplayResults, "the results display")?;
+
+    let mut ends = vec![];
+    for (i, t) in totals.iter().enumerate() {
+        let peer = theirs.streams.iter().find(|r| r.id == t.stream.id);
+        if peer.is_none() {
+            return Err(PerfError::Protocol(format!("the server's results lack stream id {}", t.stream.id)));
+        }
+        ends.push(EndStream::build(t, Some(sampler.extremes[i]), peer, session.udp));
+    }
+    let ours_cc = session.congestion();
+    let theirs_cc = theirs.congestion_used.clone();
+    let cc = if cfg.reverse { (theirs_cc, ours_cc) } else { (ours_cc, theirs_cc) };
+    let end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    let mut top = Map::new();
+    if let Some(text) = &theirs.server_output_text {
+        out.text("\nServer output:");
+        for line in text.lines() {
+            out.text(line);
+        }
+        top.insert("server_output_text".into(), text.clone().into());
+    }
+    if let Some(j) = &theirs.server_output_json {
+        top.insert("server_output_json".into(), j.clone());
+    }
+    out.text("\niperf Done.");
+    let doc = out.document(Some(end), None, top);
+    out.finish_json(&doc);
+    let _ = conn.ctrl.send_state(State::IperfDone);
+    let mut sink = [0u8; 16];
+    let _ = conn.ctrl.sock.set_read_timeout(Some(Duration::from_millis(200)));
+    let _ = conn.ctrl.sock.read(&mut sink);
+    Ok(())
+}
+
+fn session_bufs(session: &Session) -> (i32, i32) {
+    session
+        .streams
+        .first()
+        .map(|s| {
+            let snd = sys::getsockopt_int(s.socket, libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0);
+            let rcv = sys::getsockopt_int(s.socket, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0);
+            (snd, rcv)
+        })
+        .unwrap_or((0, 0))
+}

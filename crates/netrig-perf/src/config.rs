@@ -1,0 +1,168 @@
+//! The options of a client and a server, as the command line (or a program) sets them.
+//! Sizes and rates are already in bytes and bit/s here; parsing units is the caller's.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use netrig_core::iperf3::{Limits, Protocol};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// iperf3's human-readable lines.
+    #[default]
+    Text,
+    /// One iperf3 `-J` document at the end.
+    Json,
+    /// One JSON event per line, as they happen (`--json-stream`).
+    JsonStream,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+/// Options shared by client and server.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub port: u16,
+    pub bind: Option<String>,
+    pub family: Family,
+    pub interval: Duration,
+    pub format: Format,
+    pub logfile: Option<PathBuf>,
+    pub forceflush: bool,
+    pub verbose: bool,
+    pub auth_key: Option<String>,
+}
+
+impl Default for Common {
+    fn default() -> Self {
+        Common {
+            port: 5201,
+            bind: None,
+            family: Family::Any,
+            interval: Duration::from_secs(1),
+            format: Format::Text,
+            logfile: None,
+            forceflush: false,
+            verbose: false,
+            auth_key: None,
+        }
+    }
+}
+
+/// What the client measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientMode {
+    Bulk,
+    /// UDP latency probes: one request every `interval`, `size` bytes each.
+    Probe { interval: Duration, size: usize },
+    /// TCP transactions: request, then `response` bytes back; a new connection per
+    /// transaction or one reused; `interval` between starts (0 = back to back).
+    Rr { response: u64, new_conn: bool, interval: Duration },
+}
+
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub common: Common,
+    pub host: String,
+    pub mode: ClientMode,
+    pub protocol: Protocol,
+    /// Seconds; 0 with a byte or block count.
+    pub time: u64,
+    pub bytes: u64,
+    pub blocks: u64,
+    pub parallel: u32,
+    pub reverse: bool,
+    pub bidir: bool,
+    pub window: u64,
+    /// 0 = iperf3's default (128 KiB TCP, path-MTU-sized UDP).
+    pub len: u64,
+    /// bit/s per stream; UDP defaults to 1 Mbit/s as in iperf3.
+    pub rate: Option<u64>,
+    pub burst: u64,
+    pub mss: u32,
+    pub congestion: Option<String>,
+    pub nodelay: bool,
+    pub zerocopy: bool,
+    pub omit: u64,
+    pub tos: u32,
+    pub title: Option<String>,
+    pub extra_data: Option<String>,
+    pub get_server_output: bool,
+    pub udp_counters_64bit: bool,
+    pub repeating_payload: bool,
+    pub connect_timeout: Duration,
+    pub cport: Option<u16>,
+    /// Interval between TCP_INFO samples streamed as events (None: off).
+    pub tcp_info_interval: Option<Duration>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            common: Common::default(),
+            host: String::new(),
+            mode: ClientMode::Bulk,
+            protocol: Protocol::Tcp,
+            time: 10,
+            bytes: 0,
+            blocks: 0,
+            parallel: 1,
+            reverse: false,
+            bidir: false,
+            window: 0,
+            len: 0,
+            rate: None,
+            burst: 0,
+            mss: 0,
+            congestion: None,
+            nodelay: false,
+            zerocopy: false,
+            omit: 0,
+            tos: 0,
+            title: None,
+            extra_data: None,
+            get_server_output: false,
+            udp_counters_64bit: false,
+            repeating_payload: false,
+            connect_timeout: Duration::from_secs(10),
+            cport: None,
+            tcp_info_interval: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub common: Common,
+    /// Serve one test, then exit (`-1`).
+    pub one_off: bool,
+    pub limits: Limits,
+    /// Tests served at the same time; more get ACCESS_DENIED.
+    pub max_tests: usize,
+    /// How long a new connection may take to send its cookie or parameters.
+    pub handshake_timeout: Duration,
+    /// Idle limit on a running test's control connection beyond its duration.
+    pub grace: Duration,
+    /// Largest rr response a client may ask for.
+    pub max_rr_response: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            common: Common::default(),
+            one_off: false,
+            limits: Limits::default(),
+            max_tests: 64,
+            handshake_timeout: Duration::from_secs(5),
+            grace: Duration::from_secs(10),
+            max_rr_response: 1 << 30,
+        }
+    }
+}

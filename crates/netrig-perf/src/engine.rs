@@ -1,0 +1,404 @@
+//! The data path: one thread per stream, moving bytes as fast as allowed and counting.
+//!
+//! Workers share counters with the reporter through atomics (TCP) or a mutex taken once
+//! per received batch (UDP). They stop when the run's stop flag is set, when the run's
+//! byte or block budget is spent (senders), or when the peer goes away; sockets carry a
+//! short timeout so a blocked call notices the flag within [`POLL`].
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use netrig_core::pacing::Pacer;
+use netrig_core::stats::{Jitter, SeqTracker};
+use netrig_core::wire::iperf3::UdpHeader;
+
+use crate::sys;
+
+pub const POLL: Duration = Duration::from_millis(50);
+const UDP_BATCH: usize = 64;
+
+/// What a run has to stop on, shared by every stream of one test.
+#[derive(Debug, Default)]
+pub struct RunControl {
+    pub stop: AtomicBool,
+    pub bytes_limit: u64,
+    pub blocks_limit: u64,
+    pub sent_bytes: AtomicU64,
+    pub sent_blocks: AtomicU64,
+}
+
+impl RunControl {
+    pub fn new(bytes_limit: u64, blocks_limit: u64) -> Arc<RunControl> {
+        Arc::new(RunControl { bytes_limit, blocks_limit, ..Default::default() })
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+
+    /// Whether the byte or block budget is spent.
+    pub fn budget_spent(&self) -> bool {
+        (self.bytes_limit > 0 && self.sent_bytes.load(Relaxed) >= self.bytes_limit)
+            || (self.blocks_limit > 0 && self.sent_blocks.load(Relaxed) >= self.blocks_limit)
+    }
+
+    /// Claims one block of `len` bytes of the budget; returns how many bytes to send
+    /// (0 when the budget is spent).
+    fn claim(&self, len: usize) -> usize {
+        if self.blocks_limit > 0 && self.sent_blocks.fetch_add(1, Relaxed) >= self.blocks_limit {
+            return 0;
+        }
+        if self.bytes_limit > 0 {
+            let before = self.sent_bytes.fetch_add(len as u64, Relaxed);
+            if before >= self.bytes_limit {
+                return 0;
+            }
+            return len.min((self.bytes_limit - before) as usize);
+        }
+        len
+    }
+}
+
+/// UDP receiver state, guarded by one mutex taken per batch.
+#[derive(Debug, Default, Clone)]
+pub struct UdpRx {
+    pub seq: SeqTracker,
+    pub jitter: Jitter,
+}
+
+/// One stream's identity and counters.
+#[derive(Debug)]
+pub struct Stream {
+    /// iperf3's stream id (1, 3, 4, ...).
+    pub id: i64,
+    /// The socket's descriptor number, which iperf3 prints as the stream's name.
+    pub socket: i32,
+    pub sender: bool,
+    pub local: String,
+    pub remote: String,
+    pub bytes: AtomicU64,
+    /// Writes or reads (TCP), datagrams (UDP).
+    pub blocks: AtomicU64,
+    pub udp_rx: Mutex<UdpRx>,
+    /// Set by the worker when it ends; the error, if any, is kept.
+    pub finished: AtomicBool,
+    pub error: Mutex<Option<String>>,
+}
+
+impl Stream {
+    pub fn new(id: i64, socket: i32, sender: bool, local: String, remote: String) -> Arc<Stream> {
+        Arc::new(Stream {
+            id,
+            socket,
+            sender,
+            local,
+            remote,
+            bytes: AtomicU64::new(0),
+            blocks: AtomicU64::new(0),
+            udp_rx: Mutex::new(UdpRx::default()),
+            finished: AtomicBool::new(false),
+            error: Mutex::new(None),
+        })
+    }
+
+    fn finish(&self, result: io::Result<()>) {
+        if let Err(e) = result {
+            *self.error.lock().unwrap() = Some(e.to_string());
+        }
+        self.finished.store(true, Relaxed);
+    }
+}
+
+/// Sender options for one stream.
+#[derive(Debug, Clone)]
+pub struct SendOpts {
+    pub len: usize,
+    /// bit/s per stream; 0 = as fast as possible.
+    pub rate: u64,
+    /// Blocks that may leave back to back (iperf3's `-b rate/burst`).
+    pub burst: u64,
+    pub zerocopy: bool,
+    pub repeating_payload: bool,
+    pub udp_counters_64bit: bool,
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
+}
+
+fn is_peer_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionRefused
+    )
+}
+
+fn payload(len: usize, repeating: bool) -> Vec<u8> {
+    if repeating {
+        // iperf3's --repeating-payload: "0123456789" repeated.
+        (0..len).map(|i| b'0' + (i % 10) as u8).collect()
+    } else {
+        // Pseudo-random filler so that compressing links see realistic bytes.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+}
+
+fn pacer_for(opts: &SendOpts) -> Option<Pacer> {
+    (opts.rate > 0).then(|| {
+        let burst_bytes = opts.burst.saturating_sub(1) * opts.len as u64;
+        Pacer::new(opts.rate, sys::monotonic_ns(), 2_000_000, burst_bytes)
+    })
+}
+
+/// Waits until the pacer allows a block; false if the run stopped meanwhile.
+fn wait_for_pacer(pacer: &mut Pacer, ctl: &RunControl) -> bool {
+    loop {
+        if ctl.stopped() {
+            return false;
+        }
+        let now = sys::monotonic_ns();
+        if pacer.ready(now) {
+            return true;
+        }
+        let due = pacer.due_ns().min(now + POLL.as_nanos() as u64);
+        sys::sleep_until_ns(due);
+    }
+}
+
+pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, opts: SendOpts) {
+    let result = (|| -> io::Result<()> {
+        sys::set_timeouts(sock.as_raw_fd(), POLL)?;
+        let buf = payload(opts.len, opts.repeating_payload);
+        let file = if opts.zerocopy { Some(sys::memfd_with(&buf)?) } else { None };
+        let mut pacer = pacer_for(&opts);
+        let mut pending = 0usize; // bytes of the current block not yet written
+        let mut offset = 0usize;
+        loop {
+            if pending == 0 {
+                if ctl.stopped() {
+                    return Ok(());
+                }
+                if let Some(p) = pacer.as_mut() {
+                    if !wait_for_pacer(p, &ctl) {
+                        return Ok(());
+                    }
+                }
+                pending = ctl.claim(opts.len);
+                if pending == 0 {
+                    return Ok(());
+                }
+                offset = 0;
+                if let Some(p) = pacer.as_mut() {
+                    p.sent(pending as u64);
+                }
+            }
+            let r = match &file {
+                Some(f) => {
+                    let mut off = offset as i64;
+                    sys::sendfile(sock.as_raw_fd(), f.as_raw_fd(), &mut off, pending)
+                }
+                None => sock.write(&buf[offset..offset + pending]),
+            };
+            match r {
+                Ok(0) => return Err(io::Error::new(ErrorKind::WriteZero, "peer closed")),
+                Ok(n) => {
+                    stream.bytes.fetch_add(n as u64, Relaxed);
+                    pending -= n;
+                    offset += n;
+                    if pending == 0 {
+                        stream.blocks.fetch_add(1, Relaxed);
+                    }
+                }
+                Err(e) if is_timeout(&e) => {
+                    if ctl.stopped() {
+                        return Ok(());
+                    }
+                }
+                Err(e) if is_peer_gone(&e) && ctl.stopped() => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    })();
+    stream.finish(result);
+}
+
+pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, len: usize) {
+    let result = (|| -> io::Result<()> {
+        sys::set_timeouts(sock.as_raw_fd(), POLL)?;
+        let mut buf = vec![0u8; len.max(1)];
+        loop {
+            match sock.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    stream.bytes.fetch_add(n as u64, Relaxed);
+                    stream.blocks.fetch_add(1, Relaxed);
+                }
+                Err(e) if is_timeout(&e) => {
+                    if ctl.stopped() {
+                        return Ok(());
+                    }
+                }
+                Err(e) if is_peer_gone(&e) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    })();
+    stream.finish(result);
+}
+
+fn stamp(buf: &mut [u8], seq: u64, counters_64bit: bool) {
+    let now = sys::realtime_ns();
+    let h = UdpHeader {
+        sec: (now / 1_000_000_000) as u32,
+        usec: ((now % 1_000_000_000) / 1000) as u32,
+        seq,
+    };
+    h.emit(buf, counters_64bit);
+}
+
+pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts: SendOpts) {
+    let result = (|| -> io::Result<()> {
+        sys::set_timeouts(sock.as_raw_fd(), POLL)?;
+        sys::set_timer_slack_ns(1000);
+        let len = opts.len.max(UdpHeader::len(opts.udp_counters_64bit));
+        let template = payload(len, opts.repeating_payload);
+        let mut bufs: Vec<Vec<u8>> = vec![template; UDP_BATCH];
+        let mut pacer = pacer_for(&opts);
+        let mut seq: u64 = 0;
+        loop {
+            if ctl.stopped() {
+                return Ok(());
+            }
+            // How many datagrams may leave now.
+            let mut n = 0;
+            match pacer.as_mut() {
+                Some(p) => {
+                    if !wait_for_pacer(p, &ctl) {
+                        return Ok(());
+                    }
+                    let now = sys::monotonic_ns();
+                    while n < UDP_BATCH && p.ready(now) {
+                        if ctl.claim(len) == 0 {
+                            break;
+                        }
+                        p.sent(len as u64);
+                        n += 1;
+                    }
+                }
+                None => {
+                    while n < UDP_BATCH && ctl.claim(len) > 0 {
+                        n += 1;
+                    }
+                }
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            for (i, b) in bufs.iter_mut().take(n).enumerate() {
+                stamp(b, seq + 1 + i as u64, opts.udp_counters_64bit);
+            }
+            let mut sent = 0;
+            while sent < n {
+                let refs: Vec<&[u8]> = bufs[sent..n].iter().map(|b| b.as_slice()).collect();
+                match sys::send_batch(&sock, &refs) {
+                    Ok(k) => {
+                        sent += k;
+                    }
+                    Err(e) if is_timeout(&e) => {
+                        if ctl.stopped() {
+                            return Ok(());
+                        }
+                    }
+                    // A receiver that is not (yet, or any more) there: datagrams are lost.
+                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                        if ctl.stopped() {
+                            return Ok(());
+                        }
+                        sent = n;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            seq += n as u64;
+            stream.bytes.fetch_add((n * len) as u64, Relaxed);
+            stream.blocks.fetch_add(n as u64, Relaxed);
+        }
+    })();
+    stream.finish(result);
+}
+
+pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len: usize, counters_64bit: bool) {
+    let result = (|| -> io::Result<()> {
+        sys::set_timeouts(sock.as_raw_fd(), POLL)?;
+        let mut batch = sys::RecvBatch::new(UDP_BATCH, len.clamp(64, 65_536));
+        loop {
+            match batch.recv(&sock) {
+                Ok(n) => {
+                    let now = sys::realtime_ns();
+                    let mut bytes = 0u64;
+                    let mut rx = stream.udp_rx.lock().unwrap();
+                    for i in 0..n {
+                        let d = batch.get(i);
+                        bytes += d.len() as u64;
+                        if let Ok(h) = UdpHeader::parse(d, counters_64bit) {
+                            rx.seq.on_packet(h.seq);
+                            rx.jitter.on_packet(h.sent_ns(), now);
+                        }
+                    }
+                    drop(rx);
+                    stream.bytes.fetch_add(bytes, Relaxed);
+                    stream.blocks.fetch_add(n as u64, Relaxed);
+                }
+                Err(e) if is_timeout(&e) => {
+                    if ctl.stopped() {
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    if ctl.stopped() {
+                        return Ok(());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    })();
+    stream.finish(result);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_claims_stop_at_the_byte_limit() {
+        let ctl = RunControl::new(1000, 0);
+        assert_eq!(ctl.claim(400), 400);
+        assert_eq!(ctl.claim(400), 400);
+        assert_eq!(ctl.claim(400), 200);
+        assert_eq!(ctl.claim(400), 0);
+        assert!(ctl.budget_spent());
+        let ctl = RunControl::new(0, 2);
+        assert_eq!((ctl.claim(10), ctl.claim(10), ctl.claim(10)), (10, 10, 0));
+    }
+
+    #[test]
+    fn repeating_payload_is_iperf3s() {
+        assert_eq!(&payload(12, true), b"012345678901");
+    }
+}

@@ -1,0 +1,539 @@
+//! Thin, safe wrappers over the socket and clock calls std does not offer.
+
+use std::io;
+use std::mem::size_of;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::time::Duration;
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+pub fn setsockopt_int(fd: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: value lives for the call; the size matches the pointer.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &value as *const i32 as *const libc::c_void,
+            size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    check(r).map(|_| ())
+}
+
+pub fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut value: i32 = 0;
+    let mut len = size_of::<i32>() as libc::socklen_t;
+    // SAFETY: value and len are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(fd, level, name, &mut value as *mut i32 as *mut libc::c_void, &mut len)
+    };
+    check(r).map(|_| value)
+}
+
+pub fn set_u64_opt(fd: RawFd, level: i32, name: i32, value: u64) -> io::Result<()> {
+    // SAFETY: as setsockopt_int, with a u64.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &value as *const u64 as *const libc::c_void,
+            size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    check(r).map(|_| ())
+}
+
+pub fn set_congestion(fd: RawFd, algo: &str) -> io::Result<()> {
+    // SAFETY: the string's bytes are valid for its length.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            algo.as_ptr() as *const libc::c_void,
+            algo.len() as libc::socklen_t,
+        )
+    };
+    check(r).map(|_| ())
+}
+
+pub fn get_congestion(fd: RawFd) -> Option<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf and len are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return None;
+    }
+    let s = &buf[..len as usize];
+    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+    Some(String::from_utf8_lossy(&s[..end]).into_owned())
+}
+
+/// Raw TCP_INFO bytes (as many as the kernel fills, up to 256).
+pub fn tcp_info_raw(fd: RawFd) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 256];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf and len are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    check(r)?;
+    buf.truncate(len as usize);
+    Ok(buf)
+}
+
+pub fn set_timeouts(fd: RawFd, timeout: Duration) -> io::Result<()> {
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+    };
+    for name in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        // SAFETY: tv lives for the call; the size matches.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                &tv as *const libc::timeval as *const libc::c_void,
+                size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        check(r)?;
+    }
+    Ok(())
+}
+
+/// CLOCK_REALTIME in nanoseconds: shared by every namespace of one machine.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, for scheduling.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is valid for writes.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps until an absolute CLOCK_MONOTONIC time.
+pub fn sleep_until_ns(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: ts is valid; a null remainder is allowed with TIMER_ABSTIME.
+    unsafe {
+        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+    };
+}
+
+/// Asks for precise timer wake-ups on this thread (default slack is 50 µs).
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
+/// This process's user and system CPU seconds.
+pub fn cpu_seconds() -> (f64, f64) {
+    // SAFETY: a zeroed rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: a zeroed sockaddr_storage is valid; we fill the family's fields.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above for sockaddr_in6.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// A UDP socket bound to `addr` with SO_REUSEADDR set before bind, so that several
+/// sockets can share the server's port (connected ones take their peer's datagrams).
+pub fn udp_bind_shared(addr: &SocketAddr) -> io::Result<UdpSocket> {
+    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: plain socket creation; the fd is owned by the UdpSocket below.
+    let fd = check(unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is a fresh socket we own.
+    let sock = unsafe { UdpSocket::from_raw_fd(fd) };
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    if addr.is_ipv6() {
+        let _ = setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0);
+    }
+    let (ss, len) = sockaddr_of(addr);
+    // SAFETY: ss holds a valid address of length len.
+    check(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) })?;
+    Ok(sock)
+}
+
+/// Batched UDP sends: `sendmmsg` over slices of one buffer.
+pub fn send_batch(sock: &UdpSocket, bufs: &[&[u8]]) -> io::Result<usize> {
+    let mut iovs: Vec<libc::iovec> = bufs
+        .iter()
+        .map(|b| libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() })
+        .collect();
+    // SAFETY: zeroed mmsghdr is valid; each points at one iovec that outlives the call.
+    let mut msgs: Vec<libc::mmsghdr> = iovs
+        .iter_mut()
+        .map(|iov| {
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = iov as *mut libc::iovec;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    // SAFETY: msgs is valid for msgs.len() entries.
+    let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, 0) };
+    check(r).map(|n| n as usize)
+}
+
+/// Reusable buffers for `recvmmsg`.
+pub struct RecvBatch {
+    buf: Vec<u8>,
+    slot: usize,
+    iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers point into `buf`, which the batch owns and never reallocates.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    pub fn new(count: usize, slot: usize) -> RecvBatch {
+        let mut buf = vec![0u8; count * slot];
+        let mut iovs: Vec<libc::iovec> = (0..count)
+            .map(|i| libc::iovec {
+                // SAFETY: i * slot is inside buf.
+                iov_base: unsafe { buf.as_mut_ptr().add(i * slot) } as *mut libc::c_void,
+                iov_len: slot,
+            })
+            .collect();
+        let msgs = iovs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: a zeroed mmsghdr is valid.
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = iov as *mut libc::iovec;
+                m.msg_hdr.msg_iovlen = 1;
+                m
+            })
+            .collect();
+        RecvBatch { buf, slot, iovs, msgs }
+    }
+
+    /// Receives up to the batch's count, blocking (up to the socket's timeout) for one.
+    pub fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        let _ = &self.iovs;
+        // SAFETY: msgs points at iovs which point into buf; all owned by self.
+        let r = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                self.msgs.as_mut_ptr(),
+                self.msgs.len() as u32,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
+        };
+        check(r).map(|n| n as usize)
+    }
+
+    /// The i-th received datagram of the last call.
+    pub fn get(&self, i: usize) -> &[u8] {
+        let len = (self.msgs[i].msg_len as usize).min(self.slot);
+        &self.buf[i * self.slot..i * self.slot + len]
+    }
+}
+
+/// Sends a whole file descriptor region with sendfile (for -Z zero copy).
+pub fn sendfile(out_fd: RawFd, in_fd: RawFd, offset: &mut i64, count: usize) -> io::Result<usize> {
+    // SAFETY: offset is valid for read/write.
+    let r = unsafe { libc::sendfile(out_fd, in_fd, offset as *mut i64, count) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// An anonymous in-memory file filled with `data` (the source for sendfile).
+pub fn memfd_with(data: &[u8]) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let name = b"netrig-perf\0";
+    // SAFETY: name is NUL-terminated.
+    let fd = check(unsafe { libc::memfd_create(name.as_ptr() as *const libc::c_char, libc::MFD_CLOEXEC) })?;
+    // SAFETY: fd is fresh and ours.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.write_all(data)?;
+    Ok(f)
+}
+
+/// Socket options applied to a TCP data socket before it connects.
+#[derive(Debug, Clone, Default)]
+pub struct TcpOpts {
+    pub window: u64,
+    pub mss: u32,
+    pub nodelay: bool,
+    pub congestion: Option<String>,
+    pub tos: u32,
+}
+
+/// Applies what can be applied to any TCP socket; a failing congestion control is
+/// an error the caller names.
+pub fn apply_tcp_opts(fd: RawFd, o: &TcpOpts, v6: bool) -> io::Result<()> {
+    if o.window > 0 {
+        let w = o.window.min(i32::MAX as u64) as i32;
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, w)?;
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, w)?;
+    }
+    if o.mss > 0 {
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, o.mss as i32)?;
+    }
+    if o.nodelay {
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+    }
+    if o.tos > 0 {
+        if v6 {
+            setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, o.tos as i32)?;
+        } else {
+            setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, o.tos as i32)?;
+        }
+    }
+    if let Some(cc) = &o.congestion {
+        set_congestion(fd, cc).map_err(|e| {
+            io::Error::new(e.kind(), format!("congestion control '{cc}' is not available: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// Connects a TCP socket with options set before the handshake (window scaling and
+/// MSS depend on that), bounded by `timeout`.
+pub fn tcp_connect(
+    addr: &SocketAddr,
+    bind: Option<&SocketAddr>,
+    opts: &TcpOpts,
+    timeout: Duration,
+) -> io::Result<std::net::TcpStream> {
+    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: plain socket creation; the fd is owned by the TcpStream below.
+    let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is a fresh socket we own.
+    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    apply_tcp_opts(fd, opts, addr.is_ipv6())?;
+    if let Some(b) = bind {
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        let (ss, len) = sockaddr_of(b);
+        // SAFETY: ss holds a valid address of length len.
+        check(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) })?;
+    }
+    stream.set_nonblocking(true)?;
+    let (ss, len) = sockaddr_of(addr);
+    // SAFETY: as above.
+    let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        let mut pfd = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: pfd is valid for the call.
+        let n = check(unsafe { libc::poll(&mut pfd, 1, ms) })?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "connection timed out"));
+        }
+        let err = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
+        if err != 0 {
+            return Err(io::Error::from_raw_os_error(err));
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// 36 random bytes from the kernel, for a cookie.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    // SAFETY: b is valid for N bytes of writes.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, N, 0) };
+    if n != N as isize {
+        // Fall back to the clock: a cookie only has to differ between tests.
+        let t = realtime_ns() ^ (std::process::id() as u64) << 32;
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = (t >> ((i % 8) * 8)) as u8 ^ i as u8;
+        }
+    }
+    b
+}
+
+/// Shows IPv4-mapped IPv6 addresses as plain IPv4.
+pub fn canonical(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(a) => match a.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), a.port()),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}
+
+/// Linux TCP_INFO fields netrig reads, parsed by offset from the raw bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TcpInfo {
+    pub state: u8,
+    pub snd_mss: u32,
+    pub pmtu: u32,
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    pub total_retrans: u32,
+    pub pacing_rate: u64,
+    pub min_rtt_us: u32,
+    pub delivery_rate: u64,
+    pub bytes_acked: u64,
+    pub snd_wnd: u32,
+    pub lost: u32,
+    pub unacked: u32,
+}
+
+impl TcpInfo {
+    pub fn parse(b: &[u8]) -> TcpInfo {
+        let u32_at = |o: usize| -> u32 {
+            b.get(o..o + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap())).unwrap_or(0)
+        };
+        let u64_at = |o: usize| -> u64 {
+            b.get(o..o + 8).map(|s| u64::from_ne_bytes(s.try_into().unwrap())).unwrap_or(0)
+        };
+        TcpInfo {
+            state: b.first().copied().unwrap_or(0),
+            snd_mss: u32_at(16),
+            unacked: u32_at(24),
+            lost: u32_at(32),
+            pmtu: u32_at(60),
+            rtt_us: u32_at(68),
+            rttvar_us: u32_at(72),
+            snd_ssthresh: u32_at(76),
+            snd_cwnd: u32_at(80),
+            total_retrans: u32_at(100),
+            pacing_rate: u64_at(104),
+            bytes_acked: u64_at(120),
+            min_rtt_us: u32_at(148),
+            delivery_rate: u64_at(160),
+            snd_wnd: u32_at(228),
+        }
+    }
+
+    pub fn of(fd: RawFd) -> Option<TcpInfo> {
+        tcp_info_raw(fd).ok().map(|b| TcpInfo::parse(&b))
+    }
+
+    /// Congestion window in bytes, as iperf3 reports it.
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.snd_cwnd as u64 * self.snd_mss as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn tcp_info_of_a_live_connection_makes_sense() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        c.write_all(&[1u8; 100_000]).unwrap();
+        let mut buf = vec![0u8; 100_000];
+        s.read_exact(&mut buf).unwrap();
+        let info = TcpInfo::of(c.as_raw_fd()).unwrap();
+        assert_eq!(info.state, 1, "TCP_ESTABLISHED");
+        assert!(info.snd_mss > 500 && info.snd_mss <= 65_535, "{info:?}");
+        assert!(info.snd_cwnd >= 1, "{info:?}");
+        assert!(info.bytes_acked >= 100_000, "{info:?}");
+        assert_eq!(info.pmtu, 65_535, "loopback MTU");
+    }
+
+    #[test]
+    fn short_tcp_info_reads_as_zeroes() {
+        let info = TcpInfo::parse(&[1, 0, 0]);
+        assert_eq!(info.state, 1);
+        assert_eq!(info.snd_cwnd, 0);
+    }
+
+    #[test]
+    fn batched_udp_round_trip() {
+        let a = udp_bind_shared(&"127.0.0.1:0".parse().unwrap()).unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        let payloads: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 100 + i as usize]).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(|p| p.as_slice()).collect();
+        assert_eq!(send_batch(&a, &refs).unwrap(), 10);
+        set_timeouts(b.as_raw_fd(), Duration::from_millis(500)).unwrap();
+        let mut batch = RecvBatch::new(16, 2048);
+        let mut got = vec![];
+        while got.len() < 10 {
+            let n = batch.recv(&b).unwrap();
+            for i in 0..n {
+                got.push(batch.get(i).to_vec());
+            }
+        }
+        assert_eq!(got, payloads);
+    }
+}
