@@ -229,12 +229,7 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     if cfg.reverse {
         out.text(&format!("Reverse mode, remote host {} is sending", cfg.host));
     }
-    let mut conn = connect(cfg)?;
-    expect(&mut conn.ctrl, State::ParamExchange, "the server's parameter request")?;
-    let params = build_params(cfg, &conn);
-    conn.ctrl.send_json(&params.to_json())?;
-    expect(&mut conn.ctrl, State::CreateStreams, "the server to accept the parameters")?;
-
+    let (mut conn, params) = negotiate(cfg)?;
     out.set_start_value("connecting_to", serde_json::json!({ "host": cfg.host, "port": cfg.common.port }));
     let mut session = Session::new(&params);
     let p = params.parallel as usize;
@@ -275,8 +270,7 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         title: params.title.clone(),
         extra_data: params.extra_data.clone(),
     });
-    expect(&mut conn.ctrl, State::TestStart, "the test to start")?;
-    expect(&mut conn.ctrl, State::TestRunning, "the test to run")?;
+    await_running(&mut conn)?;
 
     let cpu = CpuMeter::start();
     let start_ns = sys::monotonic_ns();
@@ -311,14 +305,8 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     session::final_interval(&mut sampler, out, end_ns, cfg.common.interval);
     let totals = sampler.totals(end_ns);
     let usage = cpu.usage();
-    conn.ctrl.send_state(State::TestEnd)?;
-
-    expect(&mut conn.ctrl, State::ExchangeResults, "the results exchange")?;
     let ours = session.results(&totals, usage);
-    conn.ctrl.send_json(&serde_json::to_value(&ours).unwrap_or(Value::Null))?;
-    let body = conn.ctrl.recv_json(MAX_RESULTS_LEN, SETUP_TIMEOUT, "the server's results")?;
-    let theirs = Results::parse(&body)?;
-    expect(&mut conn.ctrl, State::DisplayResults, "the results display")?;
+    let theirs = exchange_results(&mut conn, &ours)?;
 
     let mut ends = vec![];
     for (i, t) in totals.iter().enumerate() {
@@ -346,11 +334,43 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     out.text("\niperf Done.");
     let doc = out.document(Some(end), None, top);
     out.finish_json(&doc);
+    say_done(&mut conn);
+    Ok(())
+}
+
+/// TEST_END, then both results documents (ours first), then DISPLAY_RESULTS.
+pub fn exchange_results(conn: &mut Connection, ours: &Results) -> Result<Results> {
+    conn.ctrl.send_state(State::TestEnd)?;
+    expect(&mut conn.ctrl, State::ExchangeResults, "the results exchange")?;
+    conn.ctrl.send_json(&serde_json::to_value(ours).unwrap_or(Value::Null))?;
+    let body = conn.ctrl.recv_json(MAX_RESULTS_LEN, SETUP_TIMEOUT, "the server's results")?;
+    let theirs = Results::parse(&body)?;
+    expect(&mut conn.ctrl, State::DisplayResults, "the results display")?;
+    Ok(theirs)
+}
+
+/// IPERF_DONE, then a short wait for the server to close first.
+pub fn say_done(conn: &mut Connection) {
     let _ = conn.ctrl.send_state(State::IperfDone);
     let mut sink = [0u8; 16];
     let _ = conn.ctrl.sock.set_read_timeout(Some(Duration::from_millis(200)));
     let _ = conn.ctrl.sock.read(&mut sink);
-    Ok(())
+}
+
+/// Everything before the data flows: connect, parameters, CREATE_STREAMS.
+pub fn negotiate(cfg: &ClientConfig) -> Result<(Connection, Params)> {
+    let mut conn = connect(cfg)?;
+    expect(&mut conn.ctrl, State::ParamExchange, "the server's parameter request")?;
+    let params = build_params(cfg, &conn);
+    conn.ctrl.send_json(&params.to_json())?;
+    expect(&mut conn.ctrl, State::CreateStreams, "the server to accept the parameters")?;
+    Ok((conn, params))
+}
+
+/// TEST_START and TEST_RUNNING.
+pub fn await_running(conn: &mut Connection) -> Result<()> {
+    expect(&mut conn.ctrl, State::TestStart, "the test to start")?;
+    expect(&mut conn.ctrl, State::TestRunning, "the test to run")
 }
 
 fn session_bufs(session: &Session) -> (i32, i32) {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use netrig_core::pacing::Pacer;
 use netrig_core::stats::{Jitter, SeqTracker};
-use netrig_core::wire::iperf3::UdpHeader;
+use netrig_core::wire::iperf3::{UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 
 use crate::sys;
 
@@ -238,7 +238,7 @@ pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let mut buf = vec![0u8; len.max(1)];
-        loop {
+        while !ctl.stopped() {
             match sock.read(&mut buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => {
@@ -254,8 +254,19 @@ pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
     })();
     stream.finish(result);
+}
+
+/// Answers a repeated "9876" (the client did not get our "6789") on a stream socket.
+pub fn answer_repeated_hello(s: &UdpSocket) {
+    let mut b = [0u8; 16];
+    // SAFETY: b is valid for its length; MSG_DONTWAIT keeps this non-blocking.
+    let n = unsafe { libc::recv(s.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, b.len(), libc::MSG_DONTWAIT) };
+    if n == 4 && b[..4] == UDP_CONNECT_MSG {
+        let _ = s.send(&UDP_CONNECT_REPLY);
+    }
 }
 
 fn stamp(buf: &mut [u8], seq: u64, counters_64bit: bool) {
@@ -277,9 +288,15 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
         let mut bufs: Vec<Vec<u8>> = vec![template; UDP_BATCH];
         let mut pacer = pacer_for(&opts);
         let mut seq: u64 = 0;
+        let mut next_hello_check = 0u64;
         loop {
             if ctl.stopped() {
                 return Ok(());
+            }
+            let now = sys::monotonic_ns();
+            if now >= next_hello_check {
+                answer_repeated_hello(&sock);
+                next_hello_check = now + 100_000_000;
             }
             // How many datagrams may leave now.
             let mut n = 0;
@@ -346,7 +363,7 @@ pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len:
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let mut batch = sys::RecvBatch::new(UDP_BATCH, len.clamp(64, 65_536));
-        loop {
+        while !ctl.stopped() {
             match batch.recv(&sock) {
                 Ok(n) => {
                     let now = sys::realtime_ns();
@@ -354,6 +371,10 @@ pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len:
                     let mut rx = stream.udp_rx.lock().unwrap();
                     for i in 0..n {
                         let d = batch.get(i);
+                        if d.len() == 4 && d == UDP_CONNECT_MSG {
+                            let _ = sock.send(&UDP_CONNECT_REPLY);
+                            continue;
+                        }
                         bytes += d.len() as u64;
                         if let Ok(h) = UdpHeader::parse(d, counters_64bit) {
                             rx.seq.on_packet(h.seq);
@@ -377,6 +398,7 @@ pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len:
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
     })();
     stream.finish(result);
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod control;
 pub mod engine;
 pub mod error;
+pub mod latency;
 pub mod output;
 pub mod probe;
 pub mod report;

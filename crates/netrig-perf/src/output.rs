@@ -477,6 +477,12 @@ impl Output {
         self.intervals.push(v);
     }
 
+    /// An interval of a netrig mode (probe, rr): recorded and streamed as is.
+    pub fn push_interval(&mut self, v: Value) {
+        self.event("interval", v.clone());
+        self.intervals.push(v);
+    }
+
     /// ("sum", direction) pairs: the test's main direction first, then the reverse one.
     fn directions(&self, samples: &[Sample]) -> Vec<(&'static str, bool)> {
         let main = if self.bidir { self.is_client } else { samples[0].stream.sender };

@@ -1,7 +1,237 @@
-//! UDP latency probes (netrig extra). Placeholder filled in below.
-use crate::config::ClientConfig;
+//! UDP latency probes (a netrig extra, irtt-like): the client sends a request every
+//! interval; the server answers at once with its receive and send times. RTT excludes
+//! the server's turnaround; one-way delays are exact when both ends share a clock.
+
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use netrig_core::wire::iperf3::{UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
+use netrig_core::wire::probe::{ProbeKind, ProbePacket};
+use serde_json::{json, Map};
+
+use crate::client::{self, await_running, exchange_results, negotiate, say_done};
+use crate::config::{ClientConfig, ClientMode};
+use crate::engine::{RunControl, POLL};
+
 use crate::error::{PerfError, Result};
+use crate::latency::{Log, Record, Window};
 use crate::output::Output;
-pub fn run_client(_cfg: &ClientConfig, _out: &mut Output) -> Result<()> {
-    Err(PerfError::Config("probe mode is not built yet".into()))
+use crate::session::{DataSock, Session};
+use crate::sys;
+
+/// Server side: one echo thread per probe stream.
+pub fn serve(session: &Session) -> Result<Vec<JoinHandle<()>>> {
+    let mut handles = vec![];
+    for (s, stream) in session.streams.iter().enumerate() {
+        let sock = session_udp(session, s)?;
+        let (ctl, stream) = (session.ctl.clone(), stream.clone());
+        handles.push(std::thread::spawn(move || {
+            let _ = echo(&sock, &ctl, &stream);
+        }));
+    }
+    Ok(handles)
+}
+
+fn session_udp(session: &Session, i: usize) -> Result<UdpSocket> {
+    match session.sock(i) {
+        Some(DataSock::Udp(u)) => Ok(u.try_clone()?),
+        _ => Err(PerfError::Protocol("probe streams are UDP".into())),
+    }
+}
+
+fn echo(sock: &UdpSocket, ctl: &RunControl, stream: &crate::engine::Stream) -> std::io::Result<()> {
+    sys::set_timeouts(sock.as_raw_fd(), POLL)?;
+    let mut buf = vec![0u8; 65_536];
+    while !ctl.stopped() {
+        let n = match sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        let recv_ns = sys::realtime_ns();
+        if n == 4 && buf[..4] == UDP_CONNECT_MSG {
+            let _ = sock.send(&UDP_CONNECT_REPLY);
+            continue;
+        }
+        let Ok(req) = ProbePacket::parse(&buf[..n]) else { continue };
+        if req.kind != ProbeKind::Request {
+            continue;
+        }
+        let mut reply = ProbePacket { kind: ProbeKind::Reply, server_recv_ns: recv_ns, ..req };
+        reply.server_send_ns = sys::realtime_ns();
+        reply.emit(&mut buf[..n]);
+        if sock.send(&buf[..n]).is_ok() {
+            stream.bytes.fetch_add(n as u64, Relaxed);
+            stream.blocks.fetch_add(1, Relaxed);
+        }
+    }
+    Ok(())
+}
+
+const MS: f64 = 1e6;
+
+/// Client side.
+pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
+    let ClientMode::Probe { interval, size } = cfg.mode.clone() else { unreachable!() };
+    let mut probe_cfg = cfg.clone();
+    probe_cfg.parallel = 1;
+    probe_cfg.len = size as u64;
+    out.text(&format!("Probing host {}, port {} every {:.3} ms with {size}-byte datagrams", cfg.host, cfg.common.port, interval.as_secs_f64() * 1e3));
+    let (mut conn, params) = negotiate(&probe_cfg)?;
+    let sock = client::open_udp(&probe_cfg, &conn, &params, 0)?;
+    let (l, r) = (sock.local_addr()?, sock.peer_addr()?);
+    out.connected(sock.as_raw_fd(), &l, &r);
+    await_running(&mut conn)?;
+
+    let log = Arc::new(Log::default());
+    let ctl = RunControl::new(0, 0);
+    let start_mono = sys::monotonic_ns();
+    let start_real = sys::realtime_ns();
+    let rx = {
+        let (sock, log, ctl) = (sock.try_clone()?, log.clone(), ctl.clone());
+        std::thread::spawn(move || receive(&sock, &log, &ctl, start_real))
+    };
+    let tx = {
+        let (sock, log, ctl) = (sock.try_clone()?, log.clone(), ctl.clone());
+        std::thread::spawn(move || send(&sock, &log, &ctl, start_mono, start_real, interval, size))
+    };
+    let secs = cfg.time.max(1) as f64;
+    let report = cfg.common.interval.as_secs_f64();
+    out.text(&format!("[ ID] Interval           Probes{}", ""));
+    let mut next = if report > 0.0 { report } else { f64::MAX };
+    loop {
+        let t = (sys::monotonic_ns() - start_mono) as f64 / 1e9;
+        if t >= next.min(secs) && next <= secs + 1e-9 {
+            // Report the window that ended `grace` ago, so late replies count.
+            emit_interval(out, &log, next - report, next, sock.as_raw_fd());
+            next += report;
+        }
+        if t >= secs {
+            break;
+        }
+        if let Some(state) = conn.ctrl.poll_state(Duration::from_millis(10))? {
+            ctl.stop.store(true, Relaxed);
+            return Err(PerfError::Protocol(format!("unexpected {state:?} during the probe")));
+        }
+    }
+    ctl.stop.store(true, Relaxed);
+    let _ = tx.join();
+    let dups = rx.join().unwrap_or(0);
+    let records = log.records.lock().unwrap().clone();
+    if next - report < secs - 1e-9 && report > 0.0 {
+        emit_interval(out, &log, next - report, secs, sock.as_raw_fd());
+    }
+    let total = Window::of(&records, 0.0, f64::MAX);
+    let results = netrig_core::iperf3::Results { sender_has_retransmits: 0, ..Default::default() };
+    let _ = exchange_results(&mut conn, &results)?;
+    out.text(crate::output::SEPARATOR);
+    out.text(&Window { end: secs, ..total.clone() }.line(&format!("[{:3}]", sock.as_raw_fd())));
+    let r = &total.rtt_ms;
+    out.text(&format!(
+        "RTT ms: min {:.3} mean {:.3} p50 {:.3} p90 {:.3} p99 {:.3} max {:.3} (stddev {:.3})",
+        r.min, r.mean, r.p50, r.p90, r.p99, r.max, r.stddev
+    ));
+    out.text(&format!(
+        "one-way ms (sender->server p50/p99: {:.3}/{:.3}, server->sender p50/p99: {:.3}/{:.3}); {dups} duplicate replies",
+        total.send_delay_ms.p50, total.send_delay_ms.p99, total.receive_delay_ms.p50, total.receive_delay_ms.p99
+    ));
+    let mut summary = total.json();
+    summary["end"] = json!(secs);
+    summary["duplicates"] = json!(dups);
+    summary["interval_ms"] = json!(interval.as_secs_f64() * 1e3);
+    summary["size"] = json!(size);
+    summary["samples"] = json!(records.iter().map(|r| json!([r.seq, r.t, r.rtt_ms, r.send_ms, r.recv_ms])).collect::<Vec<_>>());
+    summary["samples_columns"] = json!(["seq", "t", "rtt_ms", "send_delay_ms", "receive_delay_ms"]);
+    let end = json!({ "probe": summary });
+    out.event("end", end.clone());
+    out.text("\nnetrig-perf Done.");
+    let doc = out.document(Some(end), None, Map::new());
+    out.finish_json(&doc);
+    say_done(&mut conn);
+    Ok(())
+}
+
+fn emit_interval(out: &mut Output, log: &Log, start: f64, end: f64, socket: i32) {
+    let records = log.records.lock().unwrap();
+    let w = Window::of(&records, start, end);
+    drop(records);
+    out.text(&w.line(&format!("[{socket:3}]")));
+    out.push_interval(json!({ "probe": w.json() }));
+}
+
+fn send(
+    sock: &UdpSocket,
+    log: &Log,
+    ctl: &RunControl,
+    start_mono: u64,
+    start_real: u64,
+    interval: Duration,
+    size: usize,
+) {
+    sys::set_timer_slack_ns(1000);
+    let step = interval.as_nanos() as u64;
+    let mut buf = vec![0u8; size.max(ProbePacket::LEN)];
+    let mut seq = 0u64;
+    while !ctl.stopped() {
+        let due = start_mono + seq * step;
+        sys::sleep_until_ns(due);
+        if ctl.stopped() {
+            break;
+        }
+        seq += 1;
+        let now = sys::realtime_ns();
+        ProbePacket { kind: ProbeKind::Request, seq, client_send_ns: now, server_recv_ns: 0, server_send_ns: 0 }.emit(&mut buf);
+        log.records.lock().unwrap().push(Record {
+            seq,
+            t: (now - start_real) as f64 / 1e9,
+            rtt_ms: None,
+            send_ms: None,
+            recv_ms: None,
+        });
+        let _ = sock.send(&buf);
+    }
+}
+
+/// Matches replies to requests; after the sender stops, waits for stragglers up to
+/// three times the worst RTT seen (0.2 to 2 s). Returns the duplicate replies seen.
+fn receive(sock: &UdpSocket, log: &Log, ctl: &RunControl, _start_real: u64) -> u64 {
+    let _ = sys::set_timeouts(sock.as_raw_fd(), Duration::from_millis(10));
+    let mut buf = vec![0u8; 65_536];
+    let mut dups = 0;
+    let mut give_up: Option<u64> = None;
+    loop {
+        if ctl.stopped() && give_up.is_none() {
+            let worst = log.records.lock().unwrap().iter().filter_map(|r| r.rtt_ms).fold(0.0, f64::max);
+            give_up = Some(sys::monotonic_ns() + ((3.0 * worst * MS) as u64).clamp(200_000_000, 2_000_000_000));
+        }
+        if let Some(g) = give_up {
+            if sys::monotonic_ns() > g || log.records.lock().unwrap().iter().all(|r| r.rtt_ms.is_some()) {
+                break;
+            }
+        }
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                let now = sys::realtime_ns();
+                let Ok(p) = ProbePacket::parse(&buf[..n]) else { continue };
+                if p.kind != ProbeKind::Reply || p.seq == 0 {
+                    continue;
+                }
+                let mut records = log.records.lock().unwrap();
+                let Some(r) = records.get_mut((p.seq - 1) as usize) else { continue };
+                if r.rtt_ms.is_some() {
+                    dups += 1;
+                    continue;
+                }
+                let turnaround = p.server_send_ns.saturating_sub(p.server_recv_ns) as f64;
+                r.rtt_ms = Some(((now - p.client_send_ns) as f64 - turnaround).max(0.0) / MS);
+                r.send_ms = Some((p.server_recv_ns as f64 - p.client_send_ns as f64) / MS);
+                r.recv_ms = Some((now as f64 - p.server_send_ns as f64) / MS);
+            }
+            Err(_) => {}
+        }
+    }
+    dups
 }

@@ -1,5 +1,402 @@
-//! placeholder
-use crate::config::ServerConfig;
-use crate::error::Result;
-use crate::output::Sink;
-pub fn run(_cfg: &ServerConfig, _sink: Sink) -> Result<()> { Ok(()) }
+//! The server: many tests at once, each on its own thread, none able to wedge another.
+//!
+//! Every new connection gets a thread that reads its 37-byte cookie within the
+//! handshake timeout. A cookie of a test that is opening streams makes it that test's
+//! data stream; any other cookie starts a new test. UDP streams are matched to tests
+//! one test at a time (the "9876" datagram carries no cookie), under a short lock.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use netrig_core::iperf3::{Mode, Params, Protocol, Results, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
+use netrig_core::wire::iperf3::{Cookie, State, COOKIE_LEN, UDP_CONNECT_REPLY};
+use serde_json::Map;
+
+use crate::config::{Family, ServerConfig};
+use crate::control::Control;
+use crate::error::{ierr, PerfError, Result};
+use crate::output::{EndStream, Output, Sink, StartInfo};
+use crate::report::{CpuMeter, Sampler};
+use crate::session::{self, DataSock, DriveOpts, Ended, Session};
+use crate::sys;
+
+struct Shared {
+    cfg: ServerConfig,
+    sink: Sink,
+    listen: SocketAddr,
+    /// Tests that are accepting data connections, by cookie.
+    pending: Mutex<HashMap<Cookie, Sender<TcpStream>>>,
+    /// Tests past stream setup; a late stream with their cookie is refused.
+    running: Mutex<HashSet<Cookie>>,
+    active: AtomicUsize,
+    tests: AtomicU64,
+    udp_setup: Mutex<()>,
+    shutdown: AtomicBool,
+}
+
+fn bind_listener(cfg: &ServerConfig) -> Result<TcpListener> {
+    let port = cfg.common.port;
+    let addrs: Vec<SocketAddr> = match &cfg.common.bind {
+        Some(b) => vec![crate::client::resolve(b, port, cfg.common.family)?],
+        None => match cfg.common.family {
+            Family::V4 => vec![SocketAddr::new([0u8; 4].into(), port)],
+            Family::V6 => vec![SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), port)],
+            Family::Any => vec![
+                SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), port),
+                SocketAddr::new([0u8; 4].into(), port),
+            ],
+        },
+    };
+    let mut last = None;
+    for a in addrs {
+        match TcpListener::bind(a) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    let e = last.unwrap_or_else(|| std::io::Error::other("no address to listen on"));
+    Err(PerfError::Config(format!("unable to start listener on port {port}: {e}")))
+}
+
+pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
+    let listener = bind_listener(cfg)?;
+    let listen = listener.local_addr()?;
+    let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        sink,
+        listen,
+        pending: Mutex::new(HashMap::new()),
+        running: Mutex::new(HashSet::new()),
+        active: AtomicUsize::new(0),
+        tests: AtomicU64::new(0),
+        udp_setup: Mutex::new(()),
+        shutdown: AtomicBool::new(false),
+    });
+    banner(&shared);
+    listener.set_nonblocking(true)?;
+    let mut pfd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    while !shared.shutdown.load(Relaxed) {
+        // SAFETY: pfd is valid for the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, 200) };
+        if n <= 0 {
+            continue;
+        }
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let sh = shared.clone();
+                let _ = std::thread::Builder::new()
+                    .name("conn".into())
+                    .spawn(move || handle_conn(sh, stream, peer));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => {}
+        }
+    }
+    // One-off: let the finished test's thread write its last words.
+    let t0 = Instant::now();
+    while shared.active.load(Relaxed) > 0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+fn banner(sh: &Shared) {
+    if sh.cfg.common.format == crate::config::Format::Text {
+        let n = sh.tests.load(Relaxed) + 1;
+        let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), false);
+        out.text("-----------------------------------------------------------");
+        out.text(&format!("Server listening on {} (test #{n})", sh.listen.port()));
+        out.text("-----------------------------------------------------------");
+    }
+}
+
+fn handle_conn(sh: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(sh.cfg.handshake_timeout));
+    let mut buf = [0u8; COOKIE_LEN];
+    if stream.read_exact(&mut buf).is_err() {
+        return; // idle, slow or gone: its thread ends, nobody else waited
+    }
+    let Ok(cookie) = Cookie::parse(&buf) else {
+        let _ = stream.write_all(&[State::AccessDenied.emit()]);
+        return;
+    };
+    let tx = sh.pending.lock().unwrap().get(&cookie).cloned();
+    if let Some(tx) = tx {
+        let _ = tx.send(stream);
+        return;
+    }
+    if sh.running.lock().unwrap().contains(&cookie) {
+        let _ = stream.write_all(&[State::AccessDenied.emit()]);
+        return;
+    }
+    if sh.active.fetch_add(1, Relaxed) >= sh.cfg.max_tests {
+        sh.active.fetch_sub(1, Relaxed);
+        let _ = stream.write_all(&[State::AccessDenied.emit()]);
+        return;
+    }
+    let number = sh.tests.fetch_add(1, Relaxed) + 1;
+    let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), true);
+    let result = run_test(&sh, stream, cookie, sys::canonical(peer), &mut out);
+    sh.pending.lock().unwrap().remove(&cookie);
+    sh.running.lock().unwrap().remove(&cookie);
+    if let Err(e) = &result {
+        out.text(&format!("netrig-perf: error - test #{number}: {e}"));
+        if sh.cfg.common.format != crate::config::Format::Text {
+            eprintln!("netrig-perf: error - test #{number}: {e}");
+        }
+    }
+    if sh.cfg.one_off {
+        sh.shutdown.store(true, Relaxed);
+    } else {
+        banner(&sh);
+    }
+    sh.active.fetch_sub(1, Relaxed);
+}
+
+fn refuse(ctrl: &mut Control, code: i32, e: PerfError) -> PerfError {
+    let _ = ctrl.send_error(code, &e.to_string());
+    e
+}
+
+fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, out: &mut Output) -> Result<()> {
+    let cfg = &sh.cfg;
+    out.text(&format!("Accepted connection from {}, port {}", peer.ip(), peer.port()));
+    out.set_start_value("accepted_connection", serde_json::json!({ "host": peer.ip().to_string(), "port": peer.port() }));
+    let mut ctrl = Control::new(stream);
+    ctrl.send_state(State::ParamExchange)?;
+    let body = ctrl
+        .recv_json(MAX_PARAMS_LEN, cfg.handshake_timeout, "the client's parameters")
+        .map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e))?;
+    let params = Params::parse(&body, &cfg.limits).map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e.into()))?;
+    if let Some(key) = &cfg.common.auth_key {
+        let presented = params.netrig.as_ref().and_then(|n| n.auth.as_deref());
+        if !crate::auth::verify(key, &cookie, presented) {
+            let why = if presented.is_some() { "wrong key" } else { "this server requires a key (--auth-key)" };
+            return Err(refuse(&mut ctrl, ierr::IEAUTHTEST, PerfError::Auth(why.into())));
+        }
+    }
+    let mode = params.mode();
+    match (mode, params.protocol) {
+        (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) => {
+            return Err(refuse(&mut ctrl, ierr::IEUNIMP, PerfError::Config(format!("{mode:?} mode needs the other protocol"))));
+        }
+        _ => {}
+    }
+    let p = params.parallel as usize;
+    let (expected, senders_from) = match mode {
+        Mode::Bulk if params.bidirectional => (2 * p, p),
+        Mode::Bulk if params.reverse => (p, 0),
+        Mode::Bulk => (p, p),
+        Mode::Probe => (p, p),
+        Mode::Rr if params.netrig.as_ref().map(|n| n.rr_new_conn).unwrap_or(false) => (0, 0),
+        Mode::Rr => (p, p),
+    };
+
+    let mut session = Session::new(&params);
+    let rr_incoming = match params.protocol {
+        Protocol::Tcp => {
+            let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, &params)?;
+            for (i, s) in tcp.into_iter().enumerate() {
+                let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
+                out.connected(s.as_raw_fd(), &l, &r);
+                session.add(DataSock::Tcp(s), i >= senders_from, l.to_string(), r.to_string());
+            }
+            if mode == Mode::Rr {
+                Some(rx)
+            } else {
+                sh.pending.lock().unwrap().remove(&cookie);
+                None
+            }
+        }
+        Protocol::Udp => {
+            let udp = collect_udp(sh, &mut ctrl, peer, expected, &params)?;
+            for (i, s) in udp.into_iter().enumerate() {
+                let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
+                out.connected(s.as_raw_fd(), &l, &r);
+                session.add(DataSock::Udp(s), i >= senders_from, l.to_string(), r.to_string());
+            }
+            None
+        }
+    };
+    sh.running.lock().unwrap().insert(cookie);
+
+    out.start(&StartInfo {
+        udp: params.protocol == Protocol::Udp,
+        num_streams: params.parallel,
+        blksize: params.len,
+        omit: params.omit,
+        duration: params.time,
+        bytes: params.bytes,
+        blocks: params.blocks,
+        reverse: params.reverse,
+        bidir: params.bidirectional,
+        tos: params.tos,
+        target_bitrate: params.bandwidth,
+        cookie: cookie.as_str().to_string(),
+        is_client: false,
+        ..Default::default()
+    });
+    ctrl.sock.write_all(&[State::TestStart.emit(), State::TestRunning.emit()])?;
+
+    let cpu = CpuMeter::start();
+    let start_ns = sys::monotonic_ns();
+    let mut helpers = vec![];
+    match mode {
+        Mode::Bulk => session.start(&params)?,
+        Mode::Probe => helpers.extend(crate::probe::serve(&session)?),
+        Mode::Rr => helpers.extend(crate::rr::serve(&session, rr_incoming, cfg.max_rr_response)?),
+    }
+    let bulk = mode == Mode::Bulk;
+    let mut sampler = Sampler::new(if bulk { session.streams.clone() } else { vec![] }, session.udp, start_ns, params.omit > 0);
+    let limit = if params.time > 0 { params.time + params.omit } else { cfg.limits.max_time };
+    let opts = DriveOpts {
+        interval: if bulk { cfg.common.interval } else { Duration::ZERO },
+        omit: Duration::from_secs(params.omit),
+        duration: None,
+        bytes: 0,
+        blocks: 0,
+        is_client: false,
+        deadline: Some(Duration::from_secs(limit) + cfg.grace),
+        tcp_info_interval: None,
+    };
+    let ended = session::drive(&mut ctrl, &session, out, &mut sampler, &opts);
+    let end_ns = sys::monotonic_ns();
+    session.stop();
+    for h in helpers {
+        let _ = h.join();
+    }
+    match ended? {
+        Ended::Peer(State::TestEnd) => {}
+        Ended::Peer(State::ClientTerminate) => return Err(PerfError::PeerClosed("(the client has terminated)".into())),
+        Ended::Peer(s) => {
+            let e = PerfError::Protocol(format!("received an unexpected control message {s:?}"));
+            return Err(refuse(&mut ctrl, 110, e));
+        }
+        Ended::Done | Ended::Deadline => {
+            let _ = ctrl.send_state(State::ServerTerminate);
+            return Err(PerfError::Timeout("for the client to end its test: ended it".into()));
+        }
+    }
+    if bulk {
+        session::final_interval(&mut sampler, out, end_ns, cfg.common.interval);
+    }
+    let totals = sampler.totals(end_ns);
+    let usage = cpu.usage();
+    let ends: Vec<EndStream> = totals
+        .iter()
+        .enumerate()
+        .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp))
+        .collect();
+    let end = if bulk { Some(out.end(&ends, usage, None, (session.congestion(), None))) } else { None };
+
+    ctrl.send_state(State::ExchangeResults)?;
+    let body = ctrl.recv_json(MAX_RESULTS_LEN, cfg.handshake_timeout, "the client's results")?;
+    let _client_results = Results::parse(&body)?;
+    let mut ours = session.results(&totals, usage);
+    if !bulk {
+        ours.streams = session.streams.iter().map(|s| netrig_core::iperf3::StreamResult { id: s.id, ..Default::default() }).collect();
+    }
+    if params.get_server_output {
+        if cfg.common.format == crate::config::Format::Json {
+            ours.server_output_json = Some(out.document(end.clone(), None, Map::new()));
+        } else {
+            ours.server_output_text = out.captured.clone();
+        }
+    }
+    ctrl.send_json(&serde_json::to_value(&ours).unwrap_or_default())?;
+    ctrl.send_state(State::DisplayResults)?;
+    let doc = out.document(end, None, Map::new());
+    out.finish_json(&doc);
+    let _ = ctrl.recv_state(Duration::from_secs(5), "IPERF_DONE");
+    Ok(())
+}
+
+/// Announces CREATE_STREAMS and takes `expected` TCP data connections bearing the
+/// test's cookie (handed over by the connection threads).
+fn collect_tcp(
+    sh: &Shared,
+    ctrl: &mut Control,
+    cookie: Cookie,
+    expected: usize,
+    params: &Params,
+) -> Result<(Vec<TcpStream>, Receiver<TcpStream>)> {
+    let (tx, rx) = mpsc::channel();
+    sh.pending.lock().unwrap().insert(cookie, tx);
+    ctrl.send_state(State::CreateStreams)?;
+    let deadline = Instant::now() + sh.cfg.handshake_timeout * 2;
+    let mut got = vec![];
+    while got.len() < expected {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(s) = rx.recv_timeout(left) else {
+            let e = PerfError::Timeout(format!("waiting for data streams: {} of {expected} connected", got.len()));
+            return Err(refuse(ctrl, ierr::IESTREAMACCEPT, e));
+        };
+        let _ = s.set_read_timeout(None);
+        apply_server_tcp_opts(&s, params)?;
+        got.push(s);
+    }
+    Ok((got, rx))
+}
+
+/// Announces CREATE_STREAMS and takes `expected` UDP streams: each "9876" from the
+/// client's address gets a socket of its own, connected back, that answers "6789".
+/// One test at a time does this, since the datagram names no test.
+fn collect_udp(sh: &Shared, ctrl: &mut Control, peer: SocketAddr, expected: usize, params: &Params) -> Result<Vec<UdpSocket>> {
+    let _one_at_a_time = sh.udp_setup.lock().unwrap();
+    let listener = sys::udp_bind_shared(&udp_listen_addr(sh, ctrl)?)?;
+    listener.set_read_timeout(Some(Duration::from_millis(100)))?;
+    ctrl.send_state(State::CreateStreams)?;
+    let deadline = Instant::now() + sh.cfg.handshake_timeout * 2;
+    let mut socks: Vec<UdpSocket> = vec![];
+    let mut buf = [0u8; 2048];
+    while socks.len() < expected {
+        if Instant::now() > deadline {
+            let e = PerfError::Timeout(format!("waiting for UDP streams: {} of {expected} connected", socks.len()));
+            return Err(refuse(ctrl, ierr::IESTREAMACCEPT, e));
+        }
+        for s in &socks {
+            crate::engine::answer_repeated_hello(s);
+        }
+        let Ok((n, from)) = listener.recv_from(&mut buf) else { continue };
+        if n != 4 || sys::canonical(from).ip() != peer.ip() {
+            continue; // a stray datagram (say, a late packet of an ended test)
+        }
+        let s = sys::udp_bind_shared(&listener.local_addr()?)?;
+        s.connect(from)?;
+        crate::client::size_udp_buffers(&s, params.window);
+        s.send(&UDP_CONNECT_REPLY)?;
+        socks.push(s);
+    }
+    Ok(socks)
+}
+
+/// The address UDP streams arrive at: the control connection's local address.
+fn udp_listen_addr(sh: &Shared, ctrl: &Control) -> Result<SocketAddr> {
+    let local = ctrl.sock.local_addr()?;
+    Ok(match (&sh.cfg.common.bind, sh.listen.ip()) {
+        (None, ip) if ip.is_unspecified() => SocketAddr::new(ip, sh.listen.port()),
+        _ => SocketAddr::new(local.ip(), sh.listen.port()),
+    })
+}
+
+fn apply_server_tcp_opts(s: &TcpStream, p: &Params) -> Result<()> {
+    let fd = s.as_raw_fd();
+    let v6 = matches!(s.local_addr().map(|a| a.ip()), Ok(IpAddr::V6(_)));
+    let mut o = crate::client::tcp_opts(p);
+    o.mss = 0; // only effective before the handshake; the client's MSS governs both ways
+    let cc = o.congestion.take();
+    sys::apply_tcp_opts(fd, &o, v6)?;
+    if let Some(cc) = cc {
+        // As iperf3: an unknown algorithm on the server is a warning, not a failure.
+        let _ = sys::set_congestion(fd, &cc);
+    }
+    Ok(())
+}

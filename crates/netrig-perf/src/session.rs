@@ -70,6 +70,10 @@ impl Session {
         s
     }
 
+    pub fn sock(&self, i: usize) -> Option<&DataSock> {
+        self.socks.get(i)
+    }
+
     /// Starts one worker thread per stream.
     pub fn start(&mut self, params: &Params) -> Result<()> {
         let opts = SendOpts {
