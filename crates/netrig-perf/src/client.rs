@@ -55,13 +55,15 @@ pub fn connect(cfg: &ClientConfig) -> Result<Connection> {
     let mss = sys::getsockopt_int(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap_or(0) as u32;
     let cookie = Cookie::from_random(&sys::random_bytes::<36>());
     let mut ctrl = Control::new(sock);
+    ctrl.setup_timeout = Some(cfg.connect_timeout.max(Duration::from_secs(1)));
     ctrl.sock.write_all(cookie.as_bytes())?;
     Ok(Connection { ctrl, cookie, server, bind, mss })
 }
 
 /// Reads the next state, turning the server's refusals into errors.
 pub fn expect(ctrl: &mut Control, want: State, what: &str) -> Result<()> {
-    match ctrl.recv_state(SETUP_TIMEOUT, what)? {
+    let timeout = ctrl.setup_timeout.unwrap_or(SETUP_TIMEOUT);
+    match ctrl.recv_state(timeout, what)? {
         s if s == want => Ok(()),
         State::AccessDenied => Err(PerfError::Busy),
         State::ServerError => Err(ctrl.read_error()),

@@ -13,6 +13,8 @@ use crate::error::{PerfError, Result};
 
 pub struct Control {
     pub sock: TcpStream,
+    /// How long the client waits for each setup step (None: the default).
+    pub setup_timeout: Option<Duration>,
 }
 
 fn io_context(e: std::io::Error, what: &str) -> PerfError {
@@ -28,7 +30,7 @@ fn io_context(e: std::io::Error, what: &str) -> PerfError {
 impl Control {
     pub fn new(sock: TcpStream) -> Control {
         let _ = sock.set_nodelay(true);
-        Control { sock }
+        Control { sock, setup_timeout: None }
     }
 
     pub fn send_state(&mut self, state: State) -> Result<()> {

@@ -183,6 +183,13 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
             return Err(refuse(&mut ctrl, ierr::IEAUTHTEST, PerfError::Auth(why.into())));
         }
     }
+    if let Some(v) = params.netrig.as_ref().map(|n| n.version).filter(|&v| v > crate::client::NETRIG_PROTO) {
+        let e = PerfError::Config(format!(
+            "the client speaks netrig protocol version {v}; this server speaks up to {} (upgrade the server)",
+            crate::client::NETRIG_PROTO
+        ));
+        return Err(refuse(&mut ctrl, ierr::IEUNIMP, e));
+    }
     let mode = params.mode();
     match (mode, params.protocol) {
         (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) => {

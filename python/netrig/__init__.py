@@ -1,0 +1,20 @@
+"""netrig: a network test rig.
+
+Owns the Python side of netrig: the `netrig` command, and (as the project grows) the
+topology model, link backends, the experiment runner, theory and reports.
+
+Does not own anything on the packet path: the traffic tool (`netrig-perf`) and the link
+emulator are Rust binaries; Python starts them with flags and reads their JSON lines.
+"""
+
+from netrig._bins import BinaryNotFound, binary
+from netrig.errors import NetrigError
+
+__all__ = ["BinaryNotFound", "NetrigError", "binary", "__version__"]
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("netrig")
+except Exception:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+source"
