@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test: Rust unit tests (cargo test) and the pytest suite (unit tests, and
+# integration tests with real traffic on loopback against netrig-perf and iperf3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+
+echo "== cargo test"
+cargo test --workspace --quiet 2>&1 | grep -v '^$'
+echo "== pytest"
+.venv/bin/python -m pytest -q -ra "$@"

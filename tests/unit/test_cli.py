@@ -1,0 +1,60 @@
+"""The `netrig` command and binary lookup, without any network."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from netrig import BinaryNotFound, binary
+from netrig.cli import main
+
+
+def test_help_lists_commands(capsys):
+    assert main(["--help"]) == 0
+    assert "perf ARGS" in capsys.readouterr().out
+
+
+def test_no_command_is_a_usage_error(capsys):
+    assert main([]) == 2
+
+
+def test_unknown_command_is_named(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["frobnicate"])
+    assert e.value.code == 2
+    assert "unknown command 'frobnicate'" in capsys.readouterr().err
+
+
+def test_netrig_bin_dir_wins(tmp_path, monkeypatch):
+    fake = tmp_path / "netrig-perf"
+    fake.write_text("#!/bin/sh\necho fake\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("NETRIG_BIN_DIR", str(tmp_path))
+    assert binary("netrig-perf") == fake.resolve()
+
+
+def test_missing_binary_says_where_it_looked(monkeypatch, tmp_path):
+    monkeypatch.setenv("NETRIG_BIN_DIR", str(tmp_path))
+    with pytest.raises(BinaryNotFound) as e:
+        binary("netrig-nonexistent")
+    assert str(tmp_path) in str(e.value) and "pip install" in str(e.value)
+
+
+def test_perf_passes_arguments_and_exit_code_through():
+    p = subprocess.run([sys.executable, "-m", "netrig", "perf", "--version"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("netrig-perf ")
+    p = subprocess.run([sys.executable, "-m", "netrig", "perf", "-c"], capture_output=True, text=True)
+    assert p.returncode == 2  # clap's usage error, passed through
+
+
+def test_launcher_script_is_installed():
+    scripts = os.path.dirname(sys.executable)
+    launcher = os.path.join(scripts, "netrig")
+    if not os.path.exists(launcher):
+        pytest.skip("netrig is not installed in this interpreter's environment")
+    p = subprocess.run([launcher, "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "perf ARGS" in p.stdout
