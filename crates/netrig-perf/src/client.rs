@@ -322,6 +322,14 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     let theirs_cc = theirs.congestion_used.clone();
     let cc = if cfg.reverse { (theirs_cc, ours_cc) } else { (ours_cc, theirs_cc) };
     let end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    if cfg.common.verbose {
+        let r = peer_cpu(&theirs);
+        let (l, rr) = if cfg.reverse { ("receiver", "sender") } else { ("sender", "receiver") };
+        out.text(&format!(
+            "CPU Utilization: local/{l} {:.1}% ({:.1}%u/{:.1}%s), remote/{rr} {:.1}% ({:.1}%u/{:.1}%s)",
+            usage.total, usage.user, usage.system, r.total, r.user, r.system
+        ));
+    }
     let mut top = Map::new();
     if let Some(text) = &theirs.server_output_text {
         out.text("\nServer output:");

@@ -15,8 +15,11 @@ use netrig_perf::server;
 
 /// Sizes (-n, -l, -w, -k) take K/M/G in 1024s; rates (-b) in 1000s, as iperf3.
 #[derive(Parser, Debug)]
-#[command(name = "netrig-perf", version, about = "iperf3-compatible traffic tool with latency probes", disable_help_flag = false)]
+#[command(name = "netrig-perf", version, about = "iperf3-compatible traffic tool with latency probes", disable_version_flag = true)]
 struct Cli {
+    /// Print the version.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
     /// Run as a server.
     #[arg(short = 's', long)]
     server: bool,
@@ -50,7 +53,7 @@ struct Cli {
     /// Flush output at every line (always on; accepted for iperf3 compatibility).
     #[arg(long)]
     forceflush: bool,
-    /// More detail.
+    /// More detail (CPU use, parameters).
     #[arg(short = 'V', long)]
     verbose: bool,
     /// Shared key: a client proves it, a server demands it.
@@ -321,5 +324,23 @@ fn main() -> ExitCode {
             eprintln!("netrig-perf: error - {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn iperf3_style_flags_parse() {
+        let cli = Cli::try_parse_from(["netrig-perf", "-c", "h", "-u", "-b", "10M/5", "-l", "1K", "-P", "2", "-R", "-1"]).unwrap();
+        let cfg = client_config(&cli, "h").unwrap();
+        assert_eq!((cfg.rate, cfg.burst, cfg.len, cfg.parallel, cfg.reverse), (Some(10_000_000), 5, 1024, 2, true));
     }
 }
