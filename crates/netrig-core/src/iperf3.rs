@@ -62,6 +62,9 @@ pub struct NetrigParams {
     /// rr: open a new connection for every transaction.
     #[serde(default)]
     pub rr_new_conn: bool,
+    /// Send UDP datagram by datagram, without segmentation offload (GSO).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_gso: bool,
     /// Shared-key authentication: hex HMAC over the cookie.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<String>,

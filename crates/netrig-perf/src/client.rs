@@ -90,11 +90,12 @@ pub fn build_params(cfg: &ClientConfig, conn: &Connection) -> Params {
         _ => 0,
     };
     let auth = cfg.common.auth_key.as_ref().map(|k| crate::auth::token(k, &conn.cookie));
-    let netrig = (mode != Mode::Bulk || auth.is_some()).then(|| NetrigParams {
+    let netrig = (mode != Mode::Bulk || auth.is_some() || cfg.no_gso).then(|| NetrigParams {
         mode,
         version: NETRIG_PROTO,
         rr_response,
         rr_new_conn,
+        no_gso: cfg.no_gso,
         auth,
     });
     Params {
@@ -316,7 +317,7 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         if peer.is_none() {
             return Err(PerfError::Protocol(format!("the server's results lack stream id {}", t.stream.id)));
         }
-        ends.push(EndStream::build(t, Some(sampler.extremes[i]), peer, session.udp));
+        ends.push(EndStream::build(t, Some(sampler.extremes[i]), peer, session.udp, params.omit == 0));
     }
     let ours_cc = session.congestion();
     let theirs_cc = theirs.congestion_used.clone();

@@ -98,6 +98,8 @@ pub struct ClientConfig {
     pub repeating_payload: bool,
     pub connect_timeout: Duration,
     pub cport: Option<u16>,
+    /// UDP: send datagram by datagram, without GSO.
+    pub no_gso: bool,
     /// Interval between TCP_INFO samples streamed as events (None: off).
     pub tcp_info_interval: Option<Duration>,
 }
@@ -132,6 +134,7 @@ impl Default for ClientConfig {
             repeating_payload: false,
             connect_timeout: Duration::from_secs(10),
             cport: None,
+            no_gso: false,
             tcp_info_interval: None,
         }
     }

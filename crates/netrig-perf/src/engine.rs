@@ -20,6 +20,8 @@ use crate::sys;
 
 pub const POLL: Duration = Duration::from_millis(50);
 const UDP_BATCH: usize = 64;
+/// Largest GSO buffer: the datagrams of one send must fit one IP packet's worth.
+const GSO_BYTES: usize = 65_000;
 
 /// What a run has to stop on, shared by every stream of one test.
 #[derive(Debug, Default)]
@@ -124,6 +126,8 @@ pub struct SendOpts {
     pub zerocopy: bool,
     pub repeating_payload: bool,
     pub udp_counters_64bit: bool,
+    /// UDP: let the kernel segment batches (GSO) where the path can.
+    pub gso: bool,
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -285,6 +289,10 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
         sys::set_timer_slack_ns(1000);
         let len = opts.len.max(UdpHeader::len(opts.udp_counters_64bit));
         let template = payload(len, opts.repeating_payload);
+        // GSO sends a batch as one buffer of back-to-back datagrams.
+        let gso_max = (GSO_BYTES / len).min(UDP_BATCH);
+        let mut use_gso = opts.gso && gso_max >= 2;
+        let mut flat: Vec<u8> = template.iter().copied().cycle().take(len * gso_max.max(1)).collect();
         let mut bufs: Vec<Vec<u8>> = vec![template; UDP_BATCH];
         let mut pacer = pacer_for(&opts);
         let mut seq: u64 = 0;
@@ -322,6 +330,30 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             }
             if n == 0 {
                 return Ok(());
+            }
+            if use_gso && n >= 2 && n <= gso_max {
+                for i in 0..n {
+                    stamp(&mut flat[i * len..(i + 1) * len], seq + 1 + i as u64, opts.udp_counters_64bit);
+                }
+                match sys::send_gso(&sock, &flat[..n * len], len as u16) {
+                    Ok(_) => {
+                        seq += n as u64;
+                        stream.bytes.fetch_add((n * len) as u64, Relaxed);
+                        stream.blocks.fetch_add(n as u64, Relaxed);
+                        continue;
+                    }
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) => {
+                        use_gso = false; // this path cannot segment: plain batches from now on
+                    }
+                    Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+                        if ctl.stopped() {
+                            return Ok(());
+                        }
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
+                    Err(e) => return Err(e),
+                }
             }
             for (i, b) in bufs.iter_mut().take(n).enumerate() {
                 stamp(b, seq + 1 + i as u64, opts.udp_counters_64bit);
@@ -362,29 +394,35 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
 pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len: usize, counters_64bit: bool) {
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
-        let mut batch = sys::RecvBatch::new(UDP_BATCH, len.clamp(64, 65_536));
+        let gro = sys::enable_gro(&sock);
+        let slot = if gro { 65_536 } else { len.clamp(64, 65_536) };
+        let mut batch = sys::RecvBatch::new(UDP_BATCH, slot);
+        let take = |batch: &sys::RecvBatch, n: usize| {
+            let now = sys::realtime_ns();
+            let (mut bytes, mut count) = (0u64, 0u64);
+            let mut rx = stream.udp_rx.lock().unwrap();
+            for i in 0..n {
+                let (data, seg) = batch.get(i);
+                for d in data.chunks(seg.unwrap_or(data.len()).max(1)) {
+                    if d.len() == 4 && d == UDP_CONNECT_MSG {
+                        let _ = sock.send(&UDP_CONNECT_REPLY);
+                        continue;
+                    }
+                    bytes += d.len() as u64;
+                    count += 1;
+                    if let Ok(h) = UdpHeader::parse(d, counters_64bit) {
+                        rx.seq.on_packet(h.seq);
+                        rx.jitter.on_packet(h.sent_ns(), now);
+                    }
+                }
+            }
+            drop(rx);
+            stream.bytes.fetch_add(bytes, Relaxed);
+            stream.blocks.fetch_add(count, Relaxed);
+        };
         while !ctl.stopped() {
             match batch.recv(&sock) {
-                Ok(n) => {
-                    let now = sys::realtime_ns();
-                    let mut bytes = 0u64;
-                    let mut rx = stream.udp_rx.lock().unwrap();
-                    for i in 0..n {
-                        let d = batch.get(i);
-                        if d.len() == 4 && d == UDP_CONNECT_MSG {
-                            let _ = sock.send(&UDP_CONNECT_REPLY);
-                            continue;
-                        }
-                        bytes += d.len() as u64;
-                        if let Ok(h) = UdpHeader::parse(d, counters_64bit) {
-                            rx.seq.on_packet(h.seq);
-                            rx.jitter.on_packet(h.sent_ns(), now);
-                        }
-                    }
-                    drop(rx);
-                    stream.bytes.fetch_add(bytes, Relaxed);
-                    stream.blocks.fetch_add(n as u64, Relaxed);
-                }
+                Ok(n) => take(&batch, n),
                 Err(e) if is_timeout(&e) => {
                     if ctl.stopped() {
                         return Ok(());
@@ -397,6 +435,13 @@ pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len:
                 }
                 Err(e) => return Err(e),
             }
+        }
+        // What already arrived counts: drain the socket before reporting.
+        while let Ok(n) = batch.recv_queued(&sock) {
+            if n == 0 {
+                break;
+            }
+            take(&batch, n);
         }
         Ok(())
     })();

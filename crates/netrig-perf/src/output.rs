@@ -107,7 +107,15 @@ pub struct EndStream {
 
 impl EndStream {
     /// Combines local totals with the peer's results for the same stream (if any).
-    pub fn build(local: &Sample, extremes: Option<TcpExtremes>, peer: Option<&StreamResult>, udp: bool) -> EndStream {
+    /// `whole_test`: no warm-up was omitted, so the peer's UDP counts (which include the
+    /// warm-up, as iperf3's do) cover the same span as ours.
+    pub fn build(
+        local: &Sample,
+        extremes: Option<TcpExtremes>,
+        peer: Option<&StreamResult>,
+        udp: bool,
+        whole_test: bool,
+    ) -> EndStream {
         let s = &local.stream;
         let local_side = Side {
             end: local.end,
@@ -134,21 +142,29 @@ impl EndStream {
         }
         let udp_end = udp.then(|| {
             let rx = local.udp_rx.unwrap_or_default();
+            let extra = |key: &str| {
+                peer.and_then(|p| p.netrig.as_ref()).and_then(|n| n.get(key)).and_then(Value::as_i64).unwrap_or(0)
+            };
             if s.sender {
+                // The receiver counts gaps below the highest sequence it saw; datagrams
+                // after that (the tail still in flight at the end) are lost too.
+                let sent = local.packets as i64;
                 let p = peer.cloned().unwrap_or_default();
+                let tail = if whole_test { (sent - p.packets).max(0) } else { 0 };
                 UdpEnd {
                     jitter_ms: p.jitter * 1000.0,
-                    lost: p.errors,
-                    packets: local.packets as i64,
-                    out_of_order: p.netrig.as_ref().and_then(|n| n.get("out_of_order")).and_then(Value::as_i64).unwrap_or(0),
-                    duplicates: p.netrig.as_ref().and_then(|n| n.get("duplicates")).and_then(Value::as_i64).unwrap_or(0),
-                    sent_packets: local.packets as i64,
+                    lost: p.errors + tail,
+                    packets: sent,
+                    out_of_order: extra("out_of_order"),
+                    duplicates: extra("duplicates"),
+                    sent_packets: sent,
                 }
             } else {
-                let sent = peer.map(|p| p.packets).filter(|&n| n > 0);
+                let sent = peer.map(|p| p.packets).filter(|&n| n > 0 && whole_test);
+                let tail = sent.map(|n| (n - rx.packets as i64).max(0)).unwrap_or(0);
                 UdpEnd {
                     jitter_ms: rx.jitter_ms,
-                    lost: rx.lost as i64,
+                    lost: rx.lost as i64 + tail,
                     packets: sent.unwrap_or(rx.packets as i64),
                     out_of_order: rx.out_of_order as i64,
                     duplicates: rx.duplicates as i64,
@@ -664,10 +680,11 @@ impl Output {
                         let l = self.udp_line(label, dir, r, u.jitter_ms, u.lost, u.packets, "receiver");
                         self.text(&l);
                     }
-                    end.insert(format!("sum_received{suffix}"), self.side_json(dir, r, None, Some(u), false));
+                    end.insert(format!("sum_received{suffix}"), self.side_json(false, r, None, Some(u), false));
                 }
+                // iperf3's "sum": what was sent, with the receiver's loss and jitter.
                 if suffix.is_empty() {
-                    if let Some(side) = rcv.as_ref().or(snd.as_ref()) {
+                    if let Some(side) = snd.as_ref().or(rcv.as_ref()) {
                         end.insert("sum".into(), self.side_json(dir, side, None, Some(u), false));
                     }
                 }

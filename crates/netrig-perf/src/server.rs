@@ -277,6 +277,7 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
     let ended = session::drive(&mut ctrl, &session, out, &mut sampler, &opts);
     let end_ns = sys::monotonic_ns();
     session.stop();
+    session.shutdown_sockets();
     for h in helpers {
         let _ = h.join();
     }
@@ -300,7 +301,7 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
     let ends: Vec<EndStream> = totals
         .iter()
         .enumerate()
-        .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp))
+        .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp, params.omit == 0))
         .collect();
     let end = if bulk { Some(out.end(&ends, usage, None, (session.congestion(), None))) } else { None };
 

@@ -83,6 +83,7 @@ impl Session {
             zerocopy: params.zerocopy,
             repeating_payload: params.repeating_payload,
             udp_counters_64bit: params.udp_counters_64bit,
+            gso: !params.netrig.as_ref().map(|n| n.no_gso).unwrap_or(false),
         };
         for (s, sock) in self.streams.iter().zip(&self.socks) {
             let (s, ctl, opts) = (s.clone(), self.ctl.clone(), opts.clone());
@@ -117,6 +118,16 @@ impl Session {
         self.ctl.stop.store(true, Relaxed);
         for h in self.handles.drain(..) {
             let _ = h.join();
+        }
+    }
+
+    /// Shuts every data socket down, as iperf3's server does on TEST_END: a peer
+    /// blocked reading its data socket sees the end.
+    pub fn shutdown_sockets(&self) {
+        for s in &self.socks {
+            if let DataSock::Tcp(t) = s {
+                let _ = t.shutdown(std::net::Shutdown::Both);
+            }
         }
     }
 
@@ -255,6 +266,17 @@ pub fn drive(ctrl: &mut Control, session: &Session, out: &mut Output, sampler: &
             sampler.end_omit(now);
             next_report = if interval > 0 { now + interval } else { u64::MAX };
         }
+        if o.is_client && !sampler.omitting() {
+            let time_up = end_at.map(|e| now >= e).unwrap_or(false);
+            let (rb, rk) = session.received();
+            let budget = (o.bytes > 0 || o.blocks > 0)
+                && (session.senders_done()
+                    || (o.bytes > 0 && rb >= o.bytes)
+                    || (o.blocks > 0 && rk >= o.blocks));
+            if time_up || budget {
+                return Ok(Ended::Done);
+            }
+        }
         if now >= next_report {
             let samples = sampler.interval(now);
             out.interval(&samples);
@@ -267,17 +289,6 @@ pub fn drive(ctrl: &mut Control, session: &Session, out: &mut Output, sampler: &
             if now >= t {
                 tcp_info_event(session, out, sampler.elapsed(now));
                 next_info = Some(t + ns(every));
-            }
-        }
-        if o.is_client && !sampler.omitting() {
-            let time_up = end_at.map(|e| now >= e).unwrap_or(false);
-            let (rb, rk) = session.received();
-            let budget = (o.bytes > 0 || o.blocks > 0)
-                && (session.senders_done()
-                    || (o.bytes > 0 && rb >= o.bytes)
-                    || (o.blocks > 0 && rk >= o.blocks));
-            if time_up || budget {
-                return Ok(Ended::Done);
             }
         }
         if let Some(d) = deadline {

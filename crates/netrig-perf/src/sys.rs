@@ -241,20 +241,61 @@ pub fn send_batch(sock: &UdpSocket, bufs: &[&[u8]]) -> io::Result<usize> {
     check(r).map(|n| n as usize)
 }
 
-/// Reusable buffers for `recvmmsg`.
+pub const SOL_UDP: i32 = 17;
+pub const UDP_SEGMENT: i32 = 103;
+pub const UDP_GRO: i32 = 104;
+
+/// Sends `buf` as datagrams of `seg` bytes each in one call (UDP GSO: the kernel or
+/// the device cuts it). Fails with EIO/EINVAL where the path cannot do it.
+pub fn send_gso(sock: &UdpSocket, buf: &[u8], seg: u16) -> io::Result<usize> {
+    let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    // u64 storage keeps the control buffer aligned for cmsghdr.
+    let mut control = [0u64; 4];
+    // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call, and
+    // the control buffer is large enough for one cmsg carrying a u16.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = SOL_UDP;
+        (*cmsg).cmsg_type = UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut u16, seg);
+        let r = libc::sendmsg(sock.as_raw_fd(), &msg, 0);
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+}
+
+/// Asks the kernel to hand over coalesced datagrams (UDP GRO); false if it cannot.
+pub fn enable_gro(sock: &UdpSocket) -> bool {
+    setsockopt_int(sock.as_raw_fd(), SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
+const CONTROL_WORDS: usize = 8;
+
+/// Reusable buffers for `recvmmsg`, with room for a GRO segment-size message each.
 pub struct RecvBatch {
     buf: Vec<u8>,
     slot: usize,
     iovs: Vec<libc::iovec>,
+    control: Vec<[u64; CONTROL_WORDS]>,
     msgs: Vec<libc::mmsghdr>,
 }
 
-// SAFETY: the raw pointers point into `buf`, which the batch owns and never reallocates.
+// SAFETY: the raw pointers point into buffers the batch owns and never reallocates.
 unsafe impl Send for RecvBatch {}
 
 impl RecvBatch {
     pub fn new(count: usize, slot: usize) -> RecvBatch {
         let mut buf = vec![0u8; count * slot];
+        let mut control = vec![[0u64; CONTROL_WORDS]; count];
         let mut iovs: Vec<libc::iovec> = (0..count)
             .map(|i| libc::iovec {
                 // SAFETY: i * slot is inside buf.
@@ -264,37 +305,59 @@ impl RecvBatch {
             .collect();
         let msgs = iovs
             .iter_mut()
-            .map(|iov| {
+            .zip(control.iter_mut())
+            .map(|(iov, c)| {
                 // SAFETY: a zeroed mmsghdr is valid.
                 let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
                 m.msg_hdr.msg_iov = iov as *mut libc::iovec;
                 m.msg_hdr.msg_iovlen = 1;
+                m.msg_hdr.msg_control = c.as_mut_ptr() as *mut libc::c_void;
                 m
             })
             .collect();
-        RecvBatch { buf, slot, iovs, msgs }
+        RecvBatch { buf, slot, iovs, control, msgs }
     }
 
-    /// Receives up to the batch's count, blocking (up to the socket's timeout) for one.
-    pub fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
-        let _ = &self.iovs;
-        // SAFETY: msgs points at iovs which point into buf; all owned by self.
+    fn recv_flags(&mut self, sock: &UdpSocket, flags: i32) -> io::Result<usize> {
+        let _ = (&self.iovs, &self.control);
+        for m in self.msgs.iter_mut() {
+            m.msg_hdr.msg_controllen = CONTROL_WORDS * 8;
+        }
+        // SAFETY: msgs point at iovs and control buffers owned by self.
         let r = unsafe {
-            libc::recvmmsg(
-                sock.as_raw_fd(),
-                self.msgs.as_mut_ptr(),
-                self.msgs.len() as u32,
-                libc::MSG_WAITFORONE,
-                std::ptr::null_mut(),
-            )
+            libc::recvmmsg(sock.as_raw_fd(), self.msgs.as_mut_ptr(), self.msgs.len() as u32, flags, std::ptr::null_mut())
         };
         check(r).map(|n| n as usize)
     }
 
-    /// The i-th received datagram of the last call.
-    pub fn get(&self, i: usize) -> &[u8] {
+    /// Receives up to the batch's count, blocking (up to the socket's timeout) for one.
+    pub fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        self.recv_flags(sock, libc::MSG_WAITFORONE)
+    }
+
+    /// Receives only what is already queued.
+    pub fn recv_queued(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        self.recv_flags(sock, libc::MSG_DONTWAIT)
+    }
+
+    /// The i-th message of the last call, and its GRO segment size if coalesced.
+    pub fn get(&self, i: usize) -> (&[u8], Option<usize>) {
         let len = (self.msgs[i].msg_len as usize).min(self.slot);
-        &self.buf[i * self.slot..i * self.slot + len]
+        let data = &self.buf[i * self.slot..i * self.slot + len];
+        let hdr = &self.msgs[i].msg_hdr;
+        let mut seg = None;
+        // SAFETY: the kernel filled the control buffer up to msg_controllen; CMSG_*
+        // walk it within those bounds.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                    seg = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32) as usize);
+                }
+                c = libc::CMSG_NXTHDR(hdr, c);
+            }
+        }
+        (data, seg.filter(|&s| s > 0))
     }
 }
 
@@ -531,9 +594,38 @@ mod tests {
         while got.len() < 10 {
             let n = batch.recv(&b).unwrap();
             for i in 0..n {
-                got.push(batch.get(i).to_vec());
+                got.push(batch.get(i).0.to_vec());
             }
         }
         assert_eq!(got, payloads);
+    }
+
+    #[test]
+    fn gso_send_and_gro_receive_keep_datagram_boundaries() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        let gro = enable_gro(&b);
+        let buf: Vec<u8> = (0..64 * 30).map(|i| (i / 64) as u8).collect();
+        assert_eq!(send_gso(&a, &buf, 64).unwrap(), buf.len());
+        set_timeouts(b.as_raw_fd(), Duration::from_millis(500)).unwrap();
+        let mut batch = RecvBatch::new(8, 65_536);
+        let mut datagrams = vec![];
+        while datagrams.len() < 30 {
+            let n = batch.recv(&b).unwrap();
+            for i in 0..n {
+                let (data, seg) = batch.get(i);
+                match seg {
+                    Some(s) => datagrams.extend(data.chunks(s).map(|c| c.to_vec())),
+                    None => datagrams.push(data.to_vec()),
+                }
+            }
+        }
+        assert!(gro, "this kernel has UDP GRO");
+        assert_eq!(datagrams.len(), 30);
+        for (i, d) in datagrams.iter().enumerate() {
+            assert_eq!(d.len(), 64);
+            assert!(d.iter().all(|&x| x == i as u8));
+        }
     }
 }

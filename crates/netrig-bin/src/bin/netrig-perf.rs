@@ -150,6 +150,9 @@ struct Cli {
     /// Milliseconds to wait for a connection.
     #[arg(long, default_value_t = 10_000)]
     connect_timeout: u64,
+    /// netrig: UDP without segmentation offload (one send per datagram batch entry).
+    #[arg(long)]
+    no_gso: bool,
     /// netrig: stream TCP_INFO samples (cwnd, RTT, rates) every MS milliseconds.
     #[arg(long, value_name = "MS")]
     tcp_info_interval: Option<f64>,
@@ -267,6 +270,7 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         repeating_payload: cli.repeating_payload,
         connect_timeout: Duration::from_millis(cli.connect_timeout.max(1)),
         cport: cli.cport,
+        no_gso: cli.no_gso,
         tcp_info_interval: cli.tcp_info_interval.map(|ms| Duration::from_secs_f64(ms.max(1.0) / 1000.0)),
     })
 }
