@@ -214,3 +214,67 @@ def test_netrig_perf_runs_through_the_netrig_command(netrig_server):
     p = run([sys.executable, "-m", "netrig", "perf", "-c", "127.0.0.1", "-p", str(srv.port), "-t", "1", "-J"])
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["end"]["sum_received"]["bytes"] > 0
+
+
+def available_cc() -> list[str]:
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        return f.read().split()
+
+
+def test_tcp_options_reach_the_sockets(perf_bin, netrig_server):
+    srv = netrig_server()
+    algo = "reno" if "reno" in available_cc() else available_cc()[0]
+    p = run([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-t", "1", "-C", algo, "-M", "1000", "-N",
+             "-Z", "--json-stream", "--tcp-info-interval", "50"])
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    end = events[-1]["data"]
+    assert end["sender_tcp_congestion"] == algo
+    mss = {e["data"]["snd_mss"] for e in events if e["event"] == "tcp_info"}
+    assert mss and max(mss) <= 1000, mss
+    assert end["sum_received"]["bytes"] > 0
+
+
+def test_unknown_congestion_control_is_named(perf_bin, netrig_server):
+    srv = netrig_server()
+    p = run([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-t", "1", "-C", "warp9"])
+    assert p.returncode == 1
+    assert "warp9" in p.stderr
+
+
+def test_block_count_and_one_off_server(perf_bin, netrig_server):
+    srv = netrig_server("-1")
+    p, doc = run_json([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-J", "-k", "100", "-l", "8K"])
+    assert p.returncode == 0, p.stderr
+    assert doc["end"]["sum_sent"]["bytes"] == 100 * 8192
+    srv.proc.wait(timeout=10)
+    assert srv.proc.returncode == 0
+
+
+def test_ipv6_and_bind(perf_bin, netrig_server):
+    srv = netrig_server()
+    p, doc = run_json([str(perf_bin), "-c", "::1", "-6", "-B", "::1", "-p", str(srv.port), "-J", "-t", "1"])
+    assert p.returncode == 0, p.stderr
+    assert doc["start"]["connected"][0]["local_host"] == "::1"
+
+
+def test_server_output_between_netrig_peers(perf_bin, netrig_server):
+    srv = netrig_server()
+    p = run([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-t", "1", "--get-server-output"])
+    assert p.returncode == 0, p.stderr
+    assert "Server output:" in p.stdout and "Accepted connection from" in p.stdout
+
+
+def test_udp_summary_counts_what_never_arrived(perf_bin, netrig_server):
+    """The end summary's loss is sent minus received, including datagrams still in
+    flight when the test ended (iperf3 counts only gaps below the highest received)."""
+    srv = netrig_server()
+    p, doc = run_json([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-J", "-t", "1", "-u", "-b", "20M"])
+    assert p.returncode == 0, p.stderr
+    end = doc["end"]
+    s, sent, rcvd = end["sum"], end["sum_sent"], end["sum_received"]
+    size = doc["start"]["test_start"]["blksize"]
+    assert s["packets"] == sent["packets"] == sent["bytes"] // size
+    # Every datagram sent is either received or lost: none falls through the cracks.
+    assert s["packets"] - s["lost_packets"] == rcvd["bytes"] // size
+    assert s["bytes"] == sent["bytes"] and rcvd["sender"] is False and sent["sender"] is True
