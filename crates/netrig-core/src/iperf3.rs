@@ -25,7 +25,10 @@ pub enum ParamError {
 }
 
 fn bad(key: &str, problem: impl Into<String>) -> ParamError {
-    ParamError::Bad { key: key.to_string(), problem: problem.into() }
+    ParamError::Bad {
+        key: key.to_string(),
+        problem: problem.into(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,8 +204,7 @@ fn get_string(obj: &Map<String, Value>, key: &str, max_len: usize) -> Result<Opt
 impl Params {
     /// Parses and validates a parameter document against `limits`.
     pub fn parse(json: &[u8], limits: &Limits) -> Result<Params, ParamError> {
-        let value: Value =
-            serde_json::from_slice(json).map_err(|e| ParamError::NotJson(e.to_string()))?;
+        let value: Value = serde_json::from_slice(json).map_err(|e| ParamError::NotJson(e.to_string()))?;
         let Value::Object(obj) = value else {
             return Err(ParamError::NotJson("top level is not an object".into()));
         };
@@ -222,7 +224,10 @@ impl Params {
         let bytes = get_uint(&obj, "num", u64::MAX / 2)?.unwrap_or(0);
         let blocks = get_uint(&obj, "blockcount", u64::MAX / 2)?.unwrap_or(0);
         if time == 0 && bytes == 0 && blocks == 0 {
-            return Err(bad("time", "0 with neither \"num\" nor \"blockcount\": the test would never end"));
+            return Err(bad(
+                "time",
+                "0 with neither \"num\" nor \"blockcount\": the test would never end",
+            ));
         }
         let bandwidth = get_uint(&obj, "bandwidth", u64::MAX / 2)?.unwrap_or(0);
         if limits.max_bandwidth > 0 && (bandwidth == 0 || bandwidth > limits.max_bandwidth) {
@@ -240,7 +245,10 @@ impl Params {
         };
         let len = get_uint(&obj, "len", limits.max_len)?.unwrap_or(0);
         if protocol == Protocol::Udp && len > 65_507 {
-            return Err(bad("len", format!("{len} exceeds the largest UDP payload (65507)")));
+            return Err(bad(
+                "len",
+                format!("{len} exceeds the largest UDP payload (65507)"),
+            ));
         }
         Ok(Params {
             protocol,
@@ -340,10 +348,15 @@ fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> 
         Value::Number(n) => Ok(n
             .as_i64()
             .or_else(|| n.as_u64().map(|_| -1))
-            .or_else(|| n.as_f64().map(|f| if f > i64::MAX as f64 { -1 } else { f as i64 }))
+            .or_else(|| {
+                n.as_f64()
+                    .map(|f| if f > i64::MAX as f64 { -1 } else { f as i64 })
+            })
             .unwrap_or(-1)),
         Value::Null => Ok(0),
-        other => Err(serde::de::Error::custom(format!("expected a number, got {other}"))),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a number, got {other}"
+        ))),
     }
 }
 
@@ -440,7 +453,10 @@ mod tests {
             bandwidth: 10_000_000,
             len: 1460,
             bidirectional: true,
-            netrig: Some(NetrigParams { mode: Mode::Probe, ..Default::default() }),
+            netrig: Some(NetrigParams {
+                mode: Mode::Probe,
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let bytes = serde_json::to_vec(&p.to_json()).unwrap();
@@ -464,17 +480,27 @@ mod tests {
         assert_eq!(parse(r#"{"time":1}"#), Err(ParamError::NoProtocol));
         assert!(matches!(parse("[1,2]"), Err(ParamError::NotJson(_))));
         assert!(matches!(parse("{\"tcp\":tru"), Err(ParamError::NotJson(_))));
-        assert!(matches!(parse(r#"{"udp":true,"len":70000}"#), Err(ParamError::Bad { .. })));
+        assert!(matches!(
+            parse(r#"{"udp":true,"len":70000}"#),
+            Err(ParamError::Bad { .. })
+        ));
         assert!(matches!(
             parse(r#"{"tcp":true,"netrig":{"mode":"warp"}}"#),
             Err(ParamError::Bad { .. })
         ));
-        assert!(matches!(parse(r#"{"tcp":true,"time":0}"#), Err(ParamError::Bad { .. })));
+        assert!(matches!(
+            parse(r#"{"tcp":true,"time":0}"#),
+            Err(ParamError::Bad { .. })
+        ));
     }
 
     #[test]
     fn server_limits_apply() {
-        let limits = Limits { max_time: 30, max_bandwidth: 1_000_000, ..Default::default() };
+        let limits = Limits {
+            max_time: 30,
+            max_bandwidth: 1_000_000,
+            ..Default::default()
+        };
         let p = Params::parse(br#"{"udp":true,"time":60,"bandwidth":1000}"#, &limits);
         assert_eq!(p, Err(bad("time", "60 is above the limit of 30")));
         let p = Params::parse(br#"{"udp":true,"time":5,"bandwidth":5000000}"#, &limits);

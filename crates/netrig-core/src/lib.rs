@@ -9,10 +9,10 @@
 //! (bytes, timestamps) as arguments, so it runs the same in a test as on the wire.
 
 pub mod iperf3;
+pub mod pacing;
 pub mod stats;
 pub mod units;
 pub mod wire;
-pub mod pacing;
 
 #[cfg(test)]
 mod fuzz {

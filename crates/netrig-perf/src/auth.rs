@@ -10,7 +10,11 @@ use netrig_core::wire::iperf3::Cookie;
 pub fn token(key: &str, cookie: &Cookie) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
     mac.update(cookie.as_bytes());
-    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Constant-time check of a client's token.
@@ -20,7 +24,10 @@ pub fn verify(key: &str, cookie: &Cookie, presented: Option<&str>) -> bool {
     if p.len() != expected.len() {
         return false;
     }
-    p.bytes().zip(expected.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    p.bytes()
+        .zip(expected.bytes())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 #[cfg(test)]

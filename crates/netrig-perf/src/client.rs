@@ -32,7 +32,10 @@ pub fn resolve(host: &str, port: u16, family: Family) -> Result<SocketAddr> {
             Family::V6 => a.is_ipv6(),
         })
         .collect();
-    addrs.first().copied().ok_or_else(|| PerfError::Resolve(host.to_string()))
+    addrs
+        .first()
+        .copied()
+        .ok_or_else(|| PerfError::Resolve(host.to_string()))
 }
 
 /// A connected control channel, after the cookie went out.
@@ -50,14 +53,24 @@ pub fn connect(cfg: &ClientConfig) -> Result<Connection> {
         Some(b) => Some(resolve(b, 0, cfg.common.family)?),
         None => None,
     };
-    let sock = sys::tcp_connect(&server, bind.as_ref(), &TcpOpts::default(), cfg.connect_timeout)
-        .map_err(|source| PerfError::Connect { addr: server.to_string(), source })?;
+    let sock = sys::tcp_connect(&server, bind.as_ref(), &TcpOpts::default(), cfg.connect_timeout).map_err(
+        |source| PerfError::Connect {
+            addr: server.to_string(),
+            source,
+        },
+    )?;
     let mss = sys::getsockopt_int(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap_or(0) as u32;
     let cookie = Cookie::from_random(&sys::random_bytes::<36>());
     let mut ctrl = Control::new(sock);
     ctrl.setup_timeout = Some(cfg.connect_timeout.max(Duration::from_secs(1)));
     ctrl.sock.write_all(cookie.as_bytes())?;
-    Ok(Connection { ctrl, cookie, server, bind, mss })
+    Ok(Connection {
+        ctrl,
+        cookie,
+        server,
+        bind,
+        mss,
+    })
 }
 
 /// Reads the next state, turning the server's refusals into errors.
@@ -76,21 +89,31 @@ pub fn build_params(cfg: &ClientConfig, conn: &Connection) -> Params {
     let (mode, rr_response, rr_new_conn) = match &cfg.mode {
         ClientMode::Bulk => (Mode::Bulk, None, false),
         ClientMode::Probe { .. } => (Mode::Probe, None, false),
-        ClientMode::Rr { response, new_conn, .. } => (Mode::Rr, Some(*response), *new_conn),
+        ClientMode::Rr {
+            response, new_conn, ..
+        } => (Mode::Rr, Some(*response), *new_conn),
     };
     let protocol = match cfg.mode {
         ClientMode::Probe { .. } => Protocol::Udp,
         ClientMode::Rr { .. } => Protocol::Tcp,
         ClientMode::Bulk => cfg.protocol,
     };
-    let len = if cfg.len > 0 { cfg.len } else { default_len(protocol, conn.mss) };
+    let len = if cfg.len > 0 {
+        cfg.len
+    } else {
+        default_len(protocol, conn.mss)
+    };
     let bandwidth = match (protocol, cfg.rate) {
         (_, Some(r)) => r,
         (Protocol::Udp, None) if mode == Mode::Bulk => 1024 * 1024,
         _ => 0,
     };
-    let auth = cfg.common.auth_key.as_ref().map(|k| crate::auth::token(k, &conn.cookie));
-    let netrig = (mode != Mode::Bulk || auth.is_some() || cfg.no_gso).then(|| NetrigParams {
+    let auth = cfg
+        .common
+        .auth_key
+        .as_ref()
+        .map(|k| crate::auth::token(k, &conn.cookie));
+    let netrig = (mode != Mode::Bulk || auth.is_some() || cfg.no_gso).then_some(NetrigParams {
         mode,
         version: NETRIG_PROTO,
         rr_response,
@@ -101,7 +124,11 @@ pub fn build_params(cfg: &ClientConfig, conn: &Connection) -> Params {
     Params {
         protocol,
         omit: cfg.omit,
-        time: if cfg.bytes > 0 || cfg.blocks > 0 { 0 } else { cfg.time },
+        time: if cfg.bytes > 0 || cfg.blocks > 0 {
+            0
+        } else {
+            cfg.time
+        },
         bytes: cfg.bytes,
         blocks: cfg.blocks,
         mss: cfg.mss,
@@ -141,13 +168,20 @@ pub fn tcp_opts(p: &Params) -> TcpOpts {
 /// Opens one TCP data stream and identifies it with the cookie.
 pub fn open_tcp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize) -> Result<TcpStream> {
     let bind = local_bind(cfg, conn, index);
-    let mut s = sys::tcp_connect(&conn.server, bind.as_ref(), &tcp_opts(p), cfg.connect_timeout).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::InvalidInput || source.raw_os_error() == Some(libc::ENOENT) {
-            PerfError::Config(source.to_string())
-        } else {
-            PerfError::Connect { addr: conn.server.to_string(), source }
-        }
-    })?;
+    let mut s = sys::tcp_connect(&conn.server, bind.as_ref(), &tcp_opts(p), cfg.connect_timeout).map_err(
+        |source| {
+            if source.kind() == std::io::ErrorKind::InvalidInput
+                || source.raw_os_error() == Some(libc::ENOENT)
+            {
+                PerfError::Config(source.to_string())
+            } else {
+                PerfError::Connect {
+                    addr: conn.server.to_string(),
+                    source,
+                }
+            }
+        },
+    )?;
     s.write_all(conn.cookie.as_bytes())?;
     Ok(s)
 }
@@ -158,7 +192,11 @@ fn local_bind(cfg: &ClientConfig, conn: &Connection, index: usize) -> Option<Soc
         (Some(b), p) => Some(SocketAddr::new(b.ip(), p)),
         (None, 0) => None,
         (None, p) => Some(SocketAddr::new(
-            if conn.server.is_ipv4() { [0u8; 4].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() },
+            if conn.server.is_ipv4() {
+                [0u8; 4].into()
+            } else {
+                std::net::Ipv6Addr::UNSPECIFIED.into()
+            },
             p,
         )),
     }
@@ -168,7 +206,11 @@ fn local_bind(cfg: &ClientConfig, conn: &Connection, index: usize) -> Option<Soc
 pub fn open_udp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize) -> Result<UdpSocket> {
     let local = local_bind(cfg, conn, index).unwrap_or_else(|| {
         SocketAddr::new(
-            if conn.server.is_ipv4() { [0u8; 4].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() },
+            if conn.server.is_ipv4() {
+                [0u8; 4].into()
+            } else {
+                std::net::Ipv6Addr::UNSPECIFIED.into()
+            },
             0,
         )
     });
@@ -183,11 +225,23 @@ pub fn open_udp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize)
         match sock.recv(&mut buf) {
             Ok(4) if buf[..4] == UDP_CONNECT_REPLY => return Ok(sock),
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-            Err(e) => return Err(PerfError::Connect { addr: conn.server.to_string(), source: e }),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => {
+                return Err(PerfError::Connect {
+                    addr: conn.server.to_string(),
+                    source: e,
+                })
+            }
         }
         if std::time::Instant::now() > deadline {
-            return Err(PerfError::Timeout(format!("waiting for the UDP stream handshake with {}", conn.server)));
+            return Err(PerfError::Timeout(format!(
+                "waiting for the UDP stream handshake with {}",
+                conn.server
+            )));
         }
     }
 }
@@ -195,18 +249,28 @@ pub fn open_udp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize)
 /// Socket buffers for a UDP stream: the window if given, else room for bursts.
 pub fn size_udp_buffers(sock: &UdpSocket, window: u64) {
     let fd = sock.as_raw_fd();
-    let size = if window > 0 { window.min(i32::MAX as u64) as i32 } else { 4 << 20 };
-    for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
-        if window > 0 {
-            let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, size);
-        } else if sys::setsockopt_int(fd, libc::SOL_SOCKET, force, size).is_err() {
+    let size = if window > 0 {
+        window.min(i32::MAX as u64) as i32
+    } else {
+        4 << 20
+    };
+    for (force, plain) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ] {
+        // Without a window, force room for bursts (root may exceed rmem_max).
+        if window > 0 || sys::setsockopt_int(fd, libc::SOL_SOCKET, force, size).is_err() {
             let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, plain, size);
         }
     }
 }
 
 fn peer_cpu(r: &Results) -> CpuUsage {
-    CpuUsage { total: r.cpu_util_total, user: r.cpu_util_user, system: r.cpu_util_system }
+    CpuUsage {
+        total: r.cpu_util_total,
+        user: r.cpu_util_user,
+        system: r.cpu_util_system,
+    }
 }
 
 /// Runs a client test to the end, printing as configured. On error the output still
@@ -228,12 +292,18 @@ pub fn run(cfg: &ClientConfig, sink: Sink) -> Result<()> {
 }
 
 fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
-    out.text(&format!("Connecting to host {}, port {}", cfg.host, cfg.common.port));
+    out.text(&format!(
+        "Connecting to host {}, port {}",
+        cfg.host, cfg.common.port
+    ));
     if cfg.reverse {
         out.text(&format!("Reverse mode, remote host {} is sending", cfg.host));
     }
     let (mut conn, params) = negotiate(cfg)?;
-    out.set_start_value("connecting_to", serde_json::json!({ "host": cfg.host, "port": cfg.common.port }));
+    out.set_start_value(
+        "connecting_to",
+        serde_json::json!({ "host": cfg.host, "port": cfg.common.port }),
+    );
     let mut session = Session::new(&params);
     let p = params.parallel as usize;
     let senders = if cfg.bidir || !cfg.reverse { p } else { 0 };
@@ -295,13 +365,19 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     match ended {
         Ended::Done => {}
         Ended::Peer(State::ServerError) => return Err(conn.ctrl.read_error()),
-        Ended::Peer(State::ServerTerminate) => return Err(PerfError::Server("the server has terminated".into())),
+        Ended::Peer(State::ServerTerminate) => {
+            return Err(PerfError::Server("the server has terminated".into()))
+        }
         Ended::Peer(State::AccessDenied) => return Err(PerfError::Busy),
         Ended::Peer(s) => return Err(PerfError::Protocol(format!("unexpected {s:?} during the test"))),
         Ended::Deadline => return Err(PerfError::Timeout("running the test".into())),
     }
     if let Some(e) = session.worker_error() {
-        if session.streams.iter().all(|s| s.bytes.load(std::sync::atomic::Ordering::Relaxed) == 0) {
+        if session
+            .streams
+            .iter()
+            .all(|s| s.bytes.load(std::sync::atomic::Ordering::Relaxed) == 0)
+        {
             return Err(PerfError::Protocol(format!("data stream failed: {e}")));
         }
     }
@@ -315,17 +391,34 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     for (i, t) in totals.iter().enumerate() {
         let peer = theirs.streams.iter().find(|r| r.id == t.stream.id);
         if peer.is_none() {
-            return Err(PerfError::Protocol(format!("the server's results lack stream id {}", t.stream.id)));
+            return Err(PerfError::Protocol(format!(
+                "the server's results lack stream id {}",
+                t.stream.id
+            )));
         }
-        ends.push(EndStream::build(t, Some(sampler.extremes[i]), peer, session.udp, params.omit == 0));
+        ends.push(EndStream::build(
+            t,
+            Some(sampler.extremes[i]),
+            peer,
+            session.udp,
+            params.omit == 0,
+        ));
     }
     let ours_cc = session.congestion();
     let theirs_cc = theirs.congestion_used.clone();
-    let cc = if cfg.reverse { (theirs_cc, ours_cc) } else { (ours_cc, theirs_cc) };
+    let cc = if cfg.reverse {
+        (theirs_cc, ours_cc)
+    } else {
+        (ours_cc, theirs_cc)
+    };
     let end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
     if cfg.common.verbose {
         let r = peer_cpu(&theirs);
-        let (l, rr) = if cfg.reverse { ("receiver", "sender") } else { ("sender", "receiver") };
+        let (l, rr) = if cfg.reverse {
+            ("receiver", "sender")
+        } else {
+            ("sender", "receiver")
+        };
         out.text(&format!(
             "CPU Utilization: local/{l} {:.1}% ({:.1}%u/{:.1}%s), remote/{rr} {:.1}% ({:.1}%u/{:.1}%s)",
             usage.total, usage.user, usage.system, r.total, r.user, r.system
@@ -353,8 +446,11 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
 pub fn exchange_results(conn: &mut Connection, ours: &Results) -> Result<Results> {
     conn.ctrl.send_state(State::TestEnd)?;
     expect(&mut conn.ctrl, State::ExchangeResults, "the results exchange")?;
-    conn.ctrl.send_json(&serde_json::to_value(ours).unwrap_or(Value::Null))?;
-    let body = conn.ctrl.recv_json(MAX_RESULTS_LEN, SETUP_TIMEOUT, "the server's results")?;
+    conn.ctrl
+        .send_json(&serde_json::to_value(ours).unwrap_or(Value::Null))?;
+    let body = conn
+        .ctrl
+        .recv_json(MAX_RESULTS_LEN, SETUP_TIMEOUT, "the server's results")?;
     let theirs = Results::parse(&body)?;
     expect(&mut conn.ctrl, State::DisplayResults, "the results display")?;
     Ok(theirs)
@@ -371,10 +467,18 @@ pub fn say_done(conn: &mut Connection) {
 /// Everything before the data flows: connect, parameters, CREATE_STREAMS.
 pub fn negotiate(cfg: &ClientConfig) -> Result<(Connection, Params)> {
     let mut conn = connect(cfg)?;
-    expect(&mut conn.ctrl, State::ParamExchange, "the server's parameter request")?;
+    expect(
+        &mut conn.ctrl,
+        State::ParamExchange,
+        "the server's parameter request",
+    )?;
     let params = build_params(cfg, &conn);
     conn.ctrl.send_json(&params.to_json())?;
-    expect(&mut conn.ctrl, State::CreateStreams, "the server to accept the parameters")?;
+    expect(
+        &mut conn.ctrl,
+        State::CreateStreams,
+        "the server to accept the parameters",
+    )?;
     Ok((conn, params))
 }
 

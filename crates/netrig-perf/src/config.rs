@@ -60,10 +60,17 @@ impl Default for Common {
 pub enum ClientMode {
     Bulk,
     /// UDP latency probes: one request every `interval`, `size` bytes each.
-    Probe { interval: Duration, size: usize },
+    Probe {
+        interval: Duration,
+        size: usize,
+    },
     /// TCP transactions: request, then `response` bytes back; a new connection per
     /// transaction or one reused; `interval` between starts (0 = back to back).
-    Rr { response: u64, new_conn: bool, interval: Duration },
+    Rr {
+        response: u64,
+        new_conn: bool,
+        interval: Duration,
+    },
 }
 
 #[derive(Debug, Clone)]

@@ -30,11 +30,16 @@ fn io_context(e: std::io::Error, what: &str) -> PerfError {
 impl Control {
     pub fn new(sock: TcpStream) -> Control {
         let _ = sock.set_nodelay(true);
-        Control { sock, setup_timeout: None }
+        Control {
+            sock,
+            setup_timeout: None,
+        }
     }
 
     pub fn send_state(&mut self, state: State) -> Result<()> {
-        self.sock.write_all(&[state.emit()]).map_err(|e| io_context(e, "sending a state"))
+        self.sock
+            .write_all(&[state.emit()])
+            .map_err(|e| io_context(e, "sending a state"))
     }
 
     /// Reads one state byte, waiting at most `timeout`.
@@ -50,7 +55,11 @@ impl Control {
 
     /// A state byte if one arrives within `timeout`; None if none did.
     pub fn poll_state(&mut self, timeout: Duration) -> Result<Option<State>> {
-        let mut pfd = libc::pollfd { fd: self.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: pfd is valid for the call.
         let r = unsafe { libc::poll(&mut pfd, 1, ms) };
@@ -64,19 +73,24 @@ impl Control {
         if r == 0 {
             return Ok(None);
         }
-        self.recv_state(Duration::from_secs(1), "a control message").map(Some)
+        self.recv_state(Duration::from_secs(1), "a control message")
+            .map(Some)
     }
 
     pub fn send_json(&mut self, v: &Value) -> Result<()> {
         let body = serde_json::to_vec(v).map_err(|e| PerfError::Protocol(e.to_string()))?;
-        self.sock.write_all(&emit_json_frame(&body)).map_err(|e| io_context(e, "sending JSON"))
+        self.sock
+            .write_all(&emit_json_frame(&body))
+            .map_err(|e| io_context(e, "sending JSON"))
     }
 
     /// Reads one framed JSON document of at most `max` bytes within `timeout`.
     pub fn recv_json(&mut self, max: usize, timeout: Duration, what: &str) -> Result<Vec<u8>> {
         self.sock.set_read_timeout(Some(timeout))?;
         let mut prefix = [0u8; 4];
-        self.sock.read_exact(&mut prefix).map_err(|e| io_context(e, what))?;
+        self.sock
+            .read_exact(&mut prefix)
+            .map_err(|e| io_context(e, what))?;
         let len = parse_json_frame_len(prefix, max)?;
         let mut body = vec![0u8; len];
         self.sock.read_exact(&mut body).map_err(|e| io_context(e, what))?;
@@ -92,7 +106,9 @@ impl Control {
         out.extend_from_slice(&0i32.to_be_bytes());
         let doc = serde_json::json!({ "netrig_error": message });
         out.extend_from_slice(&emit_json_frame(doc.to_string().as_bytes()));
-        self.sock.write_all(&out).map_err(|e| io_context(e, "sending an error"))
+        self.sock
+            .write_all(&out)
+            .map_err(|e| io_context(e, "sending an error"))
     }
 
     /// Reads what follows a SERVER_ERROR state and turns it into words.

@@ -35,7 +35,11 @@ pub struct RunControl {
 
 impl RunControl {
     pub fn new(bytes_limit: u64, blocks_limit: u64) -> Arc<RunControl> {
-        Arc::new(RunControl { bytes_limit, blocks_limit, ..Default::default() })
+        Arc::new(RunControl {
+            bytes_limit,
+            blocks_limit,
+            ..Default::default()
+        })
     }
 
     pub fn stopped(&self) -> bool {
@@ -131,7 +135,10 @@ pub struct SendOpts {
 }
 
 fn is_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
 }
 
 fn is_peer_gone(e: &io::Error) -> bool {
@@ -185,7 +192,11 @@ pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let buf = payload(opts.len, opts.repeating_payload);
-        let file = if opts.zerocopy { Some(sys::memfd_with(&buf)?) } else { None };
+        let file = if opts.zerocopy {
+            Some(sys::memfd_with(&buf)?)
+        } else {
+            None
+        };
         let mut pacer = pacer_for(&opts);
         let mut pending = 0usize; // bytes of the current block not yet written
         let mut offset = 0usize;
@@ -267,7 +278,14 @@ pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
 pub fn answer_repeated_hello(s: &UdpSocket) {
     let mut b = [0u8; 16];
     // SAFETY: b is valid for its length; MSG_DONTWAIT keeps this non-blocking.
-    let n = unsafe { libc::recv(s.as_raw_fd(), b.as_mut_ptr() as *mut libc::c_void, b.len(), libc::MSG_DONTWAIT) };
+    let n = unsafe {
+        libc::recv(
+            s.as_raw_fd(),
+            b.as_mut_ptr() as *mut libc::c_void,
+            b.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
     if n == 4 && b[..4] == UDP_CONNECT_MSG {
         let _ = s.send(&UDP_CONNECT_REPLY);
     }
@@ -292,7 +310,12 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
         // GSO sends a batch as one buffer of back-to-back datagrams.
         let gso_max = (GSO_BYTES / len).min(UDP_BATCH);
         let mut use_gso = opts.gso && gso_max >= 2;
-        let mut flat: Vec<u8> = template.iter().copied().cycle().take(len * gso_max.max(1)).collect();
+        let mut flat: Vec<u8> = template
+            .iter()
+            .copied()
+            .cycle()
+            .take(len * gso_max.max(1))
+            .collect();
         let mut bufs: Vec<Vec<u8>> = vec![template; UDP_BATCH];
         let mut pacer = pacer_for(&opts);
         let mut seq: u64 = 0;
@@ -333,7 +356,11 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             }
             if use_gso && n >= 2 && n <= gso_max {
                 for i in 0..n {
-                    stamp(&mut flat[i * len..(i + 1) * len], seq + 1 + i as u64, opts.udp_counters_64bit);
+                    stamp(
+                        &mut flat[i * len..(i + 1) * len],
+                        seq + 1 + i as u64,
+                        opts.udp_counters_64bit,
+                    );
                 }
                 match sys::send_gso(&sock, &flat[..n * len], len as u16) {
                     Ok(_) => {
@@ -342,7 +369,12 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
                         stream.blocks.fetch_add(n as u64, Relaxed);
                         continue;
                     }
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) => {
+                    Err(e)
+                        if matches!(
+                            e.raw_os_error(),
+                            Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+                        ) =>
+                    {
                         use_gso = false; // this path cannot segment: plain batches from now on
                     }
                     Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
@@ -391,7 +423,13 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
     stream.finish(result);
 }
 
-pub fn udp_recv(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, len: usize, counters_64bit: bool) {
+pub fn udp_recv(
+    stream: Arc<Stream>,
+    sock: UdpSocket,
+    ctl: Arc<RunControl>,
+    len: usize,
+    counters_64bit: bool,
+) {
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let gro = sys::enable_gro(&sock);

@@ -51,7 +51,11 @@ impl Window {
             sent,
             received,
             lost: sent - received,
-            loss_percent: if sent > 0 { 100.0 * (sent - received) as f64 / sent as f64 } else { 0.0 },
+            loss_percent: if sent > 0 {
+                100.0 * (sent - received) as f64 / sent as f64
+            } else {
+                0.0
+            },
             rtt_ms: Summary::of(&pick(|r| r.rtt_ms)),
             send_delay_ms: Summary::of(&pick(|r| r.send_ms)),
             receive_delay_ms: Summary::of(&pick(|r| r.recv_ms)),
@@ -88,12 +92,26 @@ mod tests {
     use super::*;
 
     fn rec(seq: u64, t: f64, rtt: Option<f64>) -> Record {
-        Record { seq, t, rtt_ms: rtt, send_ms: rtt.map(|x| x / 2.0), recv_ms: rtt.map(|x| x / 2.0) }
+        Record {
+            seq,
+            t,
+            rtt_ms: rtt,
+            send_ms: rtt.map(|x| x / 2.0),
+            recv_ms: rtt.map(|x| x / 2.0),
+        }
     }
 
     #[test]
     fn windows_count_losses_and_summarise_what_came_back() {
-        let rs: Vec<Record> = (0..100).map(|i| rec(i, i as f64 * 0.01, (i % 10 != 0).then_some(1.0 + i as f64 / 100.0))).collect();
+        let rs: Vec<Record> = (0..100)
+            .map(|i| {
+                rec(
+                    i,
+                    i as f64 * 0.01,
+                    (i % 10 != 0).then_some(1.0 + i as f64 / 100.0),
+                )
+            })
+            .collect();
         let w = Window::of(&rs, 0.0, 1.0);
         assert_eq!((w.sent, w.received, w.lost), (100, 90, 10));
         assert!((w.loss_percent - 10.0).abs() < 1e-9);

@@ -131,8 +131,11 @@ impl EndStream {
             retransmits: (p.retransmits >= 0).then_some(p.retransmits),
             extremes: None,
         });
-        let (mut sender, mut receiver) =
-            if s.sender { (Some(local_side), peer_side) } else { (peer_side, Some(local_side)) };
+        let (mut sender, mut receiver) = if s.sender {
+            (Some(local_side), peer_side)
+        } else {
+            (peer_side, Some(local_side))
+        };
         // iperf3 reports both sides' "seconds" as the sender's duration.
         if let (Some(snd), Some(rcv)) = (sender.as_mut(), receiver.as_mut()) {
             rcv.seconds = snd.seconds;
@@ -143,7 +146,10 @@ impl EndStream {
         let udp_end = udp.then(|| {
             let rx = local.udp_rx.unwrap_or_default();
             let extra = |key: &str| {
-                peer.and_then(|p| p.netrig.as_ref()).and_then(|n| n.get(key)).and_then(Value::as_i64).unwrap_or(0)
+                peer.and_then(|p| p.netrig.as_ref())
+                    .and_then(|n| n.get(key))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
             };
             if s.sender {
                 // The receiver counts gaps below the highest sequence it saw; datagrams
@@ -172,7 +178,13 @@ impl EndStream {
                 }
             }
         });
-        EndStream { socket: s.socket, local_sender: s.sender, sender, receiver, udp: udp_end }
+        EndStream {
+            socket: s.socket,
+            local_sender: s.sender,
+            sender,
+            receiver,
+            udp: udp_end,
+        }
     }
 }
 
@@ -255,23 +267,36 @@ fn sum_samples(samples: &[&Sample], udp: bool) -> (Map<String, Value>, Sample) {
     let mut total = first.clone();
     total.bytes = samples.iter().map(|s| s.bytes).sum();
     total.packets = samples.iter().map(|s| s.packets).sum();
-    if first.tcp.is_some() {
-        let mut t = first.tcp.unwrap();
+    if let Some(mut t) = first.tcp {
         t.retransmits = samples.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
         total.tcp = Some(t);
     }
-    if first.udp_rx.is_some() {
-        let mut u = first.udp_rx.unwrap();
+    if let Some(mut u) = first.udp_rx {
         u.lost = samples.iter().filter_map(|s| s.udp_rx.map(|u| u.lost)).sum();
         u.packets = samples.iter().filter_map(|s| s.udp_rx.map(|u| u.packets)).sum();
-        u.out_of_order = samples.iter().filter_map(|s| s.udp_rx.map(|u| u.out_of_order)).sum();
-        u.jitter_ms = samples.iter().filter_map(|s| s.udp_rx.map(|u| u.jitter_ms)).sum::<f64>() / samples.len() as f64;
+        u.out_of_order = samples
+            .iter()
+            .filter_map(|s| s.udp_rx.map(|u| u.out_of_order))
+            .sum();
+        u.jitter_ms = samples
+            .iter()
+            .filter_map(|s| s.udp_rx.map(|u| u.jitter_ms))
+            .sum::<f64>()
+            / samples.len() as f64;
         total.udp_rx = Some(u);
     }
     let mut m = sample_json(&total, udp);
     m.remove("socket");
     if let Some(Value::Object(_)) = m.get("snd_cwnd") {}
-    for k in ["snd_cwnd", "snd_wnd", "rtt", "rttvar", "pmtu", "out_of_order", "duplicates"] {
+    for k in [
+        "snd_cwnd",
+        "snd_wnd",
+        "rtt",
+        "rttvar",
+        "pmtu",
+        "out_of_order",
+        "duplicates",
+    ] {
         m.remove(k);
     }
     (m, total)
@@ -324,7 +349,10 @@ impl Output {
         match self.format {
             Format::JsonStream => self.event(key, data),
             Format::Json => {
-                let list = self.extras.entry(key.to_string()).or_insert_with(|| Value::Array(vec![]));
+                let list = self
+                    .extras
+                    .entry(key.to_string())
+                    .or_insert_with(|| Value::Array(vec![]));
                 if let Value::Array(a) = list {
                     a.push(data);
                 }
@@ -349,9 +377,12 @@ impl Output {
             "socket": socket, "local_host": local.ip().to_string(), "local_port": local.port(),
             "remote_host": remote.ip().to_string(), "remote_port": remote.port(),
         });
-        match self.start.entry("connected").or_insert_with(|| Value::Array(vec![])) {
-            Value::Array(a) => a.push(entry),
-            _ => {}
+        if let Value::Array(a) = self
+            .start
+            .entry("connected")
+            .or_insert_with(|| Value::Array(vec![]))
+        {
+            a.push(entry);
         }
     }
 
@@ -360,18 +391,30 @@ impl Output {
         self.bidir = info.bidir;
         self.is_client = info.is_client;
         self.streams_n = info.num_streams as usize;
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        self.start.insert("version".into(), format!("netrig-perf {} (iperf 3.12 protocol)", env!("CARGO_PKG_VERSION")).into());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        self.start.insert(
+            "version".into(),
+            format!("netrig-perf {} (iperf 3.12 protocol)", env!("CARGO_PKG_VERSION")).into(),
+        );
         self.start.insert("system_info".into(), system_info().into());
-        self.start.insert("timestamp".into(), json!({ "time": http_date(now.as_secs()), "timesecs": now.as_secs() }));
+        self.start.insert(
+            "timestamp".into(),
+            json!({ "time": http_date(now.as_secs()), "timesecs": now.as_secs() }),
+        );
         self.start.insert("cookie".into(), info.cookie.clone().into());
         if !info.udp {
-            self.start.insert("tcp_mss_default".into(), info.tcp_mss_default.into());
+            self.start
+                .insert("tcp_mss_default".into(), info.tcp_mss_default.into());
         }
-        self.start.insert("target_bitrate".into(), info.target_bitrate.into());
+        self.start
+            .insert("target_bitrate".into(), info.target_bitrate.into());
         self.start.insert("sock_bufsize".into(), info.sock_bufsize.into());
-        self.start.insert("sndbuf_actual".into(), info.sndbuf_actual.into());
-        self.start.insert("rcvbuf_actual".into(), info.rcvbuf_actual.into());
+        self.start
+            .insert("sndbuf_actual".into(), info.sndbuf_actual.into());
+        self.start
+            .insert("rcvbuf_actual".into(), info.rcvbuf_actual.into());
         self.start.insert(
             "test_start".into(),
             json!({
@@ -436,7 +479,11 @@ impl Output {
             if sum {
                 format!("{head}  {:3}             {omitted}", t.retransmits)
             } else {
-                format!("{head}  {:3}   {}       {omitted}", t.retransmits, format_bytes(t.snd_cwnd as f64))
+                format!(
+                    "{head}  {:3}   {}       {omitted}",
+                    t.retransmits,
+                    format_bytes(t.snd_cwnd as f64)
+                )
             }
         } else {
             format!("{head}                  {omitted}")
@@ -460,7 +507,10 @@ impl Output {
             } else {
                 ""
             };
-            let line = format!("{} Interval           Transfer     Bitrate         {cols}", self.id_header());
+            let line = format!(
+                "{} Interval           Transfer     Bitrate         {cols}",
+                self.id_header()
+            );
             self.text(line.trim_end());
         }
         for s in samples {
@@ -470,7 +520,12 @@ impl Output {
         let mut doc = Map::new();
         doc.insert(
             "streams".into(),
-            Value::Array(samples.iter().map(|s| Value::Object(sample_json(s, self.udp))).collect()),
+            Value::Array(
+                samples
+                    .iter()
+                    .map(|s| Value::Object(sample_json(s, self.udp)))
+                    .collect(),
+            ),
         );
         let multi = samples.len() > 1;
         for (key, sender) in self.directions(samples) {
@@ -501,7 +556,11 @@ impl Output {
 
     /// ("sum", direction) pairs: the test's main direction first, then the reverse one.
     fn directions(&self, samples: &[Sample]) -> Vec<(&'static str, bool)> {
-        let main = if self.bidir { self.is_client } else { samples[0].stream.sender };
+        let main = if self.bidir {
+            self.is_client
+        } else {
+            samples[0].stream.sender
+        };
         if self.bidir {
             vec![("sum", main), ("sum_bidir_reverse", !main)]
         } else {
@@ -509,7 +568,14 @@ impl Output {
         }
     }
 
-    fn side_line(&self, socket_label: &str, sender_flag: bool, side: &Side, which: &str, show_retr: bool) -> String {
+    fn side_line(
+        &self,
+        socket_label: &str,
+        sender_flag: bool,
+        side: &Side,
+        which: &str,
+        show_retr: bool,
+    ) -> String {
         let role = self.role(sender_flag);
         let head = format!(
             "{socket_label}{role} {:6.2}-{:<6.2} sec  {}  {}",
@@ -524,8 +590,19 @@ impl Output {
         }
     }
 
-    fn udp_line(&self, socket_label: &str, sender_flag: bool, side: &Side, jitter: f64, lost: i64, total: i64, which: &str) -> String {
-        let pct = if total > 0 { 100.0 * lost as f64 / total as f64 } else { 0.0 };
+    fn udp_line(
+        &self,
+        socket_label: &str,
+        sender_flag: bool,
+        side: &Side,
+        (jitter, lost, total): (f64, i64, i64),
+        which: &str,
+    ) -> String {
+        let pct = if total > 0 {
+            100.0 * lost as f64 / total as f64
+        } else {
+            0.0
+        };
         format!(
             "{socket_label}{} {:6.2}-{:<6.2} sec  {}  {}  {:5.3} ms  {}/{} ({}%)  {which}",
             self.role(sender_flag),
@@ -540,7 +617,14 @@ impl Output {
         )
     }
 
-    fn side_json(&self, sender_flag: bool, side: &Side, socket: Option<i32>, udp: Option<&UdpEnd>, is_sender_side: bool) -> Value {
+    fn side_json(
+        &self,
+        sender_flag: bool,
+        side: &Side,
+        socket: Option<i32>,
+        udp: Option<&UdpEnd>,
+        is_sender_side: bool,
+    ) -> Value {
         let mut m = Map::new();
         if let Some(s) = socket {
             m.insert("socket".into(), s.into());
@@ -575,12 +659,21 @@ impl Output {
     }
 
     /// The end of a test: summary lines and the `end` object.
-    pub fn end(&mut self, streams: &[EndStream], cpu: CpuUsage, remote_cpu: Option<CpuUsage>, congestion: (Option<String>, Option<String>)) -> Value {
+    pub fn end(
+        &mut self,
+        streams: &[EndStream],
+        cpu: CpuUsage,
+        remote_cpu: Option<CpuUsage>,
+        congestion: (Option<String>, Option<String>),
+    ) -> Value {
         let mut end = Map::new();
         if !self.last_was_separator {
             self.text(SEPARATOR);
         }
-        let show_retr = streams.iter().any(|s| s.sender.as_ref().and_then(|x| x.retransmits).is_some()) && !self.udp;
+        let show_retr = streams
+            .iter()
+            .any(|s| s.sender.as_ref().and_then(|x| x.retransmits).is_some())
+            && !self.udp;
         let cols = if self.udp {
             "Jitter    Lost/Total Datagrams"
         } else if show_retr {
@@ -588,7 +681,10 @@ impl Output {
         } else {
             ""
         };
-        let header = format!("{} Interval           Transfer     Bitrate         {cols}", self.id_header());
+        let header = format!(
+            "{} Interval           Transfer     Bitrate         {cols}",
+            self.id_header()
+        );
         self.text(header.trim_end());
         let mut json_streams = vec![];
         for s in streams {
@@ -596,39 +692,72 @@ impl Output {
             let mut obj = Map::new();
             if let Some(u) = &s.udp {
                 if let Some(snd) = &s.sender {
-                    let l = self.udp_line(&label, s.local_sender, snd, 0.0, 0, u.sent_packets, "sender");
+                    let l = self.udp_line(&label, s.local_sender, snd, (0.0, 0, u.sent_packets), "sender");
                     self.text(&l);
                 }
                 if let Some(rcv) = &s.receiver {
-                    let l = self.udp_line(&label, s.local_sender, rcv, u.jitter_ms, u.lost, u.packets, "receiver");
+                    let l = self.udp_line(
+                        &label,
+                        s.local_sender,
+                        rcv,
+                        (u.jitter_ms, u.lost, u.packets),
+                        "receiver",
+                    );
                     self.text(&l);
                 }
                 if u.out_of_order > 0 {
-                    let l = format!("{label}{} {:4.1}-{:4.1} sec  {} datagrams received out-of-order", self.role(s.local_sender), 0.0, s.receiver.as_ref().map(|r| r.end).unwrap_or(0.0), u.out_of_order);
+                    let l = format!(
+                        "{label}{} {:4.1}-{:4.1} sec  {} datagrams received out-of-order",
+                        self.role(s.local_sender),
+                        0.0,
+                        s.receiver.as_ref().map(|r| r.end).unwrap_or(0.0),
+                        u.out_of_order
+                    );
                     self.text(&l);
                 }
-                let main = if s.local_sender { s.sender.as_ref() } else { s.receiver.as_ref() };
+                let main = if s.local_sender {
+                    s.sender.as_ref()
+                } else {
+                    s.receiver.as_ref()
+                };
                 if let Some(side) = main {
-                    obj.insert("udp".into(), self.side_json(s.local_sender, side, Some(s.socket), Some(u), s.local_sender));
+                    obj.insert(
+                        "udp".into(),
+                        self.side_json(s.local_sender, side, Some(s.socket), Some(u), s.local_sender),
+                    );
                 }
             } else {
                 if let Some(snd) = &s.sender {
                     let l = self.side_line(&label, s.local_sender, snd, "sender", show_retr);
                     self.text(&l);
-                    obj.insert("sender".into(), self.side_json(s.local_sender, snd, Some(s.socket), None, true));
+                    obj.insert(
+                        "sender".into(),
+                        self.side_json(s.local_sender, snd, Some(s.socket), None, true),
+                    );
                 }
                 if let Some(rcv) = &s.receiver {
                     let l = self.side_line(&label, s.local_sender, rcv, "receiver", false);
                     self.text(&l);
-                    obj.insert("receiver".into(), self.side_json(s.local_sender, rcv, Some(s.socket), None, false));
+                    obj.insert(
+                        "receiver".into(),
+                        self.side_json(s.local_sender, rcv, Some(s.socket), None, false),
+                    );
                 }
             }
             json_streams.push(Value::Object(obj));
         }
         end.insert("streams".into(), Value::Array(json_streams));
         // Sums per direction.
-        let main_dir = if self.bidir { self.is_client } else { streams.first().map(|s| s.local_sender).unwrap_or(true) };
-        let dirs: Vec<(bool, &str)> = if self.bidir { vec![(main_dir, ""), (!main_dir, "_bidir_reverse")] } else { vec![(main_dir, "")] };
+        let main_dir = if self.bidir {
+            self.is_client
+        } else {
+            streams.first().map(|s| s.local_sender).unwrap_or(true)
+        };
+        let dirs: Vec<(bool, &str)> = if self.bidir {
+            vec![(main_dir, ""), (!main_dir, "_bidir_reverse")]
+        } else {
+            vec![(main_dir, "")]
+        };
         for (dir, suffix) in dirs {
             let group: Vec<&EndStream> = streams.iter().filter(|s| s.local_sender == dir).collect();
             if group.is_empty() {
@@ -669,18 +798,29 @@ impl Output {
             if let Some(u) = &udp_sum {
                 if let Some(s) = &snd {
                     if print_sum {
-                        let l = self.udp_line(label, dir, s, 0.0, 0, u.sent_packets, "sender");
+                        let l = self.udp_line(label, dir, s, (0.0, 0, u.sent_packets), "sender");
                         self.text(&l);
                     }
-                    let sent = UdpEnd { jitter_ms: 0.0, lost: 0, packets: u.sent_packets, ..u.clone() };
-                    end.insert(format!("sum_sent{suffix}"), self.side_json(dir, s, None, Some(&sent), true));
+                    let sent = UdpEnd {
+                        jitter_ms: 0.0,
+                        lost: 0,
+                        packets: u.sent_packets,
+                        ..u.clone()
+                    };
+                    end.insert(
+                        format!("sum_sent{suffix}"),
+                        self.side_json(dir, s, None, Some(&sent), true),
+                    );
                 }
                 if let Some(r) = &rcv {
                     if print_sum {
-                        let l = self.udp_line(label, dir, r, u.jitter_ms, u.lost, u.packets, "receiver");
+                        let l = self.udp_line(label, dir, r, (u.jitter_ms, u.lost, u.packets), "receiver");
                         self.text(&l);
                     }
-                    end.insert(format!("sum_received{suffix}"), self.side_json(false, r, None, Some(u), false));
+                    end.insert(
+                        format!("sum_received{suffix}"),
+                        self.side_json(false, r, None, Some(u), false),
+                    );
                 }
                 // iperf3's "sum": what was sent, with the receiver's loss and jitter.
                 if suffix.is_empty() {
@@ -694,18 +834,25 @@ impl Output {
                         let l = self.side_line(label, dir, s, "sender", show_retr);
                         self.text(&l);
                     }
-                    end.insert(format!("sum_sent{suffix}"), self.side_json(dir, s, None, None, true));
+                    end.insert(
+                        format!("sum_sent{suffix}"),
+                        self.side_json(dir, s, None, None, true),
+                    );
                 }
                 if let Some(r) = &rcv {
                     if print_sum {
                         let l = self.side_line(label, dir, r, "receiver", false);
                         self.text(&l);
                     }
-                    end.insert(format!("sum_received{suffix}"), self.side_json(dir, r, None, None, false));
+                    end.insert(
+                        format!("sum_received{suffix}"),
+                        self.side_json(dir, r, None, None, false),
+                    );
                 }
             }
         }
-        let mut cpu_obj = json!({ "host_total": cpu.total, "host_user": cpu.user, "host_system": cpu.system });
+        let mut cpu_obj =
+            json!({ "host_total": cpu.total, "host_user": cpu.user, "host_system": cpu.system });
         if let Some(r) = remote_cpu {
             cpu_obj["remote_total"] = r.total.into();
             cpu_obj["remote_user"] = r.user.into();
@@ -774,13 +921,22 @@ pub fn system_info() -> String {
         let bytes: Vec<u8> = a.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
-    format!("{} {} {} {} {}", f(&u.sysname), f(&u.nodename), f(&u.release), f(&u.version), f(&u.machine))
+    format!(
+        "{} {} {} {} {}",
+        f(&u.sysname),
+        f(&u.nodename),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine)
+    )
 }
 
 /// RFC 1123 date, as iperf3's `start.timestamp.time`.
 fn http_date(secs: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let days = secs / 86_400;
     let rem = secs % 86_400;
     // Civil from days (Howard Hinnant's algorithm).

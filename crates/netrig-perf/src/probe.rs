@@ -56,11 +56,17 @@ fn echo(sock: &UdpSocket, ctl: &RunControl, stream: &crate::engine::Stream) -> s
             let _ = sock.send(&UDP_CONNECT_REPLY);
             continue;
         }
-        let Ok(req) = ProbePacket::parse(&buf[..n]) else { continue };
+        let Ok(req) = ProbePacket::parse(&buf[..n]) else {
+            continue;
+        };
         if req.kind != ProbeKind::Request {
             continue;
         }
-        let mut reply = ProbePacket { kind: ProbeKind::Reply, server_recv_ns: recv_ns, ..req };
+        let mut reply = ProbePacket {
+            kind: ProbeKind::Reply,
+            server_recv_ns: recv_ns,
+            ..req
+        };
         reply.server_send_ns = sys::realtime_ns();
         reply.emit(&mut buf[..n]);
         if sock.send(&buf[..n]).is_ok() {
@@ -75,11 +81,18 @@ const MS: f64 = 1e6;
 
 /// Client side.
 pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
-    let ClientMode::Probe { interval, size } = cfg.mode.clone() else { unreachable!() };
+    let ClientMode::Probe { interval, size } = cfg.mode.clone() else {
+        unreachable!()
+    };
     let mut probe_cfg = cfg.clone();
     probe_cfg.parallel = 1;
     probe_cfg.len = size as u64;
-    out.text(&format!("Probing host {}, port {} every {:.3} ms with {size}-byte datagrams", cfg.host, cfg.common.port, interval.as_secs_f64() * 1e3));
+    out.text(&format!(
+        "Probing host {}, port {} every {:.3} ms with {size}-byte datagrams",
+        cfg.host,
+        cfg.common.port,
+        interval.as_secs_f64() * 1e3
+    ));
     let (mut conn, params) = negotiate(&probe_cfg)?;
     let sock = client::open_udp(&probe_cfg, &conn, &params, 0)?;
     let (l, r) = (sock.local_addr()?, sock.peer_addr()?);
@@ -114,7 +127,9 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         }
         if let Some(state) = conn.ctrl.poll_state(Duration::from_millis(10))? {
             ctl.stop.store(true, Relaxed);
-            return Err(PerfError::Protocol(format!("unexpected {state:?} during the probe")));
+            return Err(PerfError::Protocol(format!(
+                "unexpected {state:?} during the probe"
+            )));
         }
     }
     ctl.stop.store(true, Relaxed);
@@ -125,10 +140,19 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         emit_interval(out, &log, next - report, secs, sock.as_raw_fd());
     }
     let total = Window::of(&records, 0.0, f64::MAX);
-    let results = netrig_core::iperf3::Results { sender_has_retransmits: 0, ..Default::default() };
+    let results = netrig_core::iperf3::Results {
+        sender_has_retransmits: 0,
+        ..Default::default()
+    };
     let _ = exchange_results(&mut conn, &results)?;
     out.text(crate::output::SEPARATOR);
-    out.text(&Window { end: secs, ..total.clone() }.line(&format!("[{:3}]", sock.as_raw_fd())));
+    out.text(
+        &Window {
+            end: secs,
+            ..total.clone()
+        }
+        .line(&format!("[{:3}]", sock.as_raw_fd())),
+    );
     let r = &total.rtt_ms;
     out.text(&format!(
         "RTT ms: min {:.3} mean {:.3} p50 {:.3} p90 {:.3} p99 {:.3} max {:.3} (stddev {:.3})",
@@ -143,7 +167,10 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     summary["duplicates"] = json!(dups);
     summary["interval_ms"] = json!(interval.as_secs_f64() * 1e3);
     summary["size"] = json!(size);
-    summary["samples"] = json!(records.iter().map(|r| json!([r.seq, r.t, r.rtt_ms, r.send_ms, r.recv_ms])).collect::<Vec<_>>());
+    summary["samples"] = json!(records
+        .iter()
+        .map(|r| json!([r.seq, r.t, r.rtt_ms, r.send_ms, r.recv_ms]))
+        .collect::<Vec<_>>());
     summary["samples_columns"] = json!(["seq", "t", "rtt_ms", "send_delay_ms", "receive_delay_ms"]);
     let end = json!({ "probe": summary });
     out.event("end", end.clone());
@@ -183,7 +210,14 @@ fn send(
         }
         seq += 1;
         let now = sys::realtime_ns();
-        ProbePacket { kind: ProbeKind::Request, seq, client_send_ns: now, server_recv_ns: 0, server_send_ns: 0 }.emit(&mut buf);
+        ProbePacket {
+            kind: ProbeKind::Request,
+            seq,
+            client_send_ns: now,
+            server_recv_ns: 0,
+            server_send_ns: 0,
+        }
+        .emit(&mut buf);
         log.records.lock().unwrap().push(Record {
             seq,
             t: (now - start_real) as f64 / 1e9,
@@ -204,33 +238,41 @@ fn receive(sock: &UdpSocket, log: &Log, ctl: &RunControl, _start_real: u64) -> u
     let mut give_up: Option<u64> = None;
     loop {
         if ctl.stopped() && give_up.is_none() {
-            let worst = log.records.lock().unwrap().iter().filter_map(|r| r.rtt_ms).fold(0.0, f64::max);
-            give_up = Some(sys::monotonic_ns() + ((3.0 * worst * MS) as u64).clamp(200_000_000, 2_000_000_000));
+            let worst = log
+                .records
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|r| r.rtt_ms)
+                .fold(0.0, f64::max);
+            give_up =
+                Some(sys::monotonic_ns() + ((3.0 * worst * MS) as u64).clamp(200_000_000, 2_000_000_000));
         }
         if let Some(g) = give_up {
             if sys::monotonic_ns() > g || log.records.lock().unwrap().iter().all(|r| r.rtt_ms.is_some()) {
                 break;
             }
         }
-        match sock.recv(&mut buf) {
-            Ok(n) => {
-                let now = sys::realtime_ns();
-                let Ok(p) = ProbePacket::parse(&buf[..n]) else { continue };
-                if p.kind != ProbeKind::Reply || p.seq == 0 {
-                    continue;
-                }
-                let mut records = log.records.lock().unwrap();
-                let Some(r) = records.get_mut((p.seq - 1) as usize) else { continue };
-                if r.rtt_ms.is_some() {
-                    dups += 1;
-                    continue;
-                }
-                let turnaround = p.server_send_ns.saturating_sub(p.server_recv_ns) as f64;
-                r.rtt_ms = Some(((now - p.client_send_ns) as f64 - turnaround).max(0.0) / MS);
-                r.send_ms = Some((p.server_recv_ns as f64 - p.client_send_ns as f64) / MS);
-                r.recv_ms = Some((now as f64 - p.server_send_ns as f64) / MS);
+        if let Ok(n) = sock.recv(&mut buf) {
+            let now = sys::realtime_ns();
+            let Ok(p) = ProbePacket::parse(&buf[..n]) else {
+                continue;
+            };
+            if p.kind != ProbeKind::Reply || p.seq == 0 {
+                continue;
             }
-            Err(_) => {}
+            let mut records = log.records.lock().unwrap();
+            let Some(r) = records.get_mut((p.seq - 1) as usize) else {
+                continue;
+            };
+            if r.rtt_ms.is_some() {
+                dups += 1;
+                continue;
+            }
+            let turnaround = p.server_send_ns.saturating_sub(p.server_recv_ns) as f64;
+            r.rtt_ms = Some(((now - p.client_send_ns) as f64 - turnaround).max(0.0) / MS);
+            r.send_ms = Some((p.server_recv_ns as f64 - p.client_send_ns as f64) / MS);
+            r.recv_ms = Some((now as f64 - p.server_send_ns as f64) / MS);
         }
     }
     dups

@@ -97,18 +97,18 @@ impl TcpExtremes {
         self.max_snd_wnd = self.max_snd_wnd.max(s.snd_wnd);
         if s.rtt > 0 {
             self.max_rtt = self.max_rtt.max(s.rtt);
-            self.min_rtt = if self.rtt_n == 0 { s.rtt } else { self.min_rtt.min(s.rtt) };
+            self.min_rtt = if self.rtt_n == 0 {
+                s.rtt
+            } else {
+                self.min_rtt.min(s.rtt)
+            };
             self.rtt_sum += s.rtt as u64;
             self.rtt_n += 1;
         }
     }
 
     pub fn mean_rtt(&self) -> u32 {
-        if self.rtt_n == 0 {
-            0
-        } else {
-            (self.rtt_sum / self.rtt_n) as u32
-        }
+        self.rtt_sum.checked_div(self.rtt_n).unwrap_or(0) as u32
     }
 }
 
@@ -171,7 +171,15 @@ impl Sampler {
         TcpInfo::of(s.socket)
     }
 
-    fn measure(&self, i: usize, from: &Snap, now: &Snap, info: Option<&TcpInfo>, start: f64, end: f64) -> Sample {
+    fn measure(
+        &self,
+        i: usize,
+        from: &Snap,
+        now: &Snap,
+        info: Option<&TcpInfo>,
+        start: f64,
+        end: f64,
+    ) -> Sample {
         let s = &self.streams[i];
         let tcp = info.map(|t| TcpSample {
             retransmits: now.retrans.saturating_sub(from.retrans),
@@ -193,7 +201,11 @@ impl Sampler {
             start,
             end,
             bytes: now.bytes.saturating_sub(from.bytes),
-            packets: if self.udp && s.sender { now.blocks.saturating_sub(from.blocks) } else { 0 },
+            packets: if self.udp && s.sender {
+                now.blocks.saturating_sub(from.blocks)
+            } else {
+                0
+            },
             omitted: self.omitting,
             tcp,
             udp_rx,
@@ -264,7 +276,11 @@ pub struct CpuMeter {
 impl CpuMeter {
     pub fn start() -> CpuMeter {
         let (user, system) = sys::cpu_seconds();
-        CpuMeter { wall_ns: sys::monotonic_ns(), user, system }
+        CpuMeter {
+            wall_ns: sys::monotonic_ns(),
+            user,
+            system,
+        }
     }
 
     pub fn usage(&self) -> CpuUsage {
@@ -275,6 +291,10 @@ impl CpuMeter {
         }
         let user = 100.0 * (u - self.user) / wall;
         let system = 100.0 * (s - self.system) / wall;
-        CpuUsage { total: user + system, user, system }
+        CpuUsage {
+            total: user + system,
+            user,
+            system,
+        }
     }
 }

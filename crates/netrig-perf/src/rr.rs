@@ -26,7 +26,11 @@ use crate::sys;
 
 /// Server side: a handler per connection, and a dispatcher for connections that arrive
 /// during the test (new-connection mode).
-pub fn serve(session: &Session, incoming: Option<Receiver<TcpStream>>, max_response: u64) -> Result<Vec<JoinHandle<()>>> {
+pub fn serve(
+    session: &Session,
+    incoming: Option<Receiver<TcpStream>>,
+    max_response: u64,
+) -> Result<Vec<JoinHandle<()>>> {
     let mut handles = vec![];
     for i in 0..session.streams.len() {
         if let Some(DataSock::Tcp(t)) = session.sock(i) {
@@ -72,7 +76,9 @@ fn handle(mut t: TcpStream, ctl: &RunControl, max_response: u64) {
                 Err(_) => return,
             }
         }
-        let Ok(r) = RrRequest::parse(&req, max_response) else { return };
+        let Ok(r) = RrRequest::parse(&req, max_response) else {
+            return;
+        };
         let mut left = r.response_len as usize;
         while left > 0 {
             let n = left.min(body.len());
@@ -103,7 +109,10 @@ fn one(conn_stream: &mut TcpStream, len: u64, buf: &mut [u8]) -> std::io::Result
         let cap = left.min(buf.len());
         let n = conn_stream.read(&mut buf[..cap])?;
         if n == 0 {
-            return Err(std::io::Error::new(ErrorKind::UnexpectedEof, "server closed mid-response"));
+            return Err(std::io::Error::new(
+                ErrorKind::UnexpectedEof,
+                "server closed mid-response",
+            ));
         }
         left -= n;
     }
@@ -164,11 +173,19 @@ fn run_worker(
 fn window(log: &[Txn], start: f64, end: f64) -> (u64, u64, Summary) {
     let sel: Vec<&Txn> = log.iter().filter(|x| x.t >= start && x.t < end).collect();
     let times: Vec<f64> = sel.iter().filter_map(|x| x.ms).collect();
-    (times.len() as u64, (sel.len() - times.len()) as u64, Summary::of(&times))
+    (
+        times.len() as u64,
+        (sel.len() - times.len()) as u64,
+        Summary::of(&times),
+    )
 }
 
 fn line(label: &str, start: f64, end: f64, done: u64, failed: u64, s: &Summary) -> String {
-    let tps = if end > start { done as f64 / (end - start) } else { 0.0 };
+    let tps = if end > start {
+        done as f64 / (end - start)
+    } else {
+        0.0
+    };
     format!(
         "{label} {start:6.2}-{end:<6.2} sec  {done:6} done {failed:4} failed  {tps:9.1} trans/s  time ms: mean {:.3} p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
         s.mean, s.p50, s.p90, s.p99, s.max
@@ -176,7 +193,14 @@ fn line(label: &str, start: f64, end: f64, done: u64, failed: u64, s: &Summary) 
 }
 
 pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
-    let ClientMode::Rr { response, new_conn, interval } = cfg.mode.clone() else { unreachable!() };
+    let ClientMode::Rr {
+        response,
+        new_conn,
+        interval,
+    } = cfg.mode.clone()
+    else {
+        unreachable!()
+    };
     out.text(&format!(
         "Transactions with host {}, port {}: {response}-byte responses, {} connection{}",
         cfg.host,
@@ -217,7 +241,9 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
             };
             let (cfg, params, log, ctl) = (cfg.clone(), params.clone(), log.clone(), ctl.clone());
             handles.push(std::thread::spawn(move || {
-                run_worker(&cfg, &view, &params, i, w, &log, &ctl, start_mono, response, interval)
+                run_worker(
+                    &cfg, &view, &params, i, w, &log, &ctl, start_mono, response, interval,
+                )
             }));
         }
     }
@@ -239,7 +265,9 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         let state = conn.lock().unwrap().ctrl.poll_state(Duration::from_millis(10))?;
         if let Some(state) = state {
             ctl.stop.store(true, Relaxed);
-            return Err(PerfError::Protocol(format!("unexpected {state:?} during the transactions")));
+            return Err(PerfError::Protocol(format!(
+                "unexpected {state:?} during the transactions"
+            )));
         }
     }
     ctl.stop.store(true, Relaxed);
@@ -249,7 +277,10 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     let log = log.lock().unwrap().clone();
     let (done, failed, s) = window(&log, 0.0, secs);
     let results = netrig_core::iperf3::Results::default();
-    let mut conn = Arc::try_unwrap(conn).map_err(|_| PerfError::Protocol("connection still shared".into()))?.into_inner().unwrap();
+    let mut conn = Arc::try_unwrap(conn)
+        .map_err(|_| PerfError::Protocol("connection still shared".into()))?
+        .into_inner()
+        .unwrap();
     let _ = exchange_results(&mut conn, &results)?;
     out.text(crate::output::SEPARATOR);
     out.text(&line(label, 0.0, secs, done, failed, &s));
@@ -266,7 +297,9 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     out.finish_json(&doc);
     say_done(&mut conn);
     if done == 0 {
-        return Err(PerfError::Protocol(format!("no transaction completed ({failed} failed)")));
+        return Err(PerfError::Protocol(format!(
+            "no transaction completed ({failed} failed)"
+        )));
     }
     Ok(())
 }

@@ -61,7 +61,9 @@ fn bind_listener(cfg: &ServerConfig) -> Result<TcpListener> {
         }
     }
     let e = last.unwrap_or_else(|| std::io::Error::other("no address to listen on"));
-    Err(PerfError::Config(format!("unable to start listener on port {port}: {e}")))
+    Err(PerfError::Config(format!(
+        "unable to start listener on port {port}: {e}"
+    )))
 }
 
 pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
@@ -80,7 +82,11 @@ pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
     });
     banner(&shared);
     listener.set_nonblocking(true)?;
-    let mut pfd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     while !shared.shutdown.load(Relaxed) {
         // SAFETY: pfd is valid for the call.
         let n = unsafe { libc::poll(&mut pfd, 1, 200) };
@@ -166,24 +172,47 @@ fn refuse(ctrl: &mut Control, code: i32, e: PerfError) -> PerfError {
     e
 }
 
-fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAddr, out: &mut Output) -> Result<()> {
+fn run_test(
+    sh: &Arc<Shared>,
+    stream: TcpStream,
+    cookie: Cookie,
+    peer: SocketAddr,
+    out: &mut Output,
+) -> Result<()> {
     let cfg = &sh.cfg;
-    out.text(&format!("Accepted connection from {}, port {}", peer.ip(), peer.port()));
-    out.set_start_value("accepted_connection", serde_json::json!({ "host": peer.ip().to_string(), "port": peer.port() }));
+    out.text(&format!(
+        "Accepted connection from {}, port {}",
+        peer.ip(),
+        peer.port()
+    ));
+    out.set_start_value(
+        "accepted_connection",
+        serde_json::json!({ "host": peer.ip().to_string(), "port": peer.port() }),
+    );
     let mut ctrl = Control::new(stream);
     ctrl.send_state(State::ParamExchange)?;
     let body = ctrl
         .recv_json(MAX_PARAMS_LEN, cfg.handshake_timeout, "the client's parameters")
         .map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e))?;
-    let params = Params::parse(&body, &cfg.limits).map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e.into()))?;
+    let params =
+        Params::parse(&body, &cfg.limits).map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e.into()))?;
     if let Some(key) = &cfg.common.auth_key {
         let presented = params.netrig.as_ref().and_then(|n| n.auth.as_deref());
         if !crate::auth::verify(key, &cookie, presented) {
-            let why = if presented.is_some() { "wrong key" } else { "this server requires a key (--auth-key)" };
+            let why = if presented.is_some() {
+                "wrong key"
+            } else {
+                "this server requires a key (--auth-key)"
+            };
             return Err(refuse(&mut ctrl, ierr::IEAUTHTEST, PerfError::Auth(why.into())));
         }
     }
-    if let Some(v) = params.netrig.as_ref().map(|n| n.version).filter(|&v| v > crate::client::NETRIG_PROTO) {
+    if let Some(v) = params
+        .netrig
+        .as_ref()
+        .map(|n| n.version)
+        .filter(|&v| v > crate::client::NETRIG_PROTO)
+    {
         let e = PerfError::Config(format!(
             "the client speaks netrig protocol version {v}; this server speaks up to {} (upgrade the server)",
             crate::client::NETRIG_PROTO
@@ -193,7 +222,11 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
     let mode = params.mode();
     match (mode, params.protocol) {
         (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) => {
-            return Err(refuse(&mut ctrl, ierr::IEUNIMP, PerfError::Config(format!("{mode:?} mode needs the other protocol"))));
+            return Err(refuse(
+                &mut ctrl,
+                ierr::IEUNIMP,
+                PerfError::Config(format!("{mode:?} mode needs the other protocol")),
+            ));
         }
         _ => {}
     }
@@ -251,7 +284,8 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
         is_client: false,
         ..Default::default()
     });
-    ctrl.sock.write_all(&[State::TestStart.emit(), State::TestRunning.emit()])?;
+    ctrl.sock
+        .write_all(&[State::TestStart.emit(), State::TestRunning.emit()])?;
 
     let cpu = CpuMeter::start();
     let start_ns = sys::monotonic_ns();
@@ -262,8 +296,17 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
         Mode::Rr => helpers.extend(crate::rr::serve(&session, rr_incoming, cfg.max_rr_response)?),
     }
     let bulk = mode == Mode::Bulk;
-    let mut sampler = Sampler::new(if bulk { session.streams.clone() } else { vec![] }, session.udp, start_ns, params.omit > 0);
-    let limit = if params.time > 0 { params.time + params.omit } else { cfg.limits.max_time };
+    let mut sampler = Sampler::new(
+        if bulk { session.streams.clone() } else { vec![] },
+        session.udp,
+        start_ns,
+        params.omit > 0,
+    );
+    let limit = if params.time > 0 {
+        params.time + params.omit
+    } else {
+        cfg.limits.max_time
+    };
     let opts = DriveOpts {
         interval: if bulk { cfg.common.interval } else { Duration::ZERO },
         omit: Duration::from_secs(params.omit),
@@ -283,14 +326,18 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
     }
     match ended? {
         Ended::Peer(State::TestEnd) => {}
-        Ended::Peer(State::ClientTerminate) => return Err(PerfError::PeerClosed("(the client has terminated)".into())),
+        Ended::Peer(State::ClientTerminate) => {
+            return Err(PerfError::PeerClosed("(the client has terminated)".into()))
+        }
         Ended::Peer(s) => {
             let e = PerfError::Protocol(format!("received an unexpected control message {s:?}"));
             return Err(refuse(&mut ctrl, 110, e));
         }
         Ended::Done | Ended::Deadline => {
             let _ = ctrl.send_state(State::ServerTerminate);
-            return Err(PerfError::Timeout("for the client to end its test: ended it".into()));
+            return Err(PerfError::Timeout(
+                "for the client to end its test: ended it".into(),
+            ));
         }
     }
     if bulk {
@@ -303,14 +350,25 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, cookie: Cookie, peer: SocketAdd
         .enumerate()
         .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp, params.omit == 0))
         .collect();
-    let end = if bulk { Some(out.end(&ends, usage, None, (session.congestion(), None))) } else { None };
+    let end = if bulk {
+        Some(out.end(&ends, usage, None, (session.congestion(), None)))
+    } else {
+        None
+    };
 
     ctrl.send_state(State::ExchangeResults)?;
     let body = ctrl.recv_json(MAX_RESULTS_LEN, cfg.handshake_timeout, "the client's results")?;
     let _client_results = Results::parse(&body)?;
     let mut ours = session.results(&totals, usage);
     if !bulk {
-        ours.streams = session.streams.iter().map(|s| netrig_core::iperf3::StreamResult { id: s.id, ..Default::default() }).collect();
+        ours.streams = session
+            .streams
+            .iter()
+            .map(|s| netrig_core::iperf3::StreamResult {
+                id: s.id,
+                ..Default::default()
+            })
+            .collect();
     }
     if params.get_server_output {
         if cfg.common.format == crate::config::Format::Json {
@@ -344,7 +402,10 @@ fn collect_tcp(
     while got.len() < expected {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok(s) = rx.recv_timeout(left) else {
-            let e = PerfError::Timeout(format!("waiting for data streams: {} of {expected} connected", got.len()));
+            let e = PerfError::Timeout(format!(
+                "waiting for data streams: {} of {expected} connected",
+                got.len()
+            ));
             return Err(refuse(ctrl, ierr::IESTREAMACCEPT, e));
         };
         let _ = s.set_read_timeout(None);
@@ -357,7 +418,13 @@ fn collect_tcp(
 /// Announces CREATE_STREAMS and takes `expected` UDP streams: each "9876" from the
 /// client's address gets a socket of its own, connected back, that answers "6789".
 /// One test at a time does this, since the datagram names no test.
-fn collect_udp(sh: &Shared, ctrl: &mut Control, peer: SocketAddr, expected: usize, params: &Params) -> Result<Vec<UdpSocket>> {
+fn collect_udp(
+    sh: &Shared,
+    ctrl: &mut Control,
+    peer: SocketAddr,
+    expected: usize,
+    params: &Params,
+) -> Result<Vec<UdpSocket>> {
     let _one_at_a_time = sh.udp_setup.lock().unwrap();
     let listener = sys::udp_bind_shared(&udp_listen_addr(sh, ctrl)?)?;
     listener.set_read_timeout(Some(Duration::from_millis(100)))?;
@@ -367,13 +434,18 @@ fn collect_udp(sh: &Shared, ctrl: &mut Control, peer: SocketAddr, expected: usiz
     let mut buf = [0u8; 2048];
     while socks.len() < expected {
         if Instant::now() > deadline {
-            let e = PerfError::Timeout(format!("waiting for UDP streams: {} of {expected} connected", socks.len()));
+            let e = PerfError::Timeout(format!(
+                "waiting for UDP streams: {} of {expected} connected",
+                socks.len()
+            ));
             return Err(refuse(ctrl, ierr::IESTREAMACCEPT, e));
         }
         for s in &socks {
             crate::engine::answer_repeated_hello(s);
         }
-        let Ok((n, from)) = listener.recv_from(&mut buf) else { continue };
+        let Ok((n, from)) = listener.recv_from(&mut buf) else {
+            continue;
+        };
         if n != 4 || sys::canonical(from).ip() != peer.ip() {
             continue; // a stray datagram (say, a late packet of an ended test)
         }

@@ -92,15 +92,21 @@ impl Session {
                 DataSock::Tcp(t) => {
                     let t = t.try_clone()?;
                     if s.sender {
-                        std::thread::Builder::new().name(name).spawn(move || engine::tcp_send(s, t, ctl, opts))?
+                        std::thread::Builder::new()
+                            .name(name)
+                            .spawn(move || engine::tcp_send(s, t, ctl, opts))?
                     } else {
-                        std::thread::Builder::new().name(name).spawn(move || engine::tcp_recv(s, t, ctl, opts.len))?
+                        std::thread::Builder::new()
+                            .name(name)
+                            .spawn(move || engine::tcp_recv(s, t, ctl, opts.len))?
                     }
                 }
                 DataSock::Udp(u) => {
                     let u = u.try_clone()?;
                     if s.sender {
-                        std::thread::Builder::new().name(name).spawn(move || engine::udp_send(s, u, ctl, opts))?
+                        std::thread::Builder::new()
+                            .name(name)
+                            .spawn(move || engine::udp_send(s, u, ctl, opts))?
                     } else {
                         let c64 = opts.udp_counters_64bit;
                         std::thread::Builder::new()
@@ -147,7 +153,9 @@ impl Session {
         self.streams
             .iter()
             .filter(|s| !s.sender)
-            .fold((0, 0), |(b, k), s| (b + s.bytes.load(Relaxed), k + s.blocks.load(Relaxed)))
+            .fold((0, 0), |(b, k), s| {
+                (b + s.bytes.load(Relaxed), k + s.blocks.load(Relaxed))
+            })
     }
 
     /// The first error a worker hit, if any.
@@ -190,7 +198,9 @@ impl Session {
                     omitted_packets: 0,
                     start_time: 0.0,
                     end_time: (t.end * 1e6).round() / 1e6,
-                    netrig: self.udp.then(|| json!({ "out_of_order": rx.out_of_order, "duplicates": rx.duplicates })),
+                    netrig: self
+                        .udp
+                        .then(|| json!({ "out_of_order": rx.out_of_order, "duplicates": rx.duplicates })),
                 }
             })
             .collect();
@@ -247,7 +257,13 @@ pub enum Ended {
 const TICK: Duration = Duration::from_millis(20);
 
 /// Runs the test's timed loop: intervals, omit, TCP_INFO samples, end conditions.
-pub fn drive(ctrl: &mut Control, session: &Session, out: &mut Output, sampler: &mut Sampler, o: &DriveOpts) -> Result<Ended> {
+pub fn drive(
+    ctrl: &mut Control,
+    session: &Session,
+    out: &mut Output,
+    sampler: &mut Sampler,
+    o: &DriveOpts,
+) -> Result<Ended> {
     let ns = |d: Duration| d.as_nanos() as u64;
     let start = sys::monotonic_ns();
     let omit_end = start + ns(o.omit);

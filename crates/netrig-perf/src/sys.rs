@@ -33,7 +33,13 @@ pub fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
     let mut len = size_of::<i32>() as libc::socklen_t;
     // SAFETY: value and len are valid for writes of their sizes.
     let r = unsafe {
-        libc::getsockopt(fd, level, name, &mut value as *mut i32 as *mut libc::c_void, &mut len)
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut value as *mut i32 as *mut libc::c_void,
+            &mut len,
+        )
     };
     check(r).map(|_| value)
 }
@@ -138,7 +144,10 @@ pub fn monotonic_ns() -> u64 {
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is valid for writes.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -152,7 +161,12 @@ pub fn sleep_until_ns(deadline_ns: u64) {
     };
     // SAFETY: ts is valid; a null remainder is allowed with TIMER_ABSTIME.
     unsafe {
-        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
     };
 }
 
@@ -179,7 +193,9 @@ fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
             let sin = libc::sockaddr_in {
                 sin_family: libc::AF_INET as libc::sa_family_t,
                 sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
                 sin_zero: [0; 8],
             };
             // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
@@ -191,7 +207,9 @@ fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
                 sin6_family: libc::AF_INET6 as libc::sa_family_t,
                 sin6_port: a.port().to_be(),
                 sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
                 sin6_scope_id: a.scope_id(),
             };
             // SAFETY: as above for sockaddr_in6.
@@ -205,7 +223,11 @@ fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 /// A UDP socket bound to `addr` with SO_REUSEADDR set before bind, so that several
 /// sockets can share the server's port (connected ones take their peer's datagrams).
 pub fn udp_bind_shared(addr: &SocketAddr) -> io::Result<UdpSocket> {
-    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
     // SAFETY: plain socket creation; the fd is owned by the UdpSocket below.
     let fd = check(unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
     // SAFETY: fd is a fresh socket we own.
@@ -224,7 +246,10 @@ pub fn udp_bind_shared(addr: &SocketAddr) -> io::Result<UdpSocket> {
 pub fn send_batch(sock: &UdpSocket, bufs: &[&[u8]]) -> io::Result<usize> {
     let mut iovs: Vec<libc::iovec> = bufs
         .iter()
-        .map(|b| libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() })
+        .map(|b| libc::iovec {
+            iov_base: b.as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        })
         .collect();
     // SAFETY: zeroed mmsghdr is valid; each points at one iovec that outlives the call.
     let mut msgs: Vec<libc::mmsghdr> = iovs
@@ -248,7 +273,10 @@ pub const UDP_GRO: i32 = 104;
 /// Sends `buf` as datagrams of `seg` bytes each in one call (UDP GSO: the kernel or
 /// the device cuts it). Fails with EIO/EINVAL where the path cannot do it.
 pub fn send_gso(sock: &UdpSocket, buf: &[u8], seg: u16) -> io::Result<usize> {
-    let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     // u64 storage keeps the control buffer aligned for cmsghdr.
     let mut control = [0u64; 4];
     // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call, and
@@ -315,7 +343,13 @@ impl RecvBatch {
                 m
             })
             .collect();
-        RecvBatch { buf, slot, iovs, control, msgs }
+        RecvBatch {
+            buf,
+            slot,
+            iovs,
+            control,
+            msgs,
+        }
     }
 
     fn recv_flags(&mut self, sock: &UdpSocket, flags: i32) -> io::Result<usize> {
@@ -325,7 +359,13 @@ impl RecvBatch {
         }
         // SAFETY: msgs point at iovs and control buffers owned by self.
         let r = unsafe {
-            libc::recvmmsg(sock.as_raw_fd(), self.msgs.as_mut_ptr(), self.msgs.len() as u32, flags, std::ptr::null_mut())
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                self.msgs.as_mut_ptr(),
+                self.msgs.len() as u32,
+                flags,
+                std::ptr::null_mut(),
+            )
         };
         check(r).map(|n| n as usize)
     }
@@ -417,7 +457,10 @@ pub fn apply_tcp_opts(fd: RawFd, o: &TcpOpts, v6: bool) -> io::Result<()> {
     }
     if let Some(cc) = &o.congestion {
         set_congestion(fd, cc).map_err(|e| {
-            io::Error::new(e.kind(), format!("congestion control '{cc}' is not available: {e}"))
+            io::Error::new(
+                e.kind(),
+                format!("congestion control '{cc}' is not available: {e}"),
+            )
         })?;
     }
     Ok(())
@@ -431,7 +474,11 @@ pub fn tcp_connect(
     opts: &TcpOpts,
     timeout: Duration,
 ) -> io::Result<std::net::TcpStream> {
-    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
     // SAFETY: plain socket creation; the fd is owned by the TcpStream below.
     let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
     // SAFETY: fd is a fresh socket we own.
@@ -452,7 +499,11 @@ pub fn tcp_connect(
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(e);
         }
-        let mut pfd = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: pfd is valid for the call.
         let n = check(unsafe { libc::poll(&mut pfd, 1, ms) })?;
@@ -517,10 +568,14 @@ pub struct TcpInfo {
 impl TcpInfo {
     pub fn parse(b: &[u8]) -> TcpInfo {
         let u32_at = |o: usize| -> u32 {
-            b.get(o..o + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap())).unwrap_or(0)
+            b.get(o..o + 4)
+                .map(|s| u32::from_ne_bytes(s.try_into().unwrap()))
+                .unwrap_or(0)
         };
         let u64_at = |o: usize| -> u64 {
-            b.get(o..o + 8).map(|s| u64::from_ne_bytes(s.try_into().unwrap())).unwrap_or(0)
+            b.get(o..o + 8)
+                .map(|s| u64::from_ne_bytes(s.try_into().unwrap()))
+                .unwrap_or(0)
         };
         TcpInfo {
             state: b.first().copied().unwrap_or(0),

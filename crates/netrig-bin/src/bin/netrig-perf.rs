@@ -15,7 +15,12 @@ use netrig_perf::server;
 
 /// Sizes (-n, -l, -w, -k) take K/M/G in 1024s; rates (-b) in 1000s, as iperf3.
 #[derive(Parser, Debug)]
-#[command(name = "netrig-perf", version, about = "iperf3-compatible traffic tool with latency probes", disable_version_flag = true)]
+#[command(
+    name = "netrig-perf",
+    version,
+    about = "iperf3-compatible traffic tool with latency probes",
+    disable_version_flag = true
+)]
 struct Cli {
     /// Print the version.
     #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
@@ -186,7 +191,10 @@ fn size(flag: &str, v: &Option<String>) -> anyhow::Result<u64> {
 
 fn common(cli: &Cli) -> anyhow::Result<Common> {
     if cli.interval != 0.0 && !(0.1..=60.0).contains(&cli.interval) {
-        anyhow::bail!("-i: interval must be 0 or between 0.1 and 60 seconds, got {}", cli.interval);
+        anyhow::bail!(
+            "-i: interval must be 0 or between 0.1 and 60 seconds, got {}",
+            cli.interval
+        );
     }
     if cli.v4 && cli.v6 {
         anyhow::bail!("-4 and -6 exclude each other");
@@ -194,9 +202,21 @@ fn common(cli: &Cli) -> anyhow::Result<Common> {
     Ok(Common {
         port: cli.port,
         bind: cli.bind.clone(),
-        family: if cli.v4 { Family::V4 } else if cli.v6 { Family::V6 } else { Family::Any },
+        family: if cli.v4 {
+            Family::V4
+        } else if cli.v6 {
+            Family::V6
+        } else {
+            Family::Any
+        },
         interval: Duration::from_secs_f64(cli.interval),
-        format: if cli.json_stream { Format::JsonStream } else if cli.json { Format::Json } else { Format::Text },
+        format: if cli.json_stream {
+            Format::JsonStream
+        } else if cli.json {
+            Format::Json
+        } else {
+            Format::Text
+        },
         logfile: cli.logfile.clone(),
         forceflush: cli.forceflush,
         verbose: cli.verbose,
@@ -209,7 +229,11 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         None => (None, 0),
         Some(t) => {
             let (r, b) = match t.split_once('/') {
-                Some((r, b)) => (r, b.parse::<u64>().map_err(|_| anyhow::anyhow!("-b: bad burst '{b}'"))?),
+                Some((r, b)) => (
+                    r,
+                    b.parse::<u64>()
+                        .map_err(|_| anyhow::anyhow!("-b: bad burst '{b}'"))?,
+                ),
                 None => (t.as_str(), 0),
             };
             (Some(parse_rate(r).map_err(|e| anyhow::anyhow!("-b: {e}"))?), b)
@@ -230,9 +254,15 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
             anyhow::bail!("--probe-size must be 40..65507 bytes, got {}", cli.probe_size);
         }
         if cli.probe_interval < 0.05 {
-            anyhow::bail!("--probe-interval must be at least 0.05 ms, got {}", cli.probe_interval);
+            anyhow::bail!(
+                "--probe-interval must be at least 0.05 ms, got {}",
+                cli.probe_interval
+            );
         }
-        ClientMode::Probe { interval: Duration::from_secs_f64(cli.probe_interval / 1000.0), size: cli.probe_size }
+        ClientMode::Probe {
+            interval: Duration::from_secs_f64(cli.probe_interval / 1000.0),
+            size: cli.probe_size,
+        }
     } else if let Some(r) = &cli.rr {
         ClientMode::Rr {
             response: parse_size(r).map_err(|e| anyhow::anyhow!("--rr: {e}"))?,
@@ -271,7 +301,9 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         connect_timeout: Duration::from_millis(cli.connect_timeout.max(1)),
         cport: cli.cport,
         no_gso: cli.no_gso,
-        tcp_info_interval: cli.tcp_info_interval.map(|ms| Duration::from_secs_f64(ms.max(1.0) / 1000.0)),
+        tcp_info_interval: cli
+            .tcp_info_interval
+            .map(|ms| Duration::from_secs_f64(ms.max(1.0) / 1000.0)),
     })
 }
 
@@ -343,8 +375,25 @@ mod tests {
 
     #[test]
     fn iperf3_style_flags_parse() {
-        let cli = Cli::try_parse_from(["netrig-perf", "-c", "h", "-u", "-b", "10M/5", "-l", "1K", "-P", "2", "-R", "-1"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "netrig-perf",
+            "-c",
+            "h",
+            "-u",
+            "-b",
+            "10M/5",
+            "-l",
+            "1K",
+            "-P",
+            "2",
+            "-R",
+            "-1",
+        ])
+        .unwrap();
         let cfg = client_config(&cli, "h").unwrap();
-        assert_eq!((cfg.rate, cfg.burst, cfg.len, cfg.parallel, cfg.reverse), (Some(10_000_000), 5, 1024, 2, true));
+        assert_eq!(
+            (cfg.rate, cfg.burst, cfg.len, cfg.parallel, cfg.reverse),
+            (Some(10_000_000), 5, 1024, 2, true)
+        );
     }
 }

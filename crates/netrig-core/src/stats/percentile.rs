@@ -54,7 +54,10 @@ mod tests {
     fn nearest_rank_percentiles() {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
         let s = Summary::of(&v);
-        assert_eq!((s.min, s.p50, s.p90, s.p99, s.max), (1.0, 50.0, 90.0, 99.0, 100.0));
+        assert_eq!(
+            (s.min, s.p50, s.p90, s.p99, s.max),
+            (1.0, 50.0, 90.0, 99.0, 100.0)
+        );
         assert_eq!(s.mean, 50.5);
         assert_eq!(Summary::of(&[]).count, 0);
         assert_eq!(Summary::of(&[3.0]).p99, 3.0);

@@ -94,7 +94,10 @@ mod tests {
     #[test]
     fn in_order_has_nothing_to_report() {
         let t = run(&(1..=10_000).collect::<Vec<_>>());
-        assert_eq!((t.highest, t.received, t.lost, t.out_of_order, t.duplicates), (10_000, 10_000, 0, 0, 0));
+        assert_eq!(
+            (t.highest, t.received, t.lost, t.out_of_order, t.duplicates),
+            (10_000, 10_000, 0, 0, 0)
+        );
     }
 
     #[test]

@@ -232,14 +232,21 @@ mod tests {
         assert_eq!(parse_json_frame_len([0, 0, 0, 7], 100), Ok(7));
         assert_eq!(
             parse_json_frame_len([0xff, 0xff, 0xff, 0xff], 100),
-            Err(WireError::TooLong { len: u32::MAX as usize, max: 100 })
+            Err(WireError::TooLong {
+                len: u32::MAX as usize,
+                max: 100
+            })
         );
         assert_eq!(parse_json_frame_len([0; 4], 100), Err(WireError::Empty));
     }
 
     #[test]
     fn udp_header_layouts() {
-        let h = UdpHeader { sec: 1_700_000_000, usec: 123_456, seq: 42 };
+        let h = UdpHeader {
+            sec: 1_700_000_000,
+            usec: 123_456,
+            seq: 42,
+        };
         let mut b = [0u8; 16];
         h.emit(&mut b, false);
         assert_eq!(&b[8..12], &[0, 0, 0, 42]);

@@ -153,7 +153,9 @@ mod tests {
 
     #[test]
     fn rr_request_is_bounded() {
-        let r = RrRequest { response_len: 100_000 };
+        let r = RrRequest {
+            response_len: 100_000,
+        };
         assert_eq!(RrRequest::parse(&r.emit(), 1 << 20).unwrap(), r);
         assert_eq!(
             RrRequest::parse(&r.emit(), 1000),
