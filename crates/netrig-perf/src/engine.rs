@@ -169,7 +169,7 @@ fn payload(len: usize, repeating: bool) -> Vec<u8> {
 fn pacer_for(opts: &SendOpts) -> Option<Pacer> {
     (opts.rate > 0).then(|| {
         let burst_bytes = opts.burst.saturating_sub(1) * opts.len as u64;
-        Pacer::new(opts.rate, sys::monotonic_ns(), 2_000_000, burst_bytes)
+        Pacer::new(opts.rate, sys::monotonic_ns(), 1_000_000, burst_bytes)
     })
 }
 
