@@ -9,6 +9,7 @@
 //! (bytes, timestamps) as arguments, so it runs the same in a test as on the wire.
 
 pub mod iperf3;
+pub mod link;
 pub mod pacing;
 pub mod stats;
 pub mod units;

@@ -1,0 +1,51 @@
+//! A packet as the link model sees it: its wire length, its flow, its ECN field, and
+//! (in the daemon) its bytes. Times are nanoseconds on the caller's clock.
+
+/// The two ECN bits of the IP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect1,
+    Ect0,
+    Ce,
+}
+
+impl Ecn {
+    pub fn is_capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Packet {
+    /// Sequence number given by the link on arrival (for tests and pcap).
+    pub id: u64,
+    /// Bytes on the wire (frame length; serialization uses this plus the rate stage's
+    /// per-packet overhead).
+    pub len: u32,
+    /// Flow identity (a hash of the 5-tuple) for per-flow queueing.
+    pub flow: u64,
+    pub ecn: Ecn,
+    /// When the packet entered the queue (set by the queue).
+    pub enqueued_ns: u64,
+    /// The frame, when there is one (the daemon); empty in simulations.
+    pub data: Vec<u8>,
+}
+
+impl Packet {
+    /// A bare packet for simulations.
+    pub fn sized(id: u64, len: u32, flow: u64) -> Packet {
+        Packet { id, len, flow, ..Default::default() }
+    }
+
+    /// Marks Congestion Experienced if the packet is ECN-capable; false if it is not
+    /// (the caller then drops it instead).
+    pub fn mark_ce(&mut self) -> bool {
+        if !self.ecn.is_capable() {
+            return false;
+        }
+        self.ecn = Ecn::Ce;
+        true
+    }
+}
