@@ -19,7 +19,8 @@ use netrig_perf::server;
     name = "netrig-perf",
     version,
     about = "iperf3-compatible traffic tool with latency probes",
-    disable_version_flag = true
+    disable_version_flag = true,
+    args_override_self = true
 )]
 struct Cli {
     /// Print the version.
