@@ -8,7 +8,11 @@
 use crate::link::packet::Packet;
 use crate::link::rng::Rng;
 
+pub mod codel;
 pub mod droptail;
+pub mod fq_codel;
+pub mod pie;
+pub mod red;
 
 /// Why a packet was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
