@@ -5,7 +5,10 @@
 //! trace) → delay (+ jitter, reorder) → delivery
 
 pub mod aqm;
+pub mod delay;
+pub mod loss;
 pub mod packet;
+pub mod rate;
 pub mod rng;
 
 pub use aqm::{DropCause, Drops, Limit, Qdisc, QueueStats};
