@@ -6,6 +6,7 @@
 
 pub mod aqm;
 pub mod delay;
+pub mod direction;
 pub mod loss;
 pub mod packet;
 pub mod rate;
