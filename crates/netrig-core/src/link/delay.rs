@@ -152,7 +152,11 @@ impl DelayLine {
     pub fn push(&mut self, at: u64, pkt: Packet) {
         self.seq += 1;
         self.bytes += pkt.len as u64;
-        self.heap.push(Entry { at, seq: self.seq, pkt });
+        self.heap.push(Entry {
+            at,
+            seq: self.seq,
+            pkt,
+        });
     }
 
     pub fn next_at(&self) -> Option<u64> {
@@ -188,7 +192,10 @@ mod tests {
 
     fn stats(v: &[f64]) -> (f64, f64) {
         let m = v.iter().sum::<f64>() / v.len() as f64;
-        (m, (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
+        (
+            m,
+            (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt(),
+        )
     }
 
     #[test]
@@ -205,7 +212,10 @@ mod tests {
             (Distribution::Uniform, 1e6 / 3f64.sqrt()),
             (Distribution::Normal, 1e6),
             (Distribution::Pareto, 1e6),
-            (Distribution::ParetoNormal, 1e6 * (0.25f64.powi(2) + 0.75f64.powi(2)).sqrt()),
+            (
+                Distribution::ParetoNormal,
+                1e6 * (0.25f64.powi(2) + 0.75f64.powi(2)).sqrt(),
+            ),
         ] {
             let mut d = Delay::new(20_000_000, 1_000_000, dist, 0.0);
             let v: Vec<f64> = (0..200_000).map(|_| d.delivery(0, &mut rng) as f64).collect();
@@ -213,8 +223,15 @@ mod tests {
             assert!((m - 20e6).abs() < 0.02 * 1e6, "{dist:?} mean {m}");
             // Pareto (shape 3) has a finite variance but an infinite fourth moment: its
             // sample spread converges slowly, so the heavy-tailed ones get more slack.
-            let tol = if matches!(dist, Distribution::Uniform | Distribution::Normal) { 0.03 } else { 0.15 };
-            assert!((sd / want_sd - 1.0).abs() < tol, "{dist:?} sd {sd} want {want_sd}");
+            let tol = if matches!(dist, Distribution::Uniform | Distribution::Normal) {
+                0.03
+            } else {
+                0.15
+            };
+            assert!(
+                (sd / want_sd - 1.0).abs() < tol,
+                "{dist:?} sd {sd} want {want_sd}"
+            );
         }
     }
 
@@ -222,13 +239,19 @@ mod tests {
     fn uniform_jitter_stays_in_its_band_and_reorders_unless_told_not_to() {
         let mut rng = Rng::new(3);
         let mut d = Delay::new(10_000_000, 2_000_000, Distribution::Uniform, 0.0);
-        let times: Vec<u64> = (0..10_000u64).map(|i| d.delivery(i * 100_000, &mut rng) - i * 100_000).collect();
+        let times: Vec<u64> = (0..10_000u64)
+            .map(|i| d.delivery(i * 100_000, &mut rng) - i * 100_000)
+            .collect();
         assert!(times.iter().all(|&t| (8_000_000..=12_000_000).contains(&t)));
         let mut d = Delay::new(10_000_000, 2_000_000, Distribution::Uniform, 0.0);
-        let at: Vec<u64> = (0..10_000u64).map(|i| d.delivery(i * 100_000, &mut rng)).collect();
+        let at: Vec<u64> = (0..10_000u64)
+            .map(|i| d.delivery(i * 100_000, &mut rng))
+            .collect();
         assert!(at.windows(2).any(|w| w[1] < w[0]), "jitter reorders");
         d.no_reorder = true;
-        let at: Vec<u64> = (0..10_000u64).map(|i| d.delivery(i * 100_000, &mut rng)).collect();
+        let at: Vec<u64> = (0..10_000u64)
+            .map(|i| d.delivery(i * 100_000, &mut rng))
+            .collect();
         assert!(at.windows(2).all(|w| w[1] >= w[0]), "no_reorder keeps order");
     }
 
@@ -237,7 +260,12 @@ mod tests {
         let mut rng = Rng::new(4);
         let mut d = Delay::new(10_000_000, 0, Distribution::Uniform, 0.0).with_reorder(1.0, 0.0, 5);
         let immediate: Vec<bool> = (0..20).map(|_| d.delivery(0, &mut rng) == 0).collect();
-        let idx: Vec<usize> = immediate.iter().enumerate().filter(|(_, &x)| x).map(|(i, _)| i).collect();
+        let idx: Vec<usize> = immediate
+            .iter()
+            .enumerate()
+            .filter(|(_, &x)| x)
+            .map(|(i, _)| i)
+            .collect();
         assert_eq!(idx, vec![4, 9, 14, 19]);
         let mut d = Delay::new(10_000_000, 0, Distribution::Uniform, 0.0).with_reorder(0.25, 0.0, 1);
         let n = (0..100_000).filter(|_| d.delivery(0, &mut rng) == 0).count();

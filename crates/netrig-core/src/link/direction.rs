@@ -304,7 +304,9 @@ mod tests {
 
     fn link(bps: u64, delay_ns: u64, limit: u32) -> Direction {
         Direction::new(
-            Box::new(DropTail::new(DropTailConfig { limit: Limit::packets(limit) })),
+            Box::new(DropTail::new(DropTailConfig {
+                limit: Limit::packets(limit),
+            })),
             Rate::fixed(bps, 0),
             Delay::new(delay_ns, 0, Distribution::Uniform, 0.0),
             1,

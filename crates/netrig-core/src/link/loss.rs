@@ -8,20 +8,38 @@ use crate::link::rng::{Correlated, Rng};
 pub enum Loss {
     None,
     /// Each packet lost with probability `p` (correlated as netem's `loss p% corr%`).
-    Random { p: f64, corr: Correlated },
+    Random {
+        p: f64,
+        corr: Correlated,
+    },
     /// Gilbert-Elliott (netem's `loss gemodel p r 1-h 1-k`): in the good state a packet
     /// is lost with `loss_good` (1-k), in the bad state with `loss_bad` (1-h); the
     /// state moves good→bad with `p`, bad→good with `r`, before each packet.
-    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64, bad: bool },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+        bad: bool,
+    },
 }
 
 impl Loss {
     pub fn random(p: f64, correlation: f64) -> Loss {
-        Loss::Random { p, corr: Correlated::new(correlation) }
+        Loss::Random {
+            p,
+            corr: Correlated::new(correlation),
+        }
     }
 
     pub fn gilbert_elliott(p: f64, r: f64, loss_good: f64, loss_bad: f64) -> Loss {
-        Loss::GilbertElliott { p, r, loss_good, loss_bad, bad: false }
+        Loss::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+            bad: false,
+        }
     }
 
     /// Whether the next packet is lost.
@@ -29,7 +47,13 @@ impl Loss {
         match self {
             Loss::None => false,
             Loss::Random { p, corr } => *p > 0.0 && corr.next(rng) < *p,
-            Loss::GilbertElliott { p, r, loss_good, loss_bad, bad } => {
+            Loss::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+                bad,
+            } => {
                 // As netem: the loss chance is the state's at the packet's arrival.
                 let was_bad = *bad;
                 if was_bad {
@@ -57,7 +81,10 @@ pub struct Chance {
 
 impl Chance {
     pub fn new(p: f64, correlation: f64) -> Chance {
-        Chance { p, corr: Correlated::new(correlation) }
+        Chance {
+            p,
+            corr: Correlated::new(correlation),
+        }
     }
 
     pub fn happens(&mut self, rng: &mut Rng) -> bool {
@@ -144,7 +171,10 @@ mod tests {
         let mut d = Chance::new(0.05, 0.0);
         let n = (0..100_000).filter(|_| d.happens(&mut rng)).count();
         assert!((4_600..5_400).contains(&n), "{n}");
-        let mut p = Packet { data: vec![0u8; 100], ..Default::default() };
+        let mut p = Packet {
+            data: vec![0u8; 100],
+            ..Default::default()
+        };
         corrupt(&mut p, &mut rng);
         let ones: u32 = p.data.iter().map(|b| b.count_ones()).sum();
         assert_eq!(ones, 1);

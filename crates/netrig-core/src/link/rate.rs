@@ -37,11 +37,17 @@ impl Trace {
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
-            let v: u64 =
-                t.parse().map_err(|_| TraceError::NotANumber { line: i + 1, text: t.to_string() })?;
+            let v: u64 = t.parse().map_err(|_| TraceError::NotANumber {
+                line: i + 1,
+                text: t.to_string(),
+            })?;
             if let Some(&prev) = times_ms.last() {
                 if v < prev {
-                    return Err(TraceError::Decreasing { line: i + 1, value: v, prev });
+                    return Err(TraceError::Decreasing {
+                        line: i + 1,
+                        value: v,
+                        prev,
+                    });
                 }
             }
             times_ms.push(v);
@@ -52,7 +58,11 @@ impl Trace {
         if repeat && *times_ms.last().unwrap() == 0 {
             return Err(TraceError::ZeroPeriod);
         }
-        Ok(Trace { times_ms, repeat, bytes_per_opportunity })
+        Ok(Trace {
+            times_ms,
+            repeat,
+            bytes_per_opportunity,
+        })
     }
 
     fn period_ns(&self) -> u64 {
@@ -99,7 +109,9 @@ struct Cursor {
 
 impl Cursor {
     fn departure(&mut self, start_ns: u64, len: u32) -> u64 {
-        let first = self.trace.first_at_or_after(start_ns.saturating_sub(self.origin_ns));
+        let first = self
+            .trace
+            .first_at_or_after(start_ns.saturating_sub(self.origin_ns));
         if !self.started || self.current < first {
             self.current = first;
             self.credit = self.trace.bytes_per_opportunity;
@@ -111,7 +123,9 @@ impl Cursor {
         // A packet larger than what is left spans opportunities (as mahimahi's does).
         let mut remaining = len;
         loop {
-            let Some(t) = self.trace.at(self.current) else { return u64::MAX };
+            let Some(t) = self.trace.at(self.current) else {
+                return u64::MAX;
+            };
             if remaining <= self.credit {
                 self.credit -= remaining;
                 return self.origin_ns + t;
@@ -140,17 +154,29 @@ pub struct Rate {
 impl Rate {
     pub fn fixed(bps: u64, overhead: u32) -> Rate {
         assert!(bps > 0, "a fixed rate must be positive");
-        Rate { kind: Kind::Fixed { bps }, overhead }
+        Rate {
+            kind: Kind::Fixed { bps },
+            overhead,
+        }
     }
 
     pub fn unlimited() -> Rate {
-        Rate { kind: Kind::Unlimited, overhead: 0 }
+        Rate {
+            kind: Kind::Unlimited,
+            overhead: 0,
+        }
     }
 
     /// A trace whose time zero is `origin_ns`.
     pub fn trace(trace: Trace, origin_ns: u64) -> Rate {
         Rate {
-            kind: Kind::Trace(Box::new(Cursor { trace, origin_ns, current: 0, credit: 0, started: false })),
+            kind: Kind::Trace(Box::new(Cursor {
+                trace,
+                origin_ns,
+                current: 0,
+                credit: 0,
+                started: false,
+            })),
             overhead: 0,
         }
     }
@@ -210,10 +236,20 @@ mod tests {
 
     #[test]
     fn trace_parse_errors_name_the_line() {
-        assert_eq!(Trace::parse("1\n2\nx\n", true, 1500), Err(TraceError::NotANumber { line: 3, text: "x".into() }));
+        assert_eq!(
+            Trace::parse("1\n2\nx\n", true, 1500),
+            Err(TraceError::NotANumber {
+                line: 3,
+                text: "x".into()
+            })
+        );
         assert_eq!(
             Trace::parse("5\n3\n", true, 1500),
-            Err(TraceError::Decreasing { line: 2, value: 3, prev: 5 })
+            Err(TraceError::Decreasing {
+                line: 2,
+                value: 3,
+                prev: 5
+            })
         );
         assert_eq!(Trace::parse("# nothing\n", true, 1500), Err(TraceError::Empty));
         assert_eq!(Trace::parse("0\n", true, 1500), Err(TraceError::ZeroPeriod));
@@ -222,7 +258,10 @@ mod tests {
     #[test]
     fn a_trace_replays_at_its_nominal_rate() {
         // Opportunities at 1, 1, 2, 3, ..., 10 ms: 11 per 10 ms period of 1500 bytes.
-        let text: String = std::iter::once("1".to_string()).chain((1..=10).map(|i| i.to_string())).collect::<Vec<_>>().join("\n");
+        let text: String = std::iter::once("1".to_string())
+            .chain((1..=10).map(|i| i.to_string()))
+            .collect::<Vec<_>>()
+            .join("\n");
         let trace = Trace::parse(&text, true, 1500).unwrap();
         assert!((trace.nominal_bps() - 11.0 * 1500.0 * 8.0 / 0.010).abs() < 1.0);
         let mut r = Rate::trace(trace, 0);
@@ -243,7 +282,7 @@ mod tests {
         assert_eq!(r.departure(0, 500), 1_000_000);
         assert_eq!(r.departure(0, 500), 1_000_000);
         assert_eq!(r.departure(0, 1000), 2_000_000); // 500 left at 1 ms, 500 more at 2 ms
-        // Unused opportunities are lost: a packet ready at 3.5 ms goes at 4 ms.
+                                                     // Unused opportunities are lost: a packet ready at 3.5 ms goes at 4 ms.
         assert_eq!(r.departure(3_500_000, 100), 4_000_000);
     }
 

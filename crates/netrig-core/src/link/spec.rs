@@ -1,0 +1,388 @@
+//! A direction's configuration as data (what netrig-link reads from JSON and changes
+//! live), and the one place that turns it into stages. Numbers carry their unit in
+//! their name; the Python side converts "30Mbit" and "10ms" before writing them.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::link::aqm::{self, Limit, Qdisc};
+use crate::link::delay::{Delay, Distribution};
+use crate::link::direction::Direction;
+use crate::link::loss::{Chance, Loss};
+use crate::link::rate::{Rate, Trace, TraceError};
+
+#[derive(Debug, Error, PartialEq)]
+pub enum SpecError {
+    #[error("{field}: {problem}")]
+    Bad { field: String, problem: String },
+    #[error("trace: {0}")]
+    Trace(#[from] TraceError),
+}
+
+fn bad(field: &str, problem: impl Into<String>) -> SpecError {
+    SpecError::Bad {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+fn probability(field: &str, p: f64) -> Result<f64, SpecError> {
+    if !(0.0..=1.0).contains(&p) || p.is_nan() {
+        return Err(bad(field, format!("{p} is not a probability in [0, 1]")));
+    }
+    Ok(p)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The trace's lines (the daemon fills this from `path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default = "yes")]
+    pub repeat: bool,
+    #[serde(default = "mtu")]
+    pub bytes_per_opportunity: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+fn mtu() -> u32 {
+    1500
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChanceSpec {
+    pub p: f64,
+    #[serde(default)]
+    pub correlation: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReorderSpec {
+    pub p: f64,
+    #[serde(default)]
+    pub correlation: f64,
+    #[serde(default = "one")]
+    pub gap: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum LossSpec {
+    Random(ChanceSpec),
+    /// Gilbert-Elliott: p (good→bad), r (bad→good), loss in good, loss in bad.
+    Gemodel {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+}
+
+/// The queue and its discipline; unset parameters take the RFC's and Linux's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    #[serde(default = "droptail")]
+    pub discipline: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_packets: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tupdate_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_burst_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantum: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_th_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_th_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gentle: Option<bool>,
+}
+
+fn droptail() -> String {
+    "droptail".into()
+}
+
+impl Default for QueueSpec {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("every field has a default")
+    }
+}
+
+/// One direction of a link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionSpec {
+    /// None: no rate limit (and no serialization delay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    #[serde(default)]
+    pub overhead_bytes: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSpec>,
+    #[serde(default)]
+    pub queue: QueueSpec,
+    #[serde(default)]
+    pub delay_ns: u64,
+    #[serde(default)]
+    pub jitter_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<String>,
+    #[serde(default)]
+    pub delay_correlation: f64,
+    #[serde(default)]
+    pub no_reorder: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<LossSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate: Option<ChanceSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrupt: Option<ChanceSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<ReorderSpec>,
+}
+
+fn limit_of(q: &QueueSpec, default_packets: u32) -> Limit {
+    match (q.limit_packets, q.limit_bytes) {
+        (None, None) => Limit::packets(default_packets),
+        (p, b) => Limit { packets: p, bytes: b },
+    }
+}
+
+/// The discipline a queue spec names, with its defaults filled in.
+pub fn build_qdisc(q: &QueueSpec) -> Result<Box<dyn Qdisc>, SpecError> {
+    match q.discipline.as_str() {
+        "droptail" | "fifo" | "pfifo" | "bfifo" => {
+            Ok(Box::new(aqm::droptail::DropTail::new(aqm::droptail::Config {
+                limit: limit_of(q, 1000),
+            })))
+        }
+        other => Err(bad(
+            "queue.discipline",
+            format!("unknown discipline '{other}' (droptail, red, codel, pie, fq_codel)"),
+        )),
+    }
+}
+
+impl DirectionSpec {
+    pub fn build_rate(&self, origin_ns: u64) -> Result<Rate, SpecError> {
+        match (&self.trace, self.rate_bps) {
+            (Some(_), Some(_)) => Err(bad("trace", "a direction has a rate or a trace, not both")),
+            (Some(t), None) => {
+                let text = t
+                    .text
+                    .as_deref()
+                    .ok_or_else(|| bad("trace", "no trace text (give 'path')"))?;
+                if t.bytes_per_opportunity == 0 {
+                    return Err(bad("trace.bytes_per_opportunity", "must be positive"));
+                }
+                Ok(Rate::trace(
+                    Trace::parse(text, t.repeat, t.bytes_per_opportunity)?,
+                    origin_ns,
+                ))
+            }
+            (None, Some(0)) => Err(bad(
+                "rate_bps",
+                "0 bit/s carries nothing (omit the rate for no limit)",
+            )),
+            (None, Some(bps)) => {
+                if bps < 1_000 || bps > 100_000_000_000 {
+                    return Err(bad(
+                        "rate_bps",
+                        format!("{bps} is outside 1 kbit/s .. 100 Gbit/s"),
+                    ));
+                }
+                Ok(Rate::fixed(bps, self.overhead_bytes))
+            }
+            (None, None) => Ok(Rate::unlimited()),
+        }
+    }
+
+    pub fn build_delay(&self) -> Result<Delay, SpecError> {
+        let dist = match self.distribution.as_deref() {
+            None => Distribution::Uniform,
+            Some(name) => Distribution::parse(name).ok_or_else(|| {
+                bad(
+                    "distribution",
+                    format!("unknown '{name}' (uniform, normal, pareto, paretonormal)"),
+                )
+            })?,
+        };
+        let mut d = Delay::new(
+            self.delay_ns,
+            self.jitter_ns,
+            dist,
+            probability("delay_correlation", self.delay_correlation)?,
+        );
+        d.no_reorder = self.no_reorder;
+        if let Some(r) = self.reorder {
+            if self.delay_ns == 0 {
+                return Err(bad("reorder", "reordering needs a delay to jump ahead of"));
+            }
+            d = d.with_reorder(
+                probability("reorder.p", r.p)?,
+                probability("reorder.correlation", r.correlation)?,
+                r.gap,
+            );
+        }
+        Ok(d)
+    }
+
+    pub fn build_loss(&self) -> Result<Loss, SpecError> {
+        Ok(match self.loss {
+            None => Loss::None,
+            Some(LossSpec::Random(c)) => Loss::random(
+                probability("loss.p", c.p)?,
+                probability("loss.correlation", c.correlation)?,
+            ),
+            Some(LossSpec::Gemodel {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            }) => Loss::gilbert_elliott(
+                probability("loss.p", p)?,
+                probability("loss.r", r)?,
+                probability("loss.loss_good", loss_good)?,
+                probability("loss.loss_bad", loss_bad)?,
+            ),
+        })
+    }
+
+    fn chance(field: &str, c: &Option<ChanceSpec>) -> Result<Chance, SpecError> {
+        Ok(match c {
+            None => Chance::default(),
+            Some(c) => Chance::new(probability(field, c.p)?, probability(field, c.correlation)?),
+        })
+    }
+
+    /// Every stage, checked; `origin_ns` is time zero of a trace.
+    pub fn build(&self, seed: u64, origin_ns: u64) -> Result<Direction, SpecError> {
+        let mut d = Direction::new(
+            build_qdisc(&self.queue)?,
+            self.build_rate(origin_ns)?,
+            self.build_delay()?,
+            seed,
+        );
+        d.loss = self.build_loss()?;
+        d.duplicate = Self::chance("duplicate", &self.duplicate)?;
+        d.corrupt = Self::chance("corrupt", &self.corrupt)?;
+        Ok(d)
+    }
+
+    /// Applies this spec to a running direction, keeping its queue's packets (the
+    /// discipline is rebuilt only if the queue spec changed).
+    pub fn apply(&self, old: &DirectionSpec, d: &mut Direction, now_ns: u64) -> Result<(), SpecError> {
+        let rate = self.build_rate(now_ns)?;
+        let delay = self.build_delay()?;
+        let loss = self.build_loss()?;
+        let dup = Self::chance("duplicate", &self.duplicate)?;
+        let corrupt = Self::chance("corrupt", &self.corrupt)?;
+        let qdisc = if self.queue != old.queue {
+            Some(build_qdisc(&self.queue)?)
+        } else {
+            None
+        };
+        // Everything checked: now change.
+        d.rate = rate;
+        d.delay = delay;
+        d.loss = loss;
+        d.duplicate = dup;
+        d.corrupt = corrupt;
+        if let Some(q) = qdisc {
+            d.replace_qdisc(now_ns, q);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: &str) -> Result<DirectionSpec, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_full_spec_parses_and_builds() {
+        let s = spec(
+            r#"{"rate_bps": 30000000, "queue": {"discipline": "droptail", "limit_packets": 100},
+                "delay_ns": 20000000, "jitter_ns": 1000000, "distribution": "normal",
+                "loss": {"random": {"p": 0.01}}, "duplicate": {"p": 0.001}, "reorder": {"p": 0.1, "gap": 5}}"#,
+        )
+        .unwrap();
+        let d = s.build(1, 0).unwrap();
+        assert_eq!(d.qdisc_name(), "droptail");
+        assert_eq!(d.rate.bps(), Some(30_000_000));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        assert!(spec(r#"{"rate": 5}"#)
+            .unwrap_err()
+            .contains("unknown field `rate`"));
+        assert!(spec(r#"{"queue": {"limitt": 5}}"#)
+            .unwrap_err()
+            .contains("limitt"));
+        let e = |j: &str| spec(j).unwrap().build(1, 0).err().unwrap().to_string();
+        assert_eq!(
+            e(r#"{"loss": {"random": {"p": 1.5}}}"#),
+            "loss.p: 1.5 is not a probability in [0, 1]"
+        );
+        assert!(e(r#"{"queue": {"discipline": "sfq"}}"#).contains("unknown discipline 'sfq'"));
+        assert!(e(r#"{"rate_bps": 0}"#).starts_with("rate_bps"));
+        assert!(e(r#"{"distribution": "cauchy", "jitter_ns": 5}"#).contains("cauchy"));
+        assert!(e(r#"{"reorder": {"p": 0.5}}"#).contains("needs a delay"));
+        assert!(e(r#"{"rate_bps": 1000000, "trace": {"text": "1"}}"#).contains("not both"));
+        assert!(e(r#"{"trace": {"text": "1\nx"}}"#).contains("line 2"));
+    }
+
+    #[test]
+    fn live_changes_keep_queued_packets() {
+        use crate::link::packet::Packet;
+        let old = spec(r#"{"rate_bps": 1000000, "queue": {"limit_packets": 50}}"#).unwrap();
+        let mut d = old.build(1, 0).unwrap();
+        for _ in 0..10 {
+            d.arrive(0, Packet::sized(0, 1500, 0));
+        }
+        let new =
+            spec(r#"{"rate_bps": 2000000, "delay_ns": 5000000, "queue": {"limit_packets": 100}}"#).unwrap();
+        new.apply(&old, &mut d, 1).unwrap();
+        assert_eq!(d.queue_packets(), 9);
+        assert_eq!(d.rate.bps(), Some(2_000_000));
+        assert_eq!(d.delay.base_ns, 5_000_000);
+        // A bad change changes nothing.
+        let broken = spec(r#"{"rate_bps": 5, "delay_ns": 1}"#).unwrap();
+        assert!(broken.apply(&new, &mut d, 2).is_err());
+        assert_eq!(d.delay.base_ns, 5_000_000);
+    }
+}
