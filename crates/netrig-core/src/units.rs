@@ -127,3 +127,90 @@ mod tests {
         assert_eq!(format_rate(950_000.0), " 950 Kbits/sec");
     }
 }
+
+/// netrig's own unit strings (scenario files, netrig-link flags): rates are decimal
+/// with an explicit unit, "30Mbit", "1.5Gbit", "64kbit", "100bit"; "bps" forms too.
+pub fn parse_bitrate(text: &str) -> Result<u64, UnitError> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_suffix("/s").or_else(|| t.strip_suffix("ps")).unwrap_or(&t).to_string();
+    let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
+        (n, 1e9)
+    } else if let Some(n) = t.strip_suffix("mbit") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("kbit") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("bit") {
+        (n, 1.0)
+    } else {
+        return Err(UnitError::Malformed(text.to_string()));
+    };
+    let v: f64 = num.trim().parse().map_err(|_| UnitError::Malformed(text.to_string()))?;
+    if !v.is_finite() {
+        return Err(UnitError::Malformed(text.to_string()));
+    }
+    if v < 0.0 {
+        return Err(UnitError::Negative(text.to_string()));
+    }
+    Ok((v * mult).round() as u64)
+}
+
+/// "20ms", "1.5s", "250us", "100ns" → nanoseconds.
+pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
+    let t = text.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        return Err(UnitError::Malformed(text.to_string()));
+    };
+    let v: f64 = num.trim().parse().map_err(|_| UnitError::Malformed(text.to_string()))?;
+    if !v.is_finite() {
+        return Err(UnitError::Malformed(text.to_string()));
+    }
+    if v < 0.0 {
+        return Err(UnitError::Negative(text.to_string()));
+    }
+    Ok((v * mult).round() as u64)
+}
+
+/// "1%", "0.5%" → a probability; a bare number is a probability already ("0.01").
+pub fn parse_probability(text: &str) -> Result<f64, UnitError> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(n) => n.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| UnitError::Malformed(text.to_string()))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(UnitError::TooLarge(text.to_string()));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod netrig_unit_tests {
+    use super::*;
+
+    #[test]
+    fn netrig_units() {
+        assert_eq!(parse_bitrate("30Mbit").unwrap(), 30_000_000);
+        assert_eq!(parse_bitrate("1.5Mbit").unwrap(), 1_500_000);
+        assert_eq!(parse_bitrate("64kbit").unwrap(), 64_000);
+        assert_eq!(parse_bitrate("10Gbps").unwrap(), 10_000_000_000);
+        assert!(parse_bitrate("30Mbitt").is_err());
+        assert!(parse_bitrate("30").is_err());
+        assert_eq!(parse_duration_ns("20ms").unwrap(), 20_000_000);
+        assert_eq!(parse_duration_ns("1.5s").unwrap(), 1_500_000_000);
+        assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
+        assert!(parse_duration_ns("-1ms").is_err());
+        assert!(parse_duration_ns("10").is_err());
+        assert_eq!(parse_probability("1%").unwrap(), 0.01);
+        assert_eq!(parse_probability("0.25").unwrap(), 0.25);
+        assert!(parse_probability("150%").is_err());
+    }
+}

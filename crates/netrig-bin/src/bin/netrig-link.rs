@@ -1,0 +1,161 @@
+//! netrig-link: the user-space link emulator (delay, loss, jitter, rate, AQMs).
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use netrig_core::link::spec::{ChanceSpec, DirectionSpec, LossSpec, QueueSpec, TraceSpec};
+use netrig_core::units::{parse_bitrate, parse_duration_ns, parse_probability};
+use netrig_link::config::Config;
+use netrig_link::daemon::{self, Daemon};
+use netrig_link::shell::{self, Shell};
+
+#[derive(Parser)]
+#[command(name = "netrig-link", version, about = "User-space link emulator: rate, delay, jitter, loss, AQMs")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Emulate the links of a JSON configuration until SIGTERM or a shutdown request.
+    Run {
+        /// The configuration file.
+        #[arg(long)]
+        config: String,
+    },
+    /// Run COMMAND in a namespace behind one emulated link to this host (mahimahi-style).
+    Shell(ShellArgs),
+    /// Remove namespaces and links left by shells whose process is gone.
+    Clean,
+}
+
+#[derive(Args)]
+struct ShellArgs {
+    /// Rate of both directions (e.g. 10Mbit); unlimited if not given.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Rate from the shell outwards (overrides --rate).
+    #[arg(long)]
+    uplink_rate: Option<String>,
+    /// Rate towards the shell (overrides --rate).
+    #[arg(long)]
+    downlink_rate: Option<String>,
+    /// One-way delay of each direction (e.g. 20ms: RTT 40ms).
+    #[arg(long, default_value = "0ms")]
+    delay: String,
+    /// Jitter of each direction's delay.
+    #[arg(long, default_value = "0ms")]
+    jitter: String,
+    /// Jitter distribution: uniform, normal, pareto, paretonormal.
+    #[arg(long)]
+    distribution: Option<String>,
+    /// Random loss of each direction (e.g. 1%).
+    #[arg(long)]
+    loss: Option<String>,
+    /// Queue limit in packets.
+    #[arg(long)]
+    queue: Option<u32>,
+    /// Queue discipline: droptail, red, codel, pie, fq_codel.
+    #[arg(long, default_value = "droptail")]
+    aqm: String,
+    /// A mahimahi trace for the uplink (replaces the rate).
+    #[arg(long)]
+    uplink_trace: Option<String>,
+    /// A mahimahi trace for the downlink.
+    #[arg(long)]
+    downlink_trace: Option<String>,
+    /// Stats as JSON lines to this file.
+    #[arg(long)]
+    stats: Option<String>,
+    /// Control socket path.
+    #[arg(long)]
+    control: Option<String>,
+    /// Seed for every random element.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The command (after --).
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+fn direction(a: &ShellArgs, rate: &Option<String>, trace: &Option<String>) -> anyhow::Result<DirectionSpec> {
+    let rate_bps = match (rate.as_ref().or(a.rate.as_ref()), trace) {
+        (_, Some(_)) => None,
+        (Some(r), None) => Some(parse_bitrate(r).map_err(|e| anyhow::anyhow!("rate: {e}"))?),
+        (None, None) => None,
+    };
+    Ok(DirectionSpec {
+        rate_bps,
+        trace: trace.as_ref().map(|p| TraceSpec { path: Some(p.clone()), text: None, repeat: true, bytes_per_opportunity: 1500 }),
+        queue: QueueSpec { discipline: a.aqm.clone(), limit_packets: a.queue, ..QueueSpec::default() },
+        delay_ns: parse_duration_ns(&a.delay).map_err(|e| anyhow::anyhow!("--delay: {e}"))?,
+        jitter_ns: parse_duration_ns(&a.jitter).map_err(|e| anyhow::anyhow!("--jitter: {e}"))?,
+        distribution: a.distribution.clone(),
+        loss: match &a.loss {
+            Some(l) => Some(LossSpec::Random(ChanceSpec {
+                p: parse_probability(l).map_err(|e| anyhow::anyhow!("--loss: {e}"))?,
+                correlation: 0.0,
+            })),
+            None => None,
+        },
+        ..DirectionSpec::default()
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    daemon::install_signal_handlers();
+    let result = (|| -> anyhow::Result<i32> {
+        match cli.cmd {
+            Cmd::Run { config } => {
+                let text = std::fs::read_to_string(&config).map_err(|e| anyhow::anyhow!("{config}: {e}"))?;
+                let cfg = Config::parse(&text).map_err(|e| anyhow::anyhow!("{config}: {e}"))?;
+                let mut d = Daemon::new(&cfg)?;
+                let names: Vec<&str> = cfg.links.iter().map(|l| l.name.as_str()).collect();
+                println!(
+                    "{}",
+                    serde_json::json!({ "event": "ready", "pid": std::process::id(), "links": names, "control": cfg.control_path })
+                );
+                let totals = d.run()?;
+                println!("{totals}");
+                Ok(0)
+            }
+            Cmd::Shell(a) => {
+                let up = direction(&a, &a.uplink_rate, &a.uplink_trace)?;
+                let down = direction(&a, &a.downlink_rate, &a.downlink_trace)?;
+                let cfg = Config {
+                    links: vec![],
+                    stats_interval_ms: 10.0,
+                    stats_path: a.stats.clone(),
+                    control_path: a.control.clone(),
+                    seed: a.seed,
+                    offloads_off: true,
+                    pcap: vec![],
+                    events: false,
+                };
+                let mut sh = Shell::new();
+                eprintln!(
+                    "netrig-link shell: {} inside, {} outside; {}",
+                    sh.inner_addr(),
+                    sh.host_addr(),
+                    a.command.join(" ")
+                );
+                Ok(sh.run(cfg, up, down, &a.command)?)
+            }
+            Cmd::Clean => {
+                for ns in shell::clean() {
+                    println!("removed {ns}");
+                }
+                Ok(0)
+            }
+        }
+    })();
+    match result {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("netrig-link: error - {e}");
+            ExitCode::from(1)
+        }
+    }
+}

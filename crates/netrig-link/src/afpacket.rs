@@ -1,0 +1,215 @@
+//! AF_PACKET sockets bound to one interface each: whole Ethernet frames in and out,
+//! received in batches (recvmmsg), our own transmissions ignored.
+
+use std::ffi::CString;
+use std::io;
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Frames larger than this are cut (offloads are off on emulated links, so a frame is
+/// at most an MTU plus headers; 64 KiB leaves room for jumbo frames).
+pub const SLOT: usize = 65_536;
+const PACKET_IGNORE_OUTGOING: i32 = 23;
+
+fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+pub fn ifindex(name: &str) -> io::Result<u32> {
+    let c = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+    // SAFETY: c is a valid NUL-terminated string.
+    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if idx == 0 {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface '{name}'")));
+    }
+    Ok(idx)
+}
+
+pub struct PacketSocket {
+    fd: OwnedFd,
+    pub name: String,
+    slots: Vec<u8>,
+    iovs: Vec<libc::iovec>,
+    addrs: Vec<libc::sockaddr_ll>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers point into buffers owned by the socket and never reallocated.
+unsafe impl Send for PacketSocket {}
+
+impl PacketSocket {
+    pub fn open(name: &str, batch: usize) -> io::Result<PacketSocket> {
+        let idx = ifindex(name)?;
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket creation; ownership passes to OwnedFd.
+        let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto as i32) })?;
+        // SAFETY: raw is a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: a zeroed sockaddr_ll is valid; we set the fields bind needs.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = idx as i32;
+        // SAFETY: sll is valid for its size.
+        check(unsafe {
+            libc::bind(raw, &sll as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+        })?;
+        let one: i32 = 1;
+        // Not seeing our own transmissions saves a copy per frame (Linux >= 4.20); on
+        // older kernels we skip PACKET_OUTGOING frames instead.
+        // SAFETY: one is valid for its size.
+        unsafe {
+            libc::setsockopt(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &one as *const i32 as *const _, 4);
+        }
+        // SAFETY: a zeroed packet_mreq is valid.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = idx as i32;
+        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+        // SAFETY: mreq is valid for its size.
+        check(unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                &mreq as *const _ as *const libc::c_void,
+                size_of::<libc::packet_mreq>() as u32,
+            )
+        })?;
+        let big: i32 = 8 << 20;
+        for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
+            // SAFETY: big is valid for its size.
+            unsafe { libc::setsockopt(raw, libc::SOL_SOCKET, opt, &big as *const i32 as *const _, 4) };
+        }
+        let mut s = PacketSocket {
+            fd,
+            name: name.to_string(),
+            slots: vec![0u8; batch * SLOT],
+            iovs: vec![],
+            // SAFETY: zeroed sockaddr_ll values are valid.
+            addrs: vec![unsafe { std::mem::zeroed() }; batch],
+            msgs: vec![],
+        };
+        let base = s.slots.as_mut_ptr();
+        s.iovs = (0..batch)
+            // SAFETY: each slot lies inside `slots`.
+            .map(|i| libc::iovec { iov_base: unsafe { base.add(i * SLOT) } as *mut _, iov_len: SLOT })
+            .collect();
+        let (iovs, addrs) = (s.iovs.as_mut_ptr(), s.addrs.as_mut_ptr());
+        s.msgs = (0..batch)
+            .map(|i| {
+                // SAFETY: a zeroed mmsghdr is valid; pointers index owned vectors.
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                unsafe {
+                    m.msg_hdr.msg_iov = iovs.add(i);
+                    m.msg_hdr.msg_name = addrs.add(i) as *mut libc::c_void;
+                }
+                m.msg_hdr.msg_iovlen = 1;
+                m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
+                m
+            })
+            .collect();
+        Ok(s)
+    }
+
+    /// Receives what is queued (never blocks); returns the number of messages.
+    pub fn recv_batch(&mut self) -> io::Result<usize> {
+        for m in self.msgs.iter_mut() {
+            m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
+        }
+        // SAFETY: msgs point at buffers owned by self.
+        let r = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                self.msgs.as_mut_ptr(),
+                self.msgs.len() as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(0);
+            }
+            return Err(e);
+        }
+        Ok(r as usize)
+    }
+
+    /// The i-th frame of the last batch; None for our own outgoing frames.
+    pub fn frame(&self, i: usize) -> Option<&[u8]> {
+        if self.addrs[i].sll_pkttype == libc::PACKET_OUTGOING {
+            return None;
+        }
+        let len = (self.msgs[i].msg_len as usize).min(SLOT);
+        Some(&self.slots[i * SLOT..i * SLOT + len])
+    }
+
+    /// Sends one frame out of this interface.
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        // SAFETY: frame is valid for its length.
+        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr() as *const _, frame.len(), libc::MSG_DONTWAIT) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Turns an interface's offloads off (checksum, segmentation, GRO), so that every
+/// frame we see is a wire frame with a correct checksum.
+pub fn offloads_off(name: &str) -> io::Result<()> {
+    // Legacy ethtool "set" commands, each taking struct ethtool_value { cmd, data }.
+    const SET: [(u32, &str); 7] = [
+        (0x15, "rx checksum"),    // ETHTOOL_SRXCSUM
+        (0x17, "tx checksum"),    // ETHTOOL_STXCSUM
+        (0x19, "scatter-gather"), // ETHTOOL_SSG
+        (0x1f, "TSO"),            // ETHTOOL_STSO
+        (0x24, "GSO"),            // ETHTOOL_SGSO
+        (0x2b, "GRO"),            // ETHTOOL_SGRO
+        (0x33, "UFO"),            // ETHTOOL_SUFO
+    ];
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    // SAFETY: a plain datagram socket for the ioctl; closed by OwnedFd.
+    let raw = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: raw is ours.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut failed = vec![];
+    for (cmd, what) in SET {
+        let mut v = EthtoolValue { cmd, data: 0 };
+        // SAFETY: a zeroed ifreq is valid; we copy the name (bounded) and point
+        // ifr_data at v, which outlives the call.
+        let r = unsafe {
+            let mut ifr: libc::ifreq = std::mem::zeroed();
+            for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+                *d = s as libc::c_char;
+            }
+            ifr.ifr_ifru.ifru_data = &mut v as *mut EthtoolValue as *mut libc::c_char;
+            libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL, &mut ifr)
+        };
+        // EOPNOTSUPP: the device has no such offload, which is what we want anyway.
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EOPNOTSUPP) && e.raw_os_error() != Some(libc::EINVAL) {
+                failed.push(format!("{what}: {e}"));
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("{name}: could not turn off {}", failed.join(", "))))
+    }
+}

@@ -1,0 +1,170 @@
+//! The daemon's configuration file (JSON): which interface pairs form which link, each
+//! direction's stages, and where stats, control and captures go.
+
+use std::collections::HashSet;
+
+use netrig_core::link::spec::DirectionSpec;
+use serde::Deserialize;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Json(String),
+    #[error("links[{index}] ({name}): {problem}")]
+    Link { index: usize, name: String, problem: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub name: String,
+    /// Interfaces (in the daemon's namespace) of the link's two ends.
+    pub a: String,
+    pub b: String,
+    /// Both directions alike; `a_to_b` / `b_to_a` override per direction.
+    #[serde(default)]
+    pub both: Option<DirectionSpec>,
+    #[serde(default)]
+    pub a_to_b: Option<DirectionSpec>,
+    #[serde(default)]
+    pub b_to_a: Option<DirectionSpec>,
+}
+
+impl LinkConfig {
+    pub fn spec(&self, dir: usize) -> DirectionSpec {
+        let own = if dir == 0 { &self.a_to_b } else { &self.b_to_a };
+        own.clone().or_else(|| self.both.clone()).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcapConfig {
+    pub link: String,
+    /// "a_to_b" or "b_to_a".
+    pub dir: String,
+    pub path: String,
+}
+
+fn ten() -> f64 {
+    10.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub links: Vec<LinkConfig>,
+    /// Milliseconds between stats samples (>= 1; 10 = 100 Hz).
+    #[serde(default = "ten")]
+    pub stats_interval_ms: f64,
+    /// JSON lines of stats (and per-packet events when asked).
+    #[serde(default)]
+    pub stats_path: Option<String>,
+    #[serde(default)]
+    pub control_path: Option<String>,
+    #[serde(default)]
+    pub seed: u64,
+    /// Turn the interfaces' offloads off (each frame a wire frame).
+    #[serde(default = "yes")]
+    pub offloads_off: bool,
+    #[serde(default)]
+    pub pcap: Vec<PcapConfig>,
+    /// Record every packet's fate in the stats stream.
+    #[serde(default)]
+    pub events: bool,
+}
+
+pub fn dir_index(name: &str) -> Option<usize> {
+    match name {
+        "a_to_b" => Some(0),
+        "b_to_a" => Some(1),
+        _ => None,
+    }
+}
+
+impl Config {
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.links.is_empty() {
+            return Err(ConfigError::Other("no links to emulate".into()));
+        }
+        if !(1.0..=60_000.0).contains(&self.stats_interval_ms) {
+            return Err(ConfigError::Other(format!(
+                "stats_interval_ms: {} is outside 1 .. 60000",
+                self.stats_interval_ms
+            )));
+        }
+        let mut names = HashSet::new();
+        let mut ifaces = HashSet::new();
+        for (index, l) in self.links.iter().enumerate() {
+            let err = |problem: String| ConfigError::Link { index, name: l.name.clone(), problem };
+            if !names.insert(l.name.clone()) {
+                return Err(err("a second link of this name".into()));
+            }
+            if l.a == l.b {
+                return Err(err(format!("both ends are '{}'", l.a)));
+            }
+            for i in [&l.a, &l.b] {
+                if !ifaces.insert(i.clone()) {
+                    return Err(err(format!("interface '{i}' already serves another link")));
+                }
+            }
+            for d in 0..2 {
+                let mut spec = l.spec(d);
+                if let Some(t) = spec.trace.as_mut() {
+                    t.text = Some("1".into()); // checked for real when the file is read
+                }
+                spec.build(0, 0).map_err(|e| err(format!("{}: {e}", ["a_to_b", "b_to_a"][d])))?;
+            }
+        }
+        for p in &self.pcap {
+            if !names.contains(&p.link) || dir_index(&p.dir).is_none() {
+                return Err(ConfigError::Other(format!("pcap: no link direction {}.{}", p.link, p.dir)));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_config_parses_with_both_and_overrides() {
+        let c = Config::parse(
+            r#"{"links": [{"name": "l1", "a": "x0", "b": "x1",
+                "both": {"rate_bps": 10000000, "delay_ns": 5000000},
+                "b_to_a": {"rate_bps": 1000000}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.links[0].spec(0).delay_ns, 5_000_000);
+        assert_eq!(c.links[0].spec(1).rate_bps, Some(1_000_000));
+        assert_eq!(c.links[0].spec(1).delay_ns, 0);
+        assert_eq!(c.stats_interval_ms, 10.0);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = |t: &str| Config::parse(t).unwrap_err().to_string();
+        assert!(e(r#"{"links": [], "bogus": 1}"#).contains("bogus"));
+        assert!(e(r#"{"links": []}"#).contains("no links"));
+        assert!(e(r#"{"links": [{"name": "l", "a": "x", "b": "x"}]}"#).contains("both ends"));
+        let two = r#"{"links": [{"name": "l", "a": "x", "b": "y"}, {"name": "l", "a": "p", "b": "q"}]}"#;
+        assert!(e(two).contains("second link"));
+        let bad = r#"{"links": [{"name": "l", "a": "x", "b": "y", "a_to_b": {"loss": {"random": {"p": 2}}}}]}"#;
+        assert_eq!(e(bad), "links[0] (l): a_to_b: loss.p: 2 is not a probability in [0, 1]");
+    }
+}

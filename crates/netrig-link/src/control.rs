@@ -1,0 +1,195 @@
+//! The control socket: a Unix stream socket speaking JSON lines. Each request line
+//! gets one reply line; subscribers also get every stats line. Requests:
+//!
+//! ```text
+//! {"cmd": "stats"}                                      counters, queues, specs, lateness
+//! {"cmd": "subscribe"}                                  stream the stats lines
+//! {"cmd": "set", "link": L, "dir": "a_to_b"|"b_to_a"|"both", "spec": {...}}   live change
+//! {"cmd": "down", "link": L} / {"cmd": "up", "link": L}
+//! {"cmd": "pcap", "link": L, "dir": D, "path": P|null}  start / stop a capture
+//! {"cmd": "shutdown"}
+//! ```
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+const MAX_LINE: usize = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "cmd", rename_all = "lowercase", deny_unknown_fields)]
+enum Wire {
+    Stats,
+    Subscribe,
+    Set { link: String, #[serde(default)] dir: Option<String>, spec: Value },
+    Down { link: String },
+    Up { link: String },
+    Pcap { link: String, dir: String, #[serde(default)] path: Option<String> },
+    Shutdown,
+}
+
+#[derive(Debug)]
+pub enum Request {
+    Stats,
+    Subscribe,
+    Set { link: String, dir: Option<String>, spec: Value },
+    Up { link: String, up: bool },
+    Pcap { link: String, dir: String, path: Option<String> },
+    Shutdown,
+}
+
+pub fn parse_request(line: &str) -> Result<Request, String> {
+    let w: Wire = serde_json::from_str(line).map_err(|e| format!("bad request: {e}"))?;
+    Ok(match w {
+        Wire::Stats => Request::Stats,
+        Wire::Subscribe => Request::Subscribe,
+        Wire::Set { link, dir, spec } => {
+            if !spec.is_object() {
+                return Err("bad request: spec must be an object".into());
+            }
+            Request::Set { link, dir, spec }
+        }
+        Wire::Down { link } => Request::Up { link, up: false },
+        Wire::Up { link } => Request::Up { link, up: true },
+        Wire::Pcap { link, dir, path } => Request::Pcap { link, dir, path },
+        Wire::Shutdown => Request::Shutdown,
+    })
+}
+
+struct Client {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    subscribed: bool,
+    dead: bool,
+}
+
+pub struct Control {
+    listener: UnixListener,
+    path: PathBuf,
+    clients: Vec<Client>,
+}
+
+impl Control {
+    pub fn bind(path: &str) -> io::Result<Control> {
+        let p = PathBuf::from(path);
+        if p.exists() {
+            // A stale socket of a dead daemon: refuse a live one.
+            if UnixStream::connect(&p).is_ok() {
+                return Err(io::Error::new(ErrorKind::AddrInUse, format!("{path}: another daemon is listening")));
+            }
+            std::fs::remove_file(&p)?;
+        }
+        let listener = UnixListener::bind(&p).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+        listener.set_nonblocking(true)?;
+        Ok(Control { listener, path: p, clients: vec![] })
+    }
+
+    pub fn poll_fds(&self) -> Vec<libc::pollfd> {
+        std::iter::once(self.listener.as_raw_fd())
+            .chain(self.clients.iter().map(|c| c.stream.as_raw_fd()))
+            .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+            .collect()
+    }
+
+    /// Accepts new clients and returns every complete request line received.
+    pub fn poll_requests(&mut self) -> Vec<(usize, Result<Request, String>)> {
+        while let Ok((s, _)) = self.listener.accept() {
+            if s.set_nonblocking(true).is_ok() {
+                self.clients.push(Client { stream: s, buf: vec![], subscribed: false, dead: false });
+            }
+        }
+        let mut out = vec![];
+        for (i, c) in self.clients.iter_mut().enumerate() {
+            let mut chunk = [0u8; 4096];
+            loop {
+                match c.stream.read(&mut chunk) {
+                    Ok(0) => {
+                        c.dead = true;
+                        break;
+                    }
+                    Ok(n) => c.buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        c.dead = true;
+                        break;
+                    }
+                }
+            }
+            while let Some(pos) = c.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = c.buf.drain(..=pos).collect();
+                let text = String::from_utf8_lossy(&line[..line.len() - 1]).trim().to_string();
+                if !text.is_empty() {
+                    out.push((i, parse_request(&text)));
+                }
+            }
+            if c.buf.len() > MAX_LINE {
+                out.push((i, Err(format!("request longer than {MAX_LINE} bytes"))));
+                c.buf.clear();
+            }
+        }
+        out
+    }
+
+    fn send(c: &mut Client, line: &str) {
+        if c.dead {
+            return;
+        }
+        // A client that does not read its replies is dropped rather than waited for.
+        let _ = c.stream.set_nonblocking(false);
+        let _ = c.stream.set_write_timeout(Some(std::time::Duration::from_millis(100)));
+        if c.stream.write_all(line.as_bytes()).and_then(|_| c.stream.write_all(b"\n")).is_err() {
+            c.dead = true;
+        }
+        let _ = c.stream.set_nonblocking(true);
+    }
+
+    pub fn reply(&mut self, client: usize, v: &Value) {
+        if let Some(c) = self.clients.get_mut(client) {
+            Self::send(c, &v.to_string());
+        }
+    }
+
+    pub fn subscribe(&mut self, client: usize) {
+        if let Some(c) = self.clients.get_mut(client) {
+            c.subscribed = true;
+        }
+    }
+
+    pub fn broadcast(&mut self, lines: &[String]) {
+        for c in self.clients.iter_mut().filter(|c| c.subscribed) {
+            for l in lines {
+                Self::send(c, l);
+            }
+        }
+        self.clients.retain(|c| !c.dead);
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_parse_and_mistakes_are_named() {
+        assert!(matches!(parse_request(r#"{"cmd":"stats"}"#), Ok(Request::Stats)));
+        assert!(matches!(parse_request(r#"{"cmd":"down","link":"l1"}"#), Ok(Request::Up { up: false, .. })));
+        assert!(matches!(
+            parse_request(r#"{"cmd":"set","link":"l1","spec":{"delay_ns":5}}"#),
+            Ok(Request::Set { .. })
+        ));
+        assert!(parse_request(r#"{"cmd":"warp"}"#).unwrap_err().contains("warp"));
+        assert!(parse_request(r#"{"cmd":"set","link":"l1","spec":3}"#).unwrap_err().contains("object"));
+        assert!(parse_request("not json").unwrap_err().starts_with("bad request"));
+        assert!(parse_request(r#"{"cmd":"down"}"#).unwrap_err().contains("link"));
+    }
+}

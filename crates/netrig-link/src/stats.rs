@@ -1,0 +1,91 @@
+//! Release lateness: how long after its due time each packet actually left. One
+//! microsecond buckets up to 10 ms, and a count beyond.
+
+use serde::Serialize;
+
+const BUCKETS: usize = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct Lateness {
+    counts: Vec<u64>,
+    over: u64,
+    total: u64,
+    max_ns: u64,
+    /// Packets later than the budget: the daemon could not keep up (or the host stalled).
+    pub over_budget: u64,
+    pub budget_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq)]
+pub struct LatenessSummary {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub over_budget: u64,
+}
+
+impl Lateness {
+    pub fn new(budget_ns: u64) -> Lateness {
+        Lateness { counts: vec![0; BUCKETS], over: 0, total: 0, max_ns: 0, over_budget: 0, budget_ns }
+    }
+
+    pub fn record(&mut self, late_ns: u64) {
+        let us = (late_ns / 1000) as usize;
+        if us < BUCKETS {
+            self.counts[us] += 1;
+        } else {
+            self.over += 1;
+        }
+        self.total += 1;
+        self.max_ns = self.max_ns.max(late_ns);
+        if late_ns > self.budget_ns {
+            self.over_budget += 1;
+        }
+    }
+
+    fn quantile_us(&self, q: f64) -> f64 {
+        if self.total == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (us, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return us as f64;
+            }
+        }
+        self.max_ns as f64 / 1000.0
+    }
+
+    pub fn summary(&self) -> LatenessSummary {
+        LatenessSummary {
+            count: self.total,
+            p50_us: self.quantile_us(0.5),
+            p99_us: self.quantile_us(0.99),
+            p999_us: self.quantile_us(0.999),
+            max_us: self.max_ns as f64 / 1000.0,
+            over_budget: self.over_budget,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_come_from_the_buckets() {
+        let mut l = Lateness::new(1_000_000);
+        for i in 0..1000u64 {
+            l.record(i * 1000 + 500);
+        }
+        l.record(50_000_000);
+        let s = l.summary();
+        assert_eq!((s.count, s.p50_us, s.p99_us), (1001, 500.0, 990.0));
+        assert_eq!(s.max_us, 50_000.0);
+        assert_eq!(s.over_budget, 1);
+    }
+}
