@@ -1,0 +1,127 @@
+"""Fixtures for tests that build namespaces: a pair of hosts joined by netrig-link."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from netrig import binary
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, check=check, timeout=30)
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+
+
+@dataclass
+class Pair:
+    """Hosts A (10.77.N.1) and B (10.77.N.2) in namespaces, joined through a
+    netrig-link daemon in a third namespace."""
+
+    prefix: str
+    a_ns: str
+    b_ns: str
+    emu_ns: str
+    a_ip: str
+    b_ip: str
+    control: Path
+    stats: Path
+    proc: subprocess.Popen | None = None
+    log: Path | None = None
+    namespaces: list[str] = field(default_factory=list)
+
+    def in_a(self, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", self.a_ns, *cmd], capture_output=True, text=True, timeout=timeout)
+
+    def popen_b(self, *cmd: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", self.b_ns, *cmd], **kw)
+
+    def request(self, req: dict, timeout: float = 5) -> dict:
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(timeout)
+            s.connect(str(self.control))
+            s.sendall((json.dumps(req) + "\n").encode())
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        return json.loads(buf)
+
+    def ping(self, count: int = 10, interval: float = 0.05) -> list[float]:
+        p = self.in_a("ping", "-c", str(count), "-i", str(interval), "-W", "1", self.b_ip)
+        return [float(t.split("time=")[1].split()[0]) for t in p.stdout.splitlines() if "time=" in t]
+
+
+def offloads_off(ns: str, dev: str) -> None:
+    sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+       "gro", "off", "sg", "off", check=False)
+
+
+@contextlib.contextmanager
+def emulated_pair(tmp: Path, spec: dict, extra: dict | None = None) -> Iterator[Pair]:
+    needs_root()
+    n = os.getpid() % 200 + 20
+    prefix = f"nrt{os.getpid() % 100000}"
+    p = Pair(prefix, f"{prefix}-a", f"{prefix}-b", f"{prefix}-e", f"10.77.{n}.1", f"10.77.{n}.2",
+             tmp / "ctl.sock", tmp / "stats.jsonl")
+    try:
+        for ns in (p.a_ns, p.b_ns, p.emu_ns):
+            sh("ip", "netns", "add", ns)
+            p.namespaces.append(ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        for side, ns, ipaddr in (("a", p.a_ns, p.a_ip), ("b", p.b_ns, p.b_ip)):
+            host, mid = f"{prefix}{side}0", f"{prefix}{side}1"
+            sh("ip", "link", "add", host, "netns", ns, "type", "veth", "peer", "name", mid, "netns", p.emu_ns)
+            sh("ip", "-n", ns, "addr", "add", f"{ipaddr}/24", "dev", host)
+            sh("ip", "-n", ns, "link", "set", host, "up")
+            sh("ip", "-n", p.emu_ns, "link", "set", mid, "up")
+            offloads_off(ns, host)
+        cfg = {"links": [{"name": "l1", "a": f"{prefix}a1", "b": f"{prefix}b1", "both": spec}],
+               "control_path": str(p.control), "stats_path": str(p.stats), "seed": 7}
+        cfg.update(extra or {})
+        (tmp / "link.json").write_text(json.dumps(cfg))
+        p.log = tmp / "netrig-link.log"
+        with open(p.log, "w") as log:
+            p.proc = subprocess.Popen(
+                ["ip", "netns", "exec", p.emu_ns, str(binary("netrig-link")), "run", "--config", str(tmp / "link.json")],
+                stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while '"ready"' not in p.log.read_text():
+            if p.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"netrig-link did not start: {p.log.read_text()}")
+            time.sleep(0.02)
+        yield p
+    finally:
+        if p.proc and p.proc.poll() is None:
+            p.proc.send_signal(signal.SIGTERM)
+            try:
+                p.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.proc.kill()
+                p.proc.wait(timeout=5)
+        for ns in p.namespaces:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def totals(log: Path) -> dict:
+    for line in reversed(log.read_text().splitlines()):
+        if line.startswith('{"totals"'):
+            return json.loads(line)["totals"]
+    raise AssertionError(f"no totals in {log.read_text()[-2000:]}")

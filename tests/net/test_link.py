@@ -1,0 +1,177 @@
+"""netrig-link with real traffic between namespaces: rate, delay, loss, stats, pcap,
+live changes, failing closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import time
+
+import pytest
+
+from conftest import emulated_pair, needs_root, totals
+from netrig import binary
+
+MS = 1_000_000
+
+
+def perf_server(pair, port: int = 5201) -> subprocess.Popen:
+    srv = pair.popen_b(str(binary("netrig-perf")), "-s", "-p", str(port),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    return srv
+
+
+def perf(pair, *args: str) -> dict:
+    p = pair.in_a(str(binary("netrig-perf")), "-c", pair.b_ip, "-J", *args)
+    assert p.returncode == 0, p.stderr + p.stdout[-1000:]
+    return json.loads(p.stdout)
+
+
+def test_delay_is_the_configured_rtt(tmp_path):
+    with emulated_pair(tmp_path, {"delay_ns": 10 * MS}) as pair:
+        rtts = pair.ping(count=20)
+        assert len(rtts) >= 19
+        med = statistics.median(rtts[1:])
+        assert 20.0 <= med < 21.0, rtts  # 2 x 10 ms, plus the hosts' own stacks
+
+
+def test_rate_gives_the_theoretical_tcp_goodput(tmp_path):
+    # 20 Mbit/s of frames: TCP payload is 1448 of every 1514 frame bytes.
+    with emulated_pair(tmp_path, {"rate_bps": 20_000_000, "delay_ns": 2 * MS, "queue": {"limit_packets": 100}}) as pair:
+        srv = perf_server(pair)
+        try:
+            doc = perf(pair, "-t", "4", "-O", "1")
+        finally:
+            srv.terminate()
+        got = doc["end"]["sum_received"]["bits_per_second"]
+        theory = 20e6 * 1448 / 1514
+        assert abs(got / theory - 1) < 0.03, (got, theory)
+
+
+def test_loss_drops_the_configured_share(tmp_path):
+    spec = {"loss": {"random": {"p": 0.1}}}
+    with emulated_pair(tmp_path, spec) as pair:
+        srv = perf_server(pair)
+        try:
+            doc = perf(pair, "-u", "-b", "8M", "-l", "1000", "-t", "3")
+        finally:
+            srv.terminate()
+        pair.proc.send_signal(signal.SIGTERM)
+        pair.proc.wait(timeout=5)
+        t = totals(pair.log)["links"][0]["a_to_b"]
+        n, lost = t["arrived"], t["lost"]
+        sd = (n * 0.1 * 0.9) ** 0.5
+        assert abs(lost - 0.1 * n) < 3.3 * sd, (lost, n)
+        udp = doc["end"]["sum"]
+        assert 7 < udp["lost_percent"] < 13, udp
+
+
+def test_stats_stream_shows_the_queue_building(tmp_path):
+    spec = {"rate_bps": 10_000_000, "delay_ns": 5 * MS, "queue": {"limit_packets": 60}}
+    with emulated_pair(tmp_path, spec) as pair:
+        srv = perf_server(pair)
+        try:
+            # cubic fills the buffer (bbr, this kernel's default, would keep it short).
+            perf(pair, "-t", "3", "-C", "cubic")
+        finally:
+            srv.terminate()
+        pair.proc.send_signal(signal.SIGTERM)
+        pair.proc.wait(timeout=5)
+    lines = [json.loads(x) for x in pair.stats.read_text().splitlines()]
+    samples = [x for x in lines if x.get("dir") == "a_to_b" and "queue_packets" in x]
+    # ~100 samples a second for ~3.5 s.
+    assert len(samples) > 250, len(samples)
+    peak = max(s["queue_packets"] for s in samples)
+    assert 30 < peak <= 60, peak
+    # A full 60-packet queue at 10 Mbit/s waits 60 x 1.2 ms = 72 ms at most.
+    assert max(s.get("sojourn_max_us", 0) for s in samples) <= 73_000
+    assert sum(s["drops_overflow"] for s in samples) > 0
+    rates = [s["rate_bps"] for s in samples if s["queue_packets"] > 10]
+    assert 9e6 < statistics.median(rates) < 11e6
+    assert lines[-1]["totals"]["lateness"]["count"] > 1000
+
+
+def test_live_changes_through_the_control_socket(tmp_path):
+    with emulated_pair(tmp_path, {"delay_ns": 5 * MS}) as pair:
+        assert 10 <= statistics.median(pair.ping(count=10)[1:]) < 11
+        r = pair.request({"cmd": "set", "link": "l1", "spec": {"delay_ns": 25 * MS}})
+        assert r["ok"], r
+        assert 50 <= statistics.median(pair.ping(count=10)[1:]) < 51.5
+        r = pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": {"delay_ns": 0}})
+        assert r["ok"] and r["spec"]["a_to_b"]["delay_ns"] == 0
+        assert 25 <= statistics.median(pair.ping(count=10)[1:]) < 26.5
+        assert pair.request({"cmd": "down", "link": "l1"})["ok"]
+        assert pair.ping(count=3, interval=0.2) == []
+        assert pair.request({"cmd": "up", "link": "l1"})["ok"]
+        assert len(pair.ping(count=3, interval=0.2)) == 3
+        stats = pair.request({"cmd": "stats"})
+        assert stats["links"][0]["a_to_b"]["drops_down"] >= 3
+        bad = pair.request({"cmd": "set", "link": "l1", "spec": {"loss": {"random": {"p": 3}}}})
+        assert not bad["ok"] and "loss.p" in bad["error"]
+        assert not pair.request({"cmd": "set", "link": "nope", "spec": {}})["ok"]
+        assert "warp" in pair.request({"cmd": "warp"})["error"]
+
+
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is not installed")
+def test_pcap_of_a_direction_reads_in_tcpdump(tmp_path):
+    cap = tmp_path / "l1.pcap"
+    extra = {"pcap": [{"link": "l1", "dir": "a_to_b", "path": str(cap)}]}
+    with emulated_pair(tmp_path, {"delay_ns": 1 * MS}, extra) as pair:
+        assert len(pair.ping(count=5)) == 5
+        pair.proc.send_signal(signal.SIGTERM)
+        pair.proc.wait(timeout=5)
+    p = subprocess.run(["tcpdump", "-nn", "-r", str(cap), "icmp"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    requests = [x for x in p.stdout.splitlines() if "echo request" in x]
+    assert len(requests) == 5
+
+
+def test_a_killed_daemon_fails_closed(tmp_path):
+    with emulated_pair(tmp_path, {"delay_ns": 1 * MS}) as pair:
+        assert len(pair.ping(count=3)) == 3
+        pair.proc.send_signal(signal.SIGKILL)
+        pair.proc.wait(timeout=5)
+        assert pair.ping(count=3, interval=0.2) == []  # nothing passes unshaped
+
+
+def test_shell_runs_a_command_behind_the_link_and_cleans_up():
+    needs_root()
+    p = subprocess.run([str(binary("netrig-link")), "shell", "--delay", "5ms", "--rate", "50Mbit", "--",
+                        "sh", "-c", "ping -c 5 -i 0.05 $NETRIG_LINK_HOST"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rtts = [float(t.split("time=")[1].split()[0]) for t in p.stdout.splitlines() if "time=" in t]
+    assert len(rtts) == 5 and 10 <= statistics.median(rtts) < 11.5
+    assert '"totals"' in p.stderr
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "nrl" not in left
+
+
+def test_clean_removes_what_a_killed_shell_left():
+    needs_root()
+    sh = subprocess.Popen([str(binary("netrig-link")), "shell", "--delay", "1ms", "--", "sleep", "30"],
+                          stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        name = f"nrl{sh.pid}-in"
+        while name not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        sh.send_signal(signal.SIGKILL)
+        sh.wait(timeout=5)
+        assert name in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        out = subprocess.run([str(binary("netrig-link")), "clean"], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0
+        assert f"removed nrl{sh.pid}-in" in out.stdout
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert f"nrl{sh.pid}" not in left
+        assert f"nrl{sh.pid}o0" not in subprocess.run(["ip", "link"], capture_output=True, text=True).stdout
+    finally:
+        if sh.poll() is None:
+            sh.kill()
+        # The sleep inside the namespace was the shell's child: end it by its pid file-less way.
+        subprocess.run([str(binary("netrig-link")), "clean"], capture_output=True, timeout=30)
