@@ -177,19 +177,125 @@ fn limit_of(q: &QueueSpec, default_packets: u32) -> Limit {
     }
 }
 
-/// The discipline a queue spec names, with its defaults filled in.
-pub fn build_qdisc(q: &QueueSpec) -> Result<Box<dyn Qdisc>, SpecError> {
-    match q.discipline.as_str() {
-        "droptail" | "fifo" | "pfifo" | "bfifo" => {
-            Ok(Box::new(aqm::droptail::DropTail::new(aqm::droptail::Config {
-                limit: limit_of(q, 1000),
-            })))
+/// The parameters each discipline takes (besides limits); any other set parameter is an
+/// error, so that a typo'd experiment does not silently run with defaults.
+const PARAMS: &[(&str, &[&str])] = &[
+    ("droptail", &[]),
+    ("red", &["ecn", "min_th_bytes", "max_th_bytes", "max_p", "gentle"]),
+    ("codel", &["ecn", "target_ns", "interval_ns"]),
+    ("pie", &["ecn", "target_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns"]),
+    ("fq_codel", &["ecn", "target_ns", "interval_ns", "flows", "quantum"]),
+];
+
+fn set_params(q: &QueueSpec) -> Vec<&'static str> {
+    let v = serde_json::to_value(q).unwrap_or_default();
+    let mut out = vec![];
+    for name in ["ecn", "target_ns", "interval_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns", "flows", "quantum",
+        "min_th_bytes", "max_th_bytes", "max_p", "gentle"]
+    {
+        if v.get(name).is_some_and(|x| !x.is_null()) {
+            out.push(name);
         }
-        other => Err(bad(
-            "queue.discipline",
-            format!("unknown discipline '{other}' (droptail, red, codel, pie, fq_codel)"),
-        )),
     }
+    out
+}
+
+fn positive(field: &str, v: Option<u64>) -> Result<Option<u64>, SpecError> {
+    match v {
+        Some(0) => Err(bad(field, "must be positive")),
+        other => Ok(other),
+    }
+}
+
+/// The discipline a queue spec names, with its defaults filled in; `rate_bps` (if the
+/// link has one) lets RED age its average over idle time.
+pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc>, SpecError> {
+    let name = match q.discipline.as_str() {
+        "fifo" | "pfifo" | "bfifo" => "droptail",
+        n => n,
+    };
+    let Some((_, allowed)) = PARAMS.iter().find(|(n, _)| *n == name) else {
+        return Err(bad(
+            "queue.discipline",
+            format!("unknown discipline '{}' (droptail, red, codel, pie, fq_codel)", q.discipline),
+        ));
+    };
+    if let Some(p) = set_params(q).into_iter().find(|p| !allowed.contains(p)) {
+        return Err(bad(&format!("queue.{p}"), format!("is not a parameter of {name}")));
+    }
+    if q.limit_packets == Some(0) || q.limit_bytes == Some(0) {
+        return Err(bad("queue.limit", "a queue must hold at least one packet"));
+    }
+    let target = positive("queue.target_ns", q.target_ns)?;
+    let interval = positive("queue.interval_ns", q.interval_ns)?;
+    Ok(match name {
+        "droptail" => Box::new(aqm::droptail::DropTail::new(aqm::droptail::Config { limit: limit_of(q, 1000) })),
+        "codel" => {
+            let d = aqm::codel::Config::default();
+            Box::new(aqm::codel::Codel::new(aqm::codel::Config {
+                target_ns: target.unwrap_or(d.target_ns),
+                interval_ns: interval.unwrap_or(d.interval_ns),
+                limit: limit_of(q, 1000),
+                ecn: q.ecn.unwrap_or(d.ecn),
+                ..d
+            }))
+        }
+        "fq_codel" => {
+            let d = aqm::fq_codel::Config::default();
+            if q.flows == Some(0) || q.quantum == Some(0) {
+                return Err(bad("queue.flows", "flows and quantum must be positive"));
+            }
+            Box::new(aqm::fq_codel::FqCodel::new(aqm::fq_codel::Config {
+                flows: q.flows.unwrap_or(d.flows),
+                quantum: q.quantum.unwrap_or(d.quantum),
+                target_ns: target.unwrap_or(d.target_ns),
+                interval_ns: interval.unwrap_or(d.interval_ns),
+                limit: limit_of(q, 10_240),
+                ecn: q.ecn.unwrap_or(d.ecn),
+                ..d
+            }))
+        }
+        "pie" => {
+            let d = aqm::pie::Config::default();
+            for (f, v) in [("queue.alpha", q.alpha), ("queue.beta", q.beta)] {
+                if v.is_some_and(|x| !(x > 0.0 && x.is_finite())) {
+                    return Err(bad(f, "must be a positive number"));
+                }
+            }
+            Box::new(aqm::pie::Pie::new(aqm::pie::Config {
+                target_ns: target.unwrap_or(d.target_ns),
+                tupdate_ns: positive("queue.tupdate_ns", q.tupdate_ns)?.unwrap_or(d.tupdate_ns),
+                alpha: q.alpha.unwrap_or(d.alpha),
+                beta: q.beta.unwrap_or(d.beta),
+                max_burst_ns: q.max_burst_ns.unwrap_or(d.max_burst_ns),
+                limit: limit_of(q, 1000),
+                ecn: q.ecn.unwrap_or(d.ecn),
+                ..d
+            }))
+        }
+        "red" => {
+            let d = aqm::red::Config::default();
+            let (min, max) = (q.min_th_bytes.unwrap_or(d.min_th_bytes), q.max_th_bytes.unwrap_or(d.max_th_bytes));
+            if min >= max {
+                return Err(bad("queue.min_th_bytes", format!("{min} must be below max_th_bytes ({max})")));
+            }
+            let max_p = probability("queue.max_p", q.max_p.unwrap_or(d.max_p))?;
+            Box::new(aqm::red::Red::new(aqm::red::Config {
+                min_th_bytes: min,
+                max_th_bytes: max,
+                max_p,
+                limit: match (q.limit_packets, q.limit_bytes) {
+                    (None, None) => d.limit,
+                    (p, b) => Limit { packets: p, bytes: b },
+                },
+                ecn: q.ecn.unwrap_or(d.ecn),
+                gentle: q.gentle.unwrap_or(d.gentle),
+                link_rate_bps: rate_bps,
+                ..d
+            }))
+        }
+        _ => unreachable!("PARAMS lists every discipline"),
+    })
 }
 
 impl DirectionSpec {
@@ -287,7 +393,7 @@ impl DirectionSpec {
     /// Every stage, checked; `origin_ns` is time zero of a trace.
     pub fn build(&self, seed: u64, origin_ns: u64) -> Result<Direction, SpecError> {
         let mut d = Direction::new(
-            build_qdisc(&self.queue)?,
+            build_qdisc(&self.queue, self.rate_bps)?,
             self.build_rate(origin_ns)?,
             self.build_delay()?,
             seed,
@@ -307,7 +413,7 @@ impl DirectionSpec {
         let dup = Self::chance("duplicate", &self.duplicate)?;
         let corrupt = Self::chance("corrupt", &self.corrupt)?;
         let qdisc = if self.queue != old.queue {
-            Some(build_qdisc(&self.queue)?)
+            Some(build_qdisc(&self.queue, self.rate_bps)?)
         } else {
             None
         };
@@ -359,11 +465,26 @@ mod tests {
             "loss.p: 1.5 is not a probability in [0, 1]"
         );
         assert!(e(r#"{"queue": {"discipline": "sfq"}}"#).contains("unknown discipline 'sfq'"));
+        assert_eq!(e(r#"{"queue": {"target_ns": 5}}"#), "queue.target_ns: is not a parameter of droptail");
+        assert_eq!(e(r#"{"queue": {"discipline": "pie", "quantum": 5}}"#), "queue.quantum: is not a parameter of pie");
+        assert!(e(r#"{"queue": {"discipline": "red", "min_th_bytes": 9, "max_th_bytes": 9}}"#).contains("below"));
+        assert!(e(r#"{"queue": {"discipline": "pie", "tupdate_ns": 0}}"#).contains("positive"));
+        assert!(e(r#"{"queue": {"limit_packets": 0}}"#).contains("at least one"));
         assert!(e(r#"{"rate_bps": 0}"#).starts_with("rate_bps"));
         assert!(e(r#"{"distribution": "cauchy", "jitter_ns": 5}"#).contains("cauchy"));
         assert!(e(r#"{"reorder": {"p": 0.5}}"#).contains("needs a delay"));
         assert!(e(r#"{"rate_bps": 1000000, "trace": {"text": "1"}}"#).contains("not both"));
         assert!(e(r#"{"trace": {"text": "1\nx"}}"#).contains("line 2"));
+    }
+
+    #[test]
+    fn every_discipline_builds_with_its_defaults() {
+        for (name, _) in PARAMS {
+            let q = QueueSpec { discipline: name.to_string(), ..QueueSpec::default() };
+            assert_eq!(build_qdisc(&q, Some(10_000_000)).unwrap().name(), *name);
+        }
+        let q = QueueSpec { discipline: "pie".into(), target_ns: Some(20_000_000), limit_packets: Some(1000), ..QueueSpec::default() };
+        assert_eq!(build_qdisc(&q, None).unwrap().name(), "pie");
     }
 
     #[test]
