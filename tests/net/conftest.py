@@ -93,7 +93,10 @@ def emulated_pair(tmp: Path, spec: dict, extra: dict | None = None) -> Iterator[
             sh("ip", "-n", ns, "link", "set", host, "up")
             sh("ip", "-n", p.emu_ns, "link", "set", mid, "up")
             offloads_off(ns, host)
-        cfg = {"links": [{"name": "l1", "a": f"{prefix}a1", "b": f"{prefix}b1", "both": spec}],
+        link = {"name": "l1", "a": f"{prefix}a1", "b": f"{prefix}b1"}
+        # A spec per direction, or one for both.
+        link |= spec if {"a_to_b", "b_to_a"} & spec.keys() else {"both": spec}
+        cfg = {"links": [link],
                "control_path": str(p.control), "stats_path": str(p.stats), "seed": 7}
         cfg.update(extra or {})
         (tmp / "link.json").write_text(json.dumps(cfg))

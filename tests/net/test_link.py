@@ -175,3 +175,39 @@ def test_clean_removes_what_a_killed_shell_left():
             sh.kill()
         # The sleep inside the namespace was the shell's child: end it by its pid file-less way.
         subprocess.run([str(binary("netrig-link")), "clean"], capture_output=True, timeout=30)
+
+
+def queueing_delays(stats_path, skip_s: float) -> list[float]:
+    """Per-sample mean sojourn (ms) of the a_to_b queue, after the first `skip_s`."""
+    out = []
+    for line in stats_path.read_text().splitlines():
+        x = json.loads(line)
+        if x.get("dir") == "a_to_b" and x.get("dequeued", 0) > 0 and x["t"] > skip_s:
+            out.append(x["sojourn_mean_us"] / 1000)
+    return out
+
+
+@pytest.mark.parametrize("discipline", ["pie", "droptail"])
+def test_pie_holds_the_queueing_delay_near_its_target(tmp_path, discipline):
+    """A long-lived TCP flow through a 1.5 Mbit/s bottleneck (the bufferbloat seed):
+    drop-tail with 100 packets lets the queue grow to ~800 ms; PIE keeps it near 20 ms."""
+    queue = {"discipline": "pie", "target_ns": 20 * MS, "limit_packets": 1000} if discipline == "pie" \
+        else {"discipline": "droptail", "limit_packets": 100}
+    spec = {"a_to_b": {"rate_bps": 1_500_000, "delay_ns": 10 * MS, "queue": queue},
+            "b_to_a": {"delay_ns": 10 * MS}}
+    with emulated_pair(tmp_path, spec) as pair:
+        srv = perf_server(pair)
+        try:
+            doc = perf(pair, "-t", "10", "-C", "cubic")
+        finally:
+            srv.terminate()
+        pair.proc.send_signal(signal.SIGTERM)
+        pair.proc.wait(timeout=5)
+    goodput = doc["end"]["sum_received"]["bits_per_second"]
+    assert goodput > 0.8 * 1.5e6 * 1448 / 1514, goodput
+    delays = queueing_delays(pair.stats, skip_s=4)
+    med = statistics.median(delays)
+    if discipline == "pie":
+        assert 5 < med < 40, med
+    else:
+        assert med > 300, med
