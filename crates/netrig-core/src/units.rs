@@ -132,7 +132,11 @@ mod tests {
 /// with an explicit unit, "30Mbit", "1.5Gbit", "64kbit", "100bit"; "bps" forms too.
 pub fn parse_bitrate(text: &str) -> Result<u64, UnitError> {
     let t = text.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("/s").or_else(|| t.strip_suffix("ps")).unwrap_or(&t).to_string();
+    let t = t.strip_suffix("/s").unwrap_or(&t);
+    let t = match t.strip_suffix("bps") {
+        Some(n) => format!("{n}bit"),
+        None => t.to_string(),
+    };
     let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
         (n, 1e9)
     } else if let Some(n) = t.strip_suffix("mbit") {

@@ -312,6 +312,7 @@ impl Daemon {
         self.window_lateness = Lateness::new(LATE_BUDGET_NS);
         let mut lines = vec![];
         for li in 0..self.links.len() {
+            #[allow(clippy::needless_range_loop)]
             for d in 0..2 {
                 let w = self.links[li].dirs[d].take_sojourn();
                 let mut v = self.direction_json(&self.links[li], d, now, Some(span), Some((w.count, w.mean_ns(), w.max_ns)));

@@ -36,7 +36,12 @@ pub struct Packet {
 impl Packet {
     /// A bare packet for simulations.
     pub fn sized(id: u64, len: u32, flow: u64) -> Packet {
-        Packet { id, len, flow, ..Default::default() }
+        Packet {
+            id,
+            len,
+            flow,
+            ..Default::default()
+        }
     }
 
     /// Marks Congestion Experienced if the packet is ECN-capable; false if it is not

@@ -320,7 +320,7 @@ impl DirectionSpec {
                 "0 bit/s carries nothing (omit the rate for no limit)",
             )),
             (None, Some(bps)) => {
-                if bps < 1_000 || bps > 100_000_000_000 {
+                if !(1_000..=100_000_000_000).contains(&bps) {
                     return Err(bad(
                         "rate_bps",
                         format!("{bps} is outside 1 kbit/s .. 100 Gbit/s"),

@@ -15,7 +15,9 @@ pub struct Config {
 impl Default for Config {
     /// Linux's default txqueuelen for pfifo_fast: 1000 packets.
     fn default() -> Self {
-        Config { limit: Limit::packets(1000) }
+        Config {
+            limit: Limit::packets(1000),
+        }
     }
 }
 
@@ -29,7 +31,12 @@ pub struct DropTail {
 
 impl DropTail {
     pub fn new(cfg: Config) -> DropTail {
-        DropTail { limit: cfg.limit, q: VecDeque::new(), bytes: 0, stats: QueueStats::default() }
+        DropTail {
+            limit: cfg.limit,
+            q: VecDeque::new(),
+            bytes: 0,
+            stats: QueueStats::default(),
+        }
     }
 }
 
@@ -77,7 +84,9 @@ mod tests {
 
     #[test]
     fn overflows_exactly_at_the_limit() {
-        let mut q = DropTail::new(Config { limit: Limit::packets(100) });
+        let mut q = DropTail::new(Config {
+            limit: Limit::packets(100),
+        });
         let (mut rng, mut drops) = (Rng::new(1), Drops::new());
         for i in 0..150 {
             q.enqueue(i, Packet::sized(i, 1500, 0), &mut rng, &mut drops);
@@ -92,7 +101,9 @@ mod tests {
 
     #[test]
     fn byte_limits_count_bytes() {
-        let mut q = DropTail::new(Config { limit: Limit::bytes(3000) });
+        let mut q = DropTail::new(Config {
+            limit: Limit::bytes(3000),
+        });
         let (mut rng, mut drops) = (Rng::new(1), Drops::new());
         for i in 0..3 {
             q.enqueue(0, Packet::sized(i, 1000, 0), &mut rng, &mut drops);

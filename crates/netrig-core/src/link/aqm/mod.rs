@@ -35,14 +35,23 @@ pub struct Limit {
 
 impl Limit {
     pub const fn packets(n: u32) -> Limit {
-        Limit { packets: Some(n), bytes: None }
+        Limit {
+            packets: Some(n),
+            bytes: None,
+        }
     }
 
     pub const fn bytes(n: u64) -> Limit {
-        Limit { packets: None, bytes: Some(n) }
+        Limit {
+            packets: None,
+            bytes: Some(n),
+        }
     }
 
-    pub const UNLIMITED: Limit = Limit { packets: None, bytes: None };
+    pub const UNLIMITED: Limit = Limit {
+        packets: None,
+        bytes: None,
+    };
 
     /// Whether one more packet of `len` bytes fits beside `packets`/`bytes` queued.
     pub fn admits(&self, packets: usize, bytes: u64, len: u32) -> bool {
