@@ -25,12 +25,13 @@ enum Cmd {
         config: String,
     },
     /// Run COMMAND in a namespace behind one emulated link to this host (mahimahi-style).
-    Shell(ShellArgs),
+    Shell(Box<ShellArgs>),
     /// Remove namespaces and links left by shells whose process is gone.
     Clean,
 }
 
 #[derive(Args)]
+#[command(after_help = "Example: netrig-link shell --rate 10Mbit --delay 20ms --aqm pie -- ping $NETRIG_LINK_HOST")]
 struct ShellArgs {
     /// Rate of both directions (e.g. 10Mbit); unlimited if not given.
     #[arg(long)]
@@ -157,5 +158,35 @@ fn main() -> ExitCode {
             eprintln!("netrig-link: error - {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn shell_flags_become_direction_specs() {
+        let cli = Cli::try_parse_from([
+            "netrig-link", "shell", "--rate", "10Mbit", "--downlink-rate", "2Mbit", "--delay", "20ms", "--loss", "1%",
+            "--queue", "100", "--aqm", "pie", "--", "true",
+        ])
+        .unwrap();
+        let Cmd::Shell(a) = cli.cmd else { panic!("not a shell") };
+        let up = direction(&a, &a.uplink_rate, &a.uplink_trace).unwrap();
+        let down = direction(&a, &a.downlink_rate, &a.downlink_trace).unwrap();
+        assert_eq!((up.rate_bps, down.rate_bps), (Some(10_000_000), Some(2_000_000)));
+        assert_eq!(up.delay_ns, 20_000_000);
+        assert_eq!(up.queue.discipline, "pie");
+        assert!(up.build(1, 0).is_ok());
+        let bad = Cli::try_parse_from(["netrig-link", "shell", "--delay", "20", "--", "true"]).unwrap();
+        let Cmd::Shell(a) = bad.cmd else { panic!() };
+        assert!(direction(&a, &None, &None).unwrap_err().to_string().contains("--delay"));
     }
 }
