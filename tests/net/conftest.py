@@ -75,7 +75,7 @@ def offloads_off(ns: str, dev: str) -> None:
 
 
 @contextlib.contextmanager
-def emulated_pair(tmp: Path, spec: dict, extra: dict | None = None) -> Iterator[Pair]:
+def emulated_pair(tmp: Path, spec: dict, extra: dict | None = None, host_offloads: bool = False) -> Iterator[Pair]:
     needs_root()
     n = os.getpid() % 200 + 20
     prefix = f"nrt{os.getpid() % 100000}"
@@ -92,7 +92,8 @@ def emulated_pair(tmp: Path, spec: dict, extra: dict | None = None) -> Iterator[
             sh("ip", "-n", ns, "addr", "add", f"{ipaddr}/24", "dev", host)
             sh("ip", "-n", ns, "link", "set", host, "up")
             sh("ip", "-n", p.emu_ns, "link", "set", mid, "up")
-            offloads_off(ns, host)
+            if not host_offloads:
+                offloads_off(ns, host)
         link = {"name": "l1", "a": f"{prefix}a1", "b": f"{prefix}b1"}
         # A spec per direction, or one for both.
         link |= spec if {"a_to_b", "b_to_a"} & spec.keys() else {"both": spec}

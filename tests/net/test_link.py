@@ -211,3 +211,17 @@ def test_pie_holds_the_queueing_delay_near_its_target(tmp_path, discipline):
         assert 5 < med < 40, med
     else:
         assert med > 300, med
+
+
+def test_offload_superframes_pass_whole_when_offloads_stay_on(tmp_path):
+    """With offloads kept, GSO superframes cross the emulator whole (virtio-net header
+    and all) and are charged for the segments they stand for: the rate still holds."""
+    spec = {"rate_bps": 50_000_000, "delay_ns": 1 * MS, "queue": {"limit_packets": 1000}}
+    with emulated_pair(tmp_path, spec, {"offloads_off": False}, host_offloads=True) as pair:
+        srv = perf_server(pair)
+        try:
+            doc = perf(pair, "-t", "3", "-O", "1")
+        finally:
+            srv.terminate()
+    got = doc["end"]["sum_received"]["bits_per_second"]
+    assert abs(got / (50e6 * 1448 / 1514) - 1) < 0.04, got

@@ -71,7 +71,10 @@ pub struct Config {
     pub control_path: Option<String>,
     #[serde(default)]
     pub seed: u64,
-    /// Turn the interfaces' offloads off (each frame a wire frame).
+    /// Turn the interfaces' offloads off (each frame a wire frame). With false, offload
+    /// superframes pass whole (with their virtio-net header) and are charged for the
+    /// segments they stand for: faster, for capacity tests; the hosts' ends must then
+    /// keep their offloads too.
     #[serde(default = "yes")]
     pub offloads_off: bool,
     #[serde(default)]

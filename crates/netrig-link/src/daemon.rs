@@ -70,6 +70,8 @@ pub struct Daemon {
     pub events: bool,
     subscribers_lines: Vec<String>,
     seed: u64,
+    /// Frames carry a virtio-net header (offloads left on).
+    vnet: usize,
 }
 
 fn read_trace(spec: &mut DirectionSpec) -> io::Result<()> {
@@ -104,7 +106,8 @@ impl Daemon {
                 afpacket::offloads_off(&l.a)?;
                 afpacket::offloads_off(&l.b)?;
             }
-            let ends = [PacketSocket::open(&l.a, BATCH)?, PacketSocket::open(&l.b, BATCH)?];
+            let vnet = !cfg.offloads_off;
+            let ends = [PacketSocket::open(&l.a, BATCH, vnet)?, PacketSocket::open(&l.b, BATCH, vnet)?];
             let [d0, d1]: [Direction; 2] = dirs.try_into().map_err(|_| io::Error::other("two directions"))?;
             links.push(Link {
                 name: l.name.clone(),
@@ -133,6 +136,7 @@ impl Daemon {
             events: cfg.events,
             subscribers_lines: vec![],
             seed: cfg.seed,
+            vnet: if cfg.offloads_off { 0 } else { afpacket::VNET_HDR_LEN },
         };
         for p in &cfg.pcap {
             daemon.start_pcap(&p.link, dir_index(&p.dir).unwrap_or(0), Some(&p.path))?;
@@ -198,6 +202,7 @@ impl Daemon {
     }
 
     fn receive_all(&mut self) -> io::Result<()> {
+        let vnet = self.vnet;
         for link in &mut self.links {
             for side in 0..2 {
                 loop {
@@ -207,13 +212,17 @@ impl Daemon {
                     }
                     let now = monotonic_ns();
                     for i in 0..n {
-                        let Some(frame) = link.ends[side].frame(i) else { continue };
+                        let Some(data) = link.ends[side].frame(i) else { continue };
+                        if data.len() < vnet {
+                            continue;
+                        }
+                        let (hdr, frame) = data.split_at(vnet);
                         let info = ethernet::inspect(frame);
                         let pkt = Packet {
-                            len: frame.len() as u32,
+                            len: afpacket::wire_len(hdr, frame.len()) as u32,
                             flow: info.flow,
                             ecn: info.ecn,
-                            data: frame.to_vec(),
+                            data: data.to_vec(),
                             ..Default::default()
                         };
                         link.dirs[side].arrive(now, pkt);
@@ -228,13 +237,14 @@ impl Daemon {
     }
 
     fn release_due(&mut self, now: u64, out: &mut Vec<(u64, Packet)>) {
+        let vnet = self.vnet;
         for link in &mut self.links {
             for d in 0..2 {
                 out.clear();
                 link.dirs[d].poll(now, out);
                 for (due, pkt) in out.iter_mut() {
                     if pkt.ecn == Ecn::Ce {
-                        ethernet::set_ecn_ce(&mut pkt.data);
+                        ethernet::set_ecn_ce(&mut pkt.data[vnet..]);
                     }
                     // Lateness is taken as the frame is handed to the kernel: the send
                     // itself may run the receiver's stack (veth delivers synchronously).
@@ -244,7 +254,7 @@ impl Daemon {
                     self.lateness.record(late);
                     self.window_lateness.record(late);
                     if let Some(w) = link.pcap[d].as_mut() {
-                        let _ = w.write(wall_ns(), &pkt.data);
+                        let _ = w.write(wall_ns(), &pkt.data[vnet..]);
                     }
                 }
             }
