@@ -54,6 +54,7 @@ pub struct PacketSocket {
     slots: Vec<u8>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_ll>,
+    control: Vec<[u64; 8]>,
     msgs: Vec<libc::mmsghdr>,
 }
 
@@ -117,14 +118,18 @@ impl PacketSocket {
             iovs: vec![],
             // SAFETY: zeroed sockaddr_ll values are valid.
             addrs: vec![unsafe { std::mem::zeroed() }; batch],
+            control: vec![[0u64; 8]; batch],
             msgs: vec![],
         };
+        // Arrival times from the kernel (CLOCK_REALTIME), exact however late we read.
+        // SAFETY: one is valid for its size.
+        unsafe { libc::setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one as *const i32 as *const _, 4) };
         let base = s.slots.as_mut_ptr();
         s.iovs = (0..batch)
             // SAFETY: each slot lies inside `slots`.
             .map(|i| libc::iovec { iov_base: unsafe { base.add(i * SLOT) } as *mut _, iov_len: SLOT })
             .collect();
-        let (iovs, addrs) = (s.iovs.as_mut_ptr(), s.addrs.as_mut_ptr());
+        let (iovs, addrs, control) = (s.iovs.as_mut_ptr(), s.addrs.as_mut_ptr(), s.control.as_mut_ptr());
         s.msgs = (0..batch)
             .map(|i| {
                 // SAFETY: a zeroed mmsghdr is valid; pointers index owned vectors.
@@ -132,6 +137,7 @@ impl PacketSocket {
                 unsafe {
                     m.msg_hdr.msg_iov = iovs.add(i);
                     m.msg_hdr.msg_name = addrs.add(i) as *mut libc::c_void;
+                    m.msg_hdr.msg_control = control.add(i) as *mut libc::c_void;
                 }
                 m.msg_hdr.msg_iovlen = 1;
                 m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
@@ -145,6 +151,7 @@ impl PacketSocket {
     pub fn recv_batch(&mut self) -> io::Result<usize> {
         for m in self.msgs.iter_mut() {
             m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
+            m.msg_hdr.msg_controllen = 64;
         }
         // SAFETY: msgs point at buffers owned by self.
         let r = unsafe {
@@ -175,6 +182,24 @@ impl PacketSocket {
         Some(&self.slots[i * SLOT..i * SLOT + len])
     }
 
+    /// The kernel's receive timestamp of the i-th frame (CLOCK_REALTIME ns), if any.
+    pub fn stamp_ns(&self, i: usize) -> Option<u64> {
+        let hdr = &self.msgs[i].msg_hdr;
+        // SAFETY: the kernel filled the control buffer up to msg_controllen; CMSG_*
+        // walk it within those bounds.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                }
+                c = libc::CMSG_NXTHDR(hdr, c);
+            }
+        }
+        None
+    }
+
     /// Sends one frame out of this interface.
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         // SAFETY: frame is valid for its length.
@@ -183,6 +208,37 @@ impl PacketSocket {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Sends frames in one call (sendmmsg), as many as the device takes.
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        let mut sent = 0;
+        while sent < frames.len() {
+            let mut iovs: Vec<libc::iovec> = frames[sent..]
+                .iter()
+                .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() })
+                .collect();
+            let mut msgs: Vec<libc::mmsghdr> = iovs
+                .iter_mut()
+                .map(|iov| {
+                    // SAFETY: a zeroed mmsghdr is valid; iov outlives the call.
+                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                    m.msg_hdr.msg_iov = iov;
+                    m.msg_hdr.msg_iovlen = 1;
+                    m
+                })
+                .collect();
+            // SAFETY: msgs is valid for its length.
+            let r = unsafe {
+                libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, libc::MSG_DONTWAIT)
+            };
+            if r <= 0 {
+                // The device queue is full: the rest are dropped, as on a wire.
+                return if r < 0 { Err(io::Error::last_os_error()) } else { Ok(sent) };
+            }
+            sent += r as usize;
+        }
+        Ok(sent)
     }
 
     pub fn raw_fd(&self) -> RawFd {

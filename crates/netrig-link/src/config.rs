@@ -82,6 +82,11 @@ pub struct Config {
     /// Record every packet's fate in the stats stream.
     #[serde(default)]
     pub events: bool,
+    /// Run the event loop with real-time priority (SCHED_FIFO), so that busy traffic
+    /// processes do not delay releases. Off by default: a loop busy for 95 % of a
+    /// second is then throttled by the kernel for the rest (a 50 ms stall).
+    #[serde(default)]
+    pub realtime: bool,
 }
 
 pub fn dir_index(name: &str) -> Option<usize> {

@@ -26,7 +26,9 @@ use crate::stats::Lateness;
 
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 const BATCH: usize = 64;
-const SPIN_NS: u64 = 60_000;
+/// Wake this early before a due time, then spin; adapted to the wake-ups we observe.
+const MIN_MARGIN_NS: u64 = 30_000;
+const MAX_MARGIN_NS: u64 = 500_000;
 const LATE_BUDGET_NS: u64 = 1_000_000;
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -72,6 +74,12 @@ pub struct Daemon {
     seed: u64,
     /// Frames carry a virtio-net header (offloads left on).
     vnet: usize,
+    /// How early to wake before a due time (the recent worst oversleep, plus slack).
+    margin_ns: u64,
+    oversleep_ns: f64,
+    realtime: bool,
+    /// Frame buffers to reuse (no allocation per packet in steady state).
+    pool: Vec<Vec<u8>>,
 }
 
 fn read_trace(spec: &mut DirectionSpec) -> io::Result<()> {
@@ -137,6 +145,10 @@ impl Daemon {
             subscribers_lines: vec![],
             seed: cfg.seed,
             vnet: if cfg.offloads_off { 0 } else { afpacket::VNET_HDR_LEN },
+            margin_ns: 60_000,
+            oversleep_ns: 0.0,
+            realtime: cfg.realtime,
+            pool: vec![],
         };
         for p in &cfg.pcap {
             daemon.start_pcap(&p.link, dir_index(&p.dir).unwrap_or(0), Some(&p.path))?;
@@ -170,9 +182,19 @@ impl Daemon {
         // Precise wake-ups: the default timer slack (50 µs) would be our lateness.
         // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        if self.realtime {
+            // Ahead of the traffic's own processes on a busy machine; the loop sleeps
+            // whenever nothing is due, so it cannot hog a core.
+            let param = libc::sched_param { sched_priority: 20 };
+            // SAFETY: param is valid; pid 0 is this thread.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+                self.realtime = false;
+            }
+        }
         let mut next_stats = self.start_ns + self.stats_interval_ns;
         let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
         let mut last_sample = self.start_ns;
+        let mut next_control = self.start_ns;
         while !STOP.load(Ordering::Relaxed) {
             self.receive_all()?;
             let now = monotonic_ns();
@@ -185,8 +207,13 @@ impl Daemon {
                     next_stats = now + self.stats_interval_ns;
                 }
             }
-            if self.serve_control(now)? {
-                break;
+            // Control requests are rare: look every 2 ms, not on every pass (an empty
+            // accept() costs the kernel a socket allocation).
+            if now >= next_control {
+                next_control = now + 2_000_000;
+                if self.serve_control(now)? {
+                    break;
+                }
             }
             let wake = self
                 .links
@@ -194,8 +221,25 @@ impl Daemon {
                 .flat_map(|l| l.dirs.iter().filter_map(|d| d.next_wakeup()))
                 .fold(next_stats, u64::min);
             let now = monotonic_ns();
-            if wake > now + SPIN_NS {
-                self.wait(Duration::from_nanos(wake - now - SPIN_NS));
+            if wake > now + self.margin_ns {
+                let target = wake - self.margin_ns;
+                self.wait(Duration::from_nanos(target - now));
+                let woke = monotonic_ns();
+                if woke > target {
+                    // Woken by the timer (not by a frame): learn how late timers fire,
+                    // then wait out the rest on the clock alone (arrivals meanwhile keep
+                    // their kernel timestamps).
+                    let over = (woke - target) as f64;
+                    self.oversleep_ns = (self.oversleep_ns * 0.995).max(over);
+                    self.margin_ns = ((self.oversleep_ns * 1.2) as u64 + 20_000).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+                    while monotonic_ns() < wake {
+                        std::hint::spin_loop();
+                    }
+                }
+            } else if wake > now {
+                while monotonic_ns() < wake {
+                    std::hint::spin_loop();
+                }
             }
         }
         self.totals()
@@ -203,6 +247,7 @@ impl Daemon {
 
     fn receive_all(&mut self) -> io::Result<()> {
         let vnet = self.vnet;
+        let pool = &mut self.pool;
         for link in &mut self.links {
             for side in 0..2 {
                 loop {
@@ -211,21 +256,32 @@ impl Daemon {
                         break;
                     }
                     let now = monotonic_ns();
+                    let real_now = wall_ns();
                     for i in 0..n {
+                        // When the frame really arrived (the kernel's stamp), not when we
+                        // got round to reading it; never before the direction's last event.
+                        let arrived = link.ends[side]
+                            .stamp_ns(i)
+                            .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
+                            .unwrap_or(now)
+                            .max(link.dirs[side].clock_ns());
                         let Some(data) = link.ends[side].frame(i) else { continue };
                         if data.len() < vnet {
                             continue;
                         }
                         let (hdr, frame) = data.split_at(vnet);
                         let info = ethernet::inspect(frame);
+                        let mut buf = pool.pop().unwrap_or_default();
+                        buf.clear();
+                        buf.extend_from_slice(data);
                         let pkt = Packet {
                             len: afpacket::wire_len(hdr, frame.len()) as u32,
                             flow: info.flow,
                             ecn: info.ecn,
-                            data: data.to_vec(),
+                            data: buf,
                             ..Default::default()
                         };
-                        link.dirs[side].arrive(now, pkt);
+                        link.dirs[side].arrive(arrived, pkt);
                     }
                     if n < BATCH {
                         break;
@@ -242,19 +298,29 @@ impl Daemon {
             for d in 0..2 {
                 out.clear();
                 link.dirs[d].poll(now, out);
+                if out.is_empty() {
+                    continue;
+                }
+                // Lateness is taken as the frames are handed to the kernel (the send
+                // itself may run the receiver's stack: veth delivers synchronously).
+                let at = monotonic_ns();
                 for (due, pkt) in out.iter_mut() {
                     if pkt.ecn == Ecn::Ce {
                         ethernet::set_ecn_ce(&mut pkt.data[vnet..]);
                     }
-                    // Lateness is taken as the frame is handed to the kernel: the send
-                    // itself may run the receiver's stack (veth delivers synchronously).
-                    let late = monotonic_ns().saturating_sub(*due);
-                    // A full device queue drops the frame, as a wire would.
-                    let _ = link.ends[1 - d].send(&pkt.data);
+                    let late = at.saturating_sub(*due);
                     self.lateness.record(late);
                     self.window_lateness.record(late);
                     if let Some(w) = link.pcap[d].as_mut() {
                         let _ = w.write(wall_ns(), &pkt.data[vnet..]);
+                    }
+                }
+                // A full device queue drops frames, as a wire would.
+                let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
+                let _ = link.ends[1 - d].send_batch(&frames);
+                for (_, p) in out.drain(..) {
+                    if self.pool.len() < 4096 {
+                        self.pool.push(p.data);
                     }
                 }
             }
@@ -365,7 +431,8 @@ impl Daemon {
                 p.flush()?;
             }
         }
-        let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": self.lateness.summary(), "seed": self.seed } });
+        let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": self.lateness.summary(),
+            "seed": self.seed, "realtime": self.realtime, "wake_margin_us": self.margin_ns as f64 / 1e3 } });
         self.emit(v.to_string())?;
         if let Some(w) = self.stats_out.as_mut() {
             w.flush()?;

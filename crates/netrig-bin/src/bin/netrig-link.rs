@@ -134,6 +134,7 @@ fn main() -> ExitCode {
                     offloads_off: true,
                     pcap: vec![],
                     events: false,
+                    realtime: false,
                 };
                 let mut sh = Shell::new();
                 eprintln!(

@@ -80,6 +80,7 @@ pub struct Direction {
     rng: Rng,
     free_at: u64,
     last_arrival: u64,
+    clock: u64,
     next_id: u64,
     up: bool,
     scratch: Drops,
@@ -109,6 +110,7 @@ impl Direction {
             rng: Rng::new(seed),
             free_at: 0,
             last_arrival: 0,
+            clock: 0,
             next_id: 0,
             up: true,
             scratch: Drops::new(),
@@ -196,6 +198,7 @@ impl Direction {
 
     /// Starts every transmission whose time has come, in virtual time.
     fn service(&mut self, now_ns: u64) {
+        self.clock = self.clock.max(now_ns);
         while self.qdisc.len_packets() > 0 && self.free_at <= now_ns {
             let t = self.free_at.max(self.last_arrival);
             let before = self.qdisc.stats().ecn_marks;
@@ -248,6 +251,11 @@ impl Direction {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// The latest time this direction has seen (an arrival or a poll).
+    pub fn clock_ns(&self) -> u64 {
+        self.clock
     }
 
     pub fn queue_packets(&self) -> usize {
