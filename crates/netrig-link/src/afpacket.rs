@@ -62,11 +62,20 @@ pub struct PacketSocket {
 unsafe impl Send for PacketSocket {}
 
 impl PacketSocket {
+    /// A socket that only sends (protocol 0: the kernel queues nothing to it).
+    pub fn sender(name: &str, vnet: bool) -> io::Result<PacketSocket> {
+        Self::make(name, 0, vnet, 0)
+    }
+
     /// `vnet`: frames carry a virtio-net header, so offload superframes (GSO, and
     /// checksums left to the device) pass through whole.
     pub fn open(name: &str, batch: usize, vnet: bool) -> io::Result<PacketSocket> {
+        Self::make(name, batch, vnet, libc::ETH_P_ALL as u16)
+    }
+
+    fn make(name: &str, batch: usize, vnet: bool, protocol: u16) -> io::Result<PacketSocket> {
         let idx = ifindex(name)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
+        let proto = protocol.to_be();
         // SAFETY: plain socket creation; ownership passes to OwnedFd.
         let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto as i32) })?;
         // SAFETY: raw is a fresh descriptor we own.
@@ -86,6 +95,17 @@ impl PacketSocket {
             libc::bind(raw, &sll as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
         })?;
         let one: i32 = 1;
+        if batch == 0 {
+            return Ok(PacketSocket {
+                fd,
+                name: name.to_string(),
+                slots: vec![],
+                iovs: vec![],
+                addrs: vec![],
+                control: vec![],
+                msgs: vec![],
+            });
+        }
         // Not seeing our own transmissions saves a copy per frame (Linux >= 4.20); on
         // older kernels we skip PACKET_OUTGOING frames instead.
         // SAFETY: one is valid for its size.

@@ -1,15 +1,18 @@
-//! The event loop: frames in from every link end, through their direction's stages,
-//! out of the other end at their due time; stats sampled at a fixed rate; control
-//! requests served between packets. One thread serves every link.
+//! The daemon: one worker thread per link direction moves frames from its ingress end,
+//! through the direction's stages, out of the other end at their due time; the main
+//! thread samples stats at a fixed rate and serves the control socket.
 //!
-//! Timing: a packet's due time comes from the model (virtual time, exact); the loop
-//! sleeps until ~60 µs before the next due time (ppoll, which also wakes for arriving
-//! frames) and spins the rest, then releases everything due. Every packet's lateness
-//! is recorded; lateness beyond the budget is counted as overload.
+//! Timing: a frame's arrival is the kernel's receive timestamp, and its due time comes
+//! from the model (virtual time, exact). A worker sleeps (ppoll on its ingress socket,
+//! so arrivals wake it) until shortly before the next due time, by a margin learnt from
+//! how late its timers fire, then waits out the rest on the clock. Every frame's release
+//! lateness is recorded; lateness beyond the budget is counted as overload.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use netrig_core::link::direction::{Counters, Direction};
@@ -26,10 +29,11 @@ use crate::stats::Lateness;
 
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 const BATCH: usize = 64;
-/// Wake this early before a due time, then spin; adapted to the wake-ups we observe.
 const MIN_MARGIN_NS: u64 = 30_000;
 const MAX_MARGIN_NS: u64 = 500_000;
 const LATE_BUDGET_NS: u64 = 1_000_000;
+/// A worker looks at its state at least this often (spec changes, stop).
+const MAX_SLEEP_NS: u64 = 10_000_000;
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -51,35 +55,178 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// One direction's state, shared by its worker and the main thread.
+pub struct DirState {
+    pub dir: Direction,
+    pub spec: DirectionSpec,
+    pub pcap: Option<PcapWriter<BufWriter<File>>>,
+    pub lateness: Lateness,
+    window: Lateness,
+    last: Counters,
+}
+
+type Shared = Arc<Mutex<DirState>>;
+
+fn lock(s: &Shared) -> MutexGuard<'_, DirState> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 pub struct Link {
     pub name: String,
-    pub ends: [PacketSocket; 2],
-    pub dirs: [Direction; 2],
-    pub specs: [DirectionSpec; 2],
-    pub pcap: [Option<PcapWriter<BufWriter<File>>>; 2],
-    last: [Counters; 2],
+    pub dirs: [Shared; 2],
     pub up: bool,
+}
+
+struct Worker {
+    rx: PacketSocket,
+    tx: PacketSocket,
+    state: Shared,
+    vnet: usize,
+    margin_ns: u64,
+    oversleep_ns: f64,
+    realtime: bool,
+    pool: Vec<Vec<u8>>,
+}
+
+impl Worker {
+    fn run(mut self) -> io::Result<()> {
+        // Precise wake-ups: the default timer slack (50 µs) would be our lateness.
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        if self.realtime {
+            let param = libc::sched_param { sched_priority: 20 };
+            // SAFETY: param is valid; pid 0 is this thread.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        }
+        let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
+        while !STOP.load(Ordering::Relaxed) {
+            self.receive()?;
+            let now = monotonic_ns();
+            let wake = self.release(now, &mut out);
+            let now = monotonic_ns();
+            let wake = wake.unwrap_or(u64::MAX).min(now + MAX_SLEEP_NS);
+            if wake > now + self.margin_ns {
+                let target = wake - self.margin_ns;
+                self.sleep(target - now);
+                let woke = monotonic_ns();
+                if woke > target {
+                    // The timer woke us, not a frame: learn how late timers fire, then
+                    // wait out the rest on the clock (arrivals keep kernel timestamps).
+                    let over = (woke - target) as f64;
+                    self.oversleep_ns = (self.oversleep_ns * 0.995).max(over);
+                    self.margin_ns =
+                        ((self.oversleep_ns * 1.2) as u64 + 20_000).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+                    spin_until(wake);
+                }
+            } else {
+                spin_until(wake);
+            }
+        }
+        Ok(())
+    }
+
+    fn sleep(&self, ns: u64) {
+        let mut pfd = libc::pollfd { fd: self.rx.raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+        // SAFETY: pfd and ts are valid for the call; a null sigmask keeps the current one.
+        unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    }
+
+    fn receive(&mut self) -> io::Result<()> {
+        loop {
+            let n = self.rx.recv_batch()?;
+            if n == 0 {
+                return Ok(());
+            }
+            let now = monotonic_ns();
+            let real_now = wall_ns();
+            let mut st = lock(&self.state);
+            for i in 0..n {
+                // When the frame really arrived (the kernel's stamp), not when we got
+                // round to reading it; never before the direction's last event.
+                let arrived = self
+                    .rx
+                    .stamp_ns(i)
+                    .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
+                    .unwrap_or(now)
+                    .max(st.dir.clock_ns());
+                let Some(data) = self.rx.frame(i) else { continue };
+                if data.len() < self.vnet {
+                    continue;
+                }
+                let (hdr, frame) = data.split_at(self.vnet);
+                let info = ethernet::inspect(frame);
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(data);
+                let pkt = Packet {
+                    len: afpacket::wire_len(hdr, frame.len()) as u32,
+                    flow: info.flow,
+                    ecn: info.ecn,
+                    data: buf,
+                    ..Default::default()
+                };
+                st.dir.arrive(arrived, pkt);
+            }
+            if n < BATCH {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Releases what is due; returns when the direction next needs us.
+    fn release(&mut self, now: u64, out: &mut Vec<(u64, Packet)>) -> Option<u64> {
+        out.clear();
+        let wake = {
+            let mut st = lock(&self.state);
+            st.dir.poll(now, out);
+            // Lateness is taken as the frames are handed to the kernel (the send itself
+            // may run the receiver's stack: veth delivers synchronously).
+            let at = monotonic_ns();
+            let vnet = self.vnet;
+            for (due, pkt) in out.iter_mut() {
+                if pkt.ecn == Ecn::Ce {
+                    ethernet::set_ecn_ce(&mut pkt.data[vnet..]);
+                }
+                let late = at.saturating_sub(*due);
+                st.lateness.record(late);
+                st.window.record(late);
+                if let Some(w) = st.pcap.as_mut() {
+                    let _ = w.write(wall_ns(), &pkt.data[vnet..]);
+                }
+            }
+            st.dir.next_wakeup()
+        };
+        if !out.is_empty() {
+            // A full device queue drops frames, as a wire would.
+            let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
+            let _ = self.tx.send_batch(&frames);
+            for (_, p) in out.drain(..) {
+                if self.pool.len() < 4096 {
+                    self.pool.push(p.data);
+                }
+            }
+        }
+        wake
+    }
+}
+
+fn spin_until(t: u64) {
+    while monotonic_ns() < t {
+        std::hint::spin_loop();
+    }
 }
 
 pub struct Daemon {
     pub links: Vec<Link>,
-    pub lateness: Lateness,
-    window_lateness: Lateness,
+    workers: Vec<Worker>,
     stats_out: Option<BufWriter<File>>,
     stats_interval_ns: u64,
     pub control: Option<Control>,
     start_ns: u64,
     pub events: bool,
-    subscribers_lines: Vec<String>,
     seed: u64,
-    /// Frames carry a virtio-net header (offloads left on).
-    vnet: usize,
-    /// How early to wake before a due time (the recent worst oversleep, plus slack).
-    margin_ns: u64,
-    oversleep_ns: f64,
     realtime: bool,
-    /// Frame buffers to reuse (no allocation per packet in steady state).
-    pool: Vec<Vec<u8>>,
 }
 
 fn read_trace(spec: &mut DirectionSpec) -> io::Result<()> {
@@ -97,42 +244,55 @@ fn read_trace(spec: &mut DirectionSpec) -> io::Result<()> {
 impl Daemon {
     pub fn new(cfg: &Config) -> io::Result<Daemon> {
         let start_ns = monotonic_ns();
+        let vnet = !cfg.offloads_off;
+        let vnet_len = if vnet { afpacket::VNET_HDR_LEN } else { 0 };
         let mut links = vec![];
+        let mut workers = vec![];
         for (i, l) in cfg.links.iter().enumerate() {
-            let mut specs = [l.spec(0), l.spec(1)];
-            let mut dirs = vec![];
-            for (d, spec) in specs.iter_mut().enumerate() {
-                read_trace(spec)?;
-                let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add((i * 2 + d) as u64 + 1);
-                let mut dir = spec
-                    .build(seed, start_ns)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{}.{}: {e}", l.name, DIRS[d])))?;
-                dir.record_events = cfg.events;
-                dirs.push(dir);
-            }
             if cfg.offloads_off {
                 afpacket::offloads_off(&l.a)?;
                 afpacket::offloads_off(&l.b)?;
             }
-            let vnet = !cfg.offloads_off;
-            let ends = [PacketSocket::open(&l.a, BATCH, vnet)?, PacketSocket::open(&l.b, BATCH, vnet)?];
-            let [d0, d1]: [Direction; 2] = dirs.try_into().map_err(|_| io::Error::other("two directions"))?;
-            links.push(Link {
-                name: l.name.clone(),
-                ends,
-                dirs: [d0, d1],
-                specs,
-                pcap: [None, None],
-                last: [Counters::default(); 2],
-                up: true,
-            });
+            let ends = [&l.a, &l.b];
+            let mut shared = vec![];
+            for d in 0..2 {
+                let mut spec = l.spec(d);
+                read_trace(&mut spec)?;
+                let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add((i * 2 + d) as u64 + 1);
+                let mut dir = spec.build(seed, start_ns).map_err(|e| {
+                    io::Error::new(io::ErrorKind::InvalidInput, format!("{}.{}: {e}", l.name, DIRS[d]))
+                })?;
+                dir.record_events = cfg.events;
+                let state = Arc::new(Mutex::new(DirState {
+                    dir,
+                    spec,
+                    pcap: None,
+                    lateness: Lateness::new(LATE_BUDGET_NS),
+                    window: Lateness::new(LATE_BUDGET_NS),
+                    last: Counters::default(),
+                }));
+                workers.push(Worker {
+                    rx: PacketSocket::open(ends[d], BATCH, vnet)?,
+                    tx: PacketSocket::sender(ends[1 - d], vnet)?,
+                    state: state.clone(),
+                    vnet: vnet_len,
+                    margin_ns: 60_000,
+                    oversleep_ns: 0.0,
+                    realtime: cfg.realtime,
+                    pool: vec![],
+                });
+                shared.push(state);
+            }
+            let [a, b]: [Shared; 2] = shared.try_into().map_err(|_| io::Error::other("two directions"))?;
+            links.push(Link { name: l.name.clone(), dirs: [a, b], up: true });
         }
         let mut daemon = Daemon {
             links,
-            lateness: Lateness::new(LATE_BUDGET_NS),
-            window_lateness: Lateness::new(LATE_BUDGET_NS),
+            workers,
             stats_out: match &cfg.stats_path {
-                Some(p) => Some(BufWriter::new(File::create(p).map_err(|e| io::Error::new(e.kind(), format!("{p}: {e}")))?)),
+                Some(p) => Some(BufWriter::new(
+                    File::create(p).map_err(|e| io::Error::new(e.kind(), format!("{p}: {e}")))?,
+                )),
                 None => None,
             },
             stats_interval_ns: (cfg.stats_interval_ms * 1e6) as u64,
@@ -142,13 +302,8 @@ impl Daemon {
             },
             start_ns,
             events: cfg.events,
-            subscribers_lines: vec![],
             seed: cfg.seed,
-            vnet: if cfg.offloads_off { 0 } else { afpacket::VNET_HDR_LEN },
-            margin_ns: 60_000,
-            oversleep_ns: 0.0,
             realtime: cfg.realtime,
-            pool: vec![],
         };
         for p in &cfg.pcap {
             daemon.start_pcap(&p.link, dir_index(&p.dir).unwrap_or(0), Some(&p.path))?;
@@ -162,13 +317,13 @@ impl Daemon {
 
     pub fn start_pcap(&mut self, link: &str, dir: usize, path: Option<&str>) -> io::Result<()> {
         let i = self.link_index(link).ok_or_else(|| io::Error::other(format!("no link '{link}'")))?;
-        let slot = &mut self.links[i].pcap[dir];
-        if let Some(mut old) = slot.take() {
+        let mut st = lock(&self.links[i].dirs[dir]);
+        if let Some(mut old) = st.pcap.take() {
             old.flush()?;
         }
         if let Some(p) = path {
             let f = File::create(p).map_err(|e| io::Error::new(e.kind(), format!("{p}: {e}")))?;
-            *slot = Some(PcapWriter::new(BufWriter::new(f), 65_535)?);
+            st.pcap = Some(PcapWriter::new(BufWriter::new(f), 65_535)?);
         }
         Ok(())
     }
@@ -179,172 +334,69 @@ impl Daemon {
 
     /// Runs until a signal or a shutdown request; returns the totals.
     pub fn run(&mut self) -> io::Result<Value> {
-        // Precise wake-ups: the default timer slack (50 µs) would be our lateness.
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-        if self.realtime {
-            // Ahead of the traffic's own processes on a busy machine; the loop sleeps
-            // whenever nothing is due, so it cannot hog a core.
-            let param = libc::sched_param { sched_priority: 20 };
-            // SAFETY: param is valid; pid 0 is this thread.
-            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-                self.realtime = false;
-            }
-        }
+        let handles: Vec<JoinHandle<io::Result<()>>> = self
+            .workers
+            .drain(..)
+            .enumerate()
+            .map(|(i, w)| {
+                std::thread::Builder::new()
+                    .name(format!("link-{i}"))
+                    .spawn(move || w.run())
+                    .map_err(io::Error::other)
+            })
+            .collect::<io::Result<_>>()?;
         let mut next_stats = self.start_ns + self.stats_interval_ns;
-        let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
         let mut last_sample = self.start_ns;
-        let mut next_control = self.start_ns;
+        let mut result = Ok(());
         while !STOP.load(Ordering::Relaxed) {
-            self.receive_all()?;
+            if handles.iter().any(|h| h.is_finished()) {
+                break; // a worker failed: stop all and report it
+            }
             let now = monotonic_ns();
-            self.release_due(now, &mut out);
             if now >= next_stats {
-                self.sample(now, now - last_sample)?;
+                if let Err(e) = self.sample(now, now - last_sample) {
+                    result = Err(e);
+                    break;
+                }
                 last_sample = now;
                 next_stats += self.stats_interval_ns;
                 if next_stats <= now {
                     next_stats = now + self.stats_interval_ns;
                 }
             }
-            // Control requests are rare: look every 2 ms, not on every pass (an empty
-            // accept() costs the kernel a socket allocation).
-            if now >= next_control {
-                next_control = now + 2_000_000;
-                if self.serve_control(now)? {
+            match self.serve_control(now) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => {
+                    result = Err(e);
                     break;
                 }
             }
-            let wake = self
-                .links
-                .iter()
-                .flat_map(|l| l.dirs.iter().filter_map(|d| d.next_wakeup()))
-                .fold(next_stats, u64::min);
-            let now = monotonic_ns();
-            if wake > now + self.margin_ns {
-                let target = wake - self.margin_ns;
-                self.wait(Duration::from_nanos(target - now));
-                let woke = monotonic_ns();
-                if woke > target {
-                    // Woken by the timer (not by a frame): learn how late timers fire,
-                    // then wait out the rest on the clock alone (arrivals meanwhile keep
-                    // their kernel timestamps).
-                    let over = (woke - target) as f64;
-                    self.oversleep_ns = (self.oversleep_ns * 0.995).max(over);
-                    self.margin_ns = ((self.oversleep_ns * 1.2) as u64 + 20_000).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
-                    while monotonic_ns() < wake {
-                        std::hint::spin_loop();
-                    }
-                }
-            } else if wake > now {
-                while monotonic_ns() < wake {
-                    std::hint::spin_loop();
-                }
+            self.wait(Duration::from_nanos(next_stats.saturating_sub(monotonic_ns())));
+        }
+        STOP.store(true, Ordering::SeqCst);
+        for h in handles {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = result.and(Err(e)),
+                Err(_) => result = result.and(Err(io::Error::other("a link worker panicked"))),
             }
         }
-        self.totals()
-    }
-
-    fn receive_all(&mut self) -> io::Result<()> {
-        let vnet = self.vnet;
-        let pool = &mut self.pool;
-        for link in &mut self.links {
-            for side in 0..2 {
-                loop {
-                    let n = link.ends[side].recv_batch()?;
-                    if n == 0 {
-                        break;
-                    }
-                    let now = monotonic_ns();
-                    let real_now = wall_ns();
-                    for i in 0..n {
-                        // When the frame really arrived (the kernel's stamp), not when we
-                        // got round to reading it; never before the direction's last event.
-                        let arrived = link.ends[side]
-                            .stamp_ns(i)
-                            .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
-                            .unwrap_or(now)
-                            .max(link.dirs[side].clock_ns());
-                        let Some(data) = link.ends[side].frame(i) else { continue };
-                        if data.len() < vnet {
-                            continue;
-                        }
-                        let (hdr, frame) = data.split_at(vnet);
-                        let info = ethernet::inspect(frame);
-                        let mut buf = pool.pop().unwrap_or_default();
-                        buf.clear();
-                        buf.extend_from_slice(data);
-                        let pkt = Packet {
-                            len: afpacket::wire_len(hdr, frame.len()) as u32,
-                            flow: info.flow,
-                            ecn: info.ecn,
-                            data: buf,
-                            ..Default::default()
-                        };
-                        link.dirs[side].arrive(arrived, pkt);
-                    }
-                    if n < BATCH {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn release_due(&mut self, now: u64, out: &mut Vec<(u64, Packet)>) {
-        let vnet = self.vnet;
-        for link in &mut self.links {
-            for d in 0..2 {
-                out.clear();
-                link.dirs[d].poll(now, out);
-                if out.is_empty() {
-                    continue;
-                }
-                // Lateness is taken as the frames are handed to the kernel (the send
-                // itself may run the receiver's stack: veth delivers synchronously).
-                let at = monotonic_ns();
-                for (due, pkt) in out.iter_mut() {
-                    if pkt.ecn == Ecn::Ce {
-                        ethernet::set_ecn_ce(&mut pkt.data[vnet..]);
-                    }
-                    let late = at.saturating_sub(*due);
-                    self.lateness.record(late);
-                    self.window_lateness.record(late);
-                    if let Some(w) = link.pcap[d].as_mut() {
-                        let _ = w.write(wall_ns(), &pkt.data[vnet..]);
-                    }
-                }
-                // A full device queue drops frames, as a wire would.
-                let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
-                let _ = link.ends[1 - d].send_batch(&frames);
-                for (_, p) in out.drain(..) {
-                    if self.pool.len() < 4096 {
-                        self.pool.push(p.data);
-                    }
-                }
-            }
-        }
+        let totals = self.totals()?;
+        result.map(|_| totals)
     }
 
     fn wait(&self, timeout: Duration) {
-        let mut fds: Vec<libc::pollfd> = self
-            .links
-            .iter()
-            .flat_map(|l| l.ends.iter().map(|e| libc::pollfd { fd: e.raw_fd(), events: libc::POLLIN, revents: 0 }))
-            .collect();
-        if let Some(c) = &self.control {
-            fds.extend(c.poll_fds());
-        }
+        let mut fds: Vec<libc::pollfd> = self.control.as_ref().map(|c| c.poll_fds()).unwrap_or_default();
         let ts = libc::timespec { tv_sec: timeout.as_secs() as i64, tv_nsec: timeout.subsec_nanos() as i64 };
         // SAFETY: fds and ts are valid for the call; a null sigmask keeps the current one.
         unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as u64, &ts, std::ptr::null()) };
     }
 
-    fn direction_json(&self, l: &Link, d: usize, now: u64, span_ns: Option<u64>, sojourn: Option<(u64, u64, u64)>) -> Value {
-        let dir = &l.dirs[d];
+    fn direction_json(&self, l: &Link, d: usize, st: &DirState, now: u64, span_ns: Option<u64>) -> Value {
+        let dir = &st.dir;
         let c = dir.counters;
-        let base = if span_ns.is_some() { l.last[d] } else { Counters::default() };
+        let base = if span_ns.is_some() { st.last } else { Counters::default() };
         let delta = |a: u64, b: u64| a.saturating_sub(b);
         let mut v = json!({
             "t": (self.t(now) * 1e6).round() / 1e6,
@@ -365,78 +417,71 @@ impl Daemon {
         if let Some(span) = span_ns {
             let bytes = delta(c.delivered_bytes, base.delivered_bytes);
             v["rate_bps"] = json!(if span > 0 { bytes as f64 * 8e9 / span as f64 } else { 0.0 });
-        }
-        if let Some((n, mean, max)) = sojourn {
-            v["dequeued"] = json!(n);
-            v["sojourn_mean_us"] = json!(mean as f64 / 1e3);
-            v["sojourn_max_us"] = json!(max as f64 / 1e3);
+        } else {
+            v["lateness"] = json!(st.lateness.summary());
         }
         v
     }
 
-    fn emit(&mut self, line: String) -> io::Result<()> {
+    fn emit(&mut self, lines: &[String]) -> io::Result<()> {
         if let Some(w) = self.stats_out.as_mut() {
-            w.write_all(line.as_bytes())?;
-            w.write_all(b"\n")?;
+            for line in lines {
+                w.write_all(line.as_bytes())?;
+                w.write_all(b"\n")?;
+            }
+            w.flush()?;
         }
-        self.subscribers_lines.push(line);
+        if let Some(c) = self.control.as_mut() {
+            c.broadcast(lines);
+        }
         Ok(())
     }
 
     fn sample(&mut self, now: u64, span: u64) -> io::Result<()> {
-        let late = self.window_lateness.summary();
-        self.window_lateness = Lateness::new(LATE_BUDGET_NS);
         let mut lines = vec![];
-        for li in 0..self.links.len() {
-            #[allow(clippy::needless_range_loop)]
+        for l in &self.links {
             for d in 0..2 {
-                let w = self.links[li].dirs[d].take_sojourn();
-                let mut v = self.direction_json(&self.links[li], d, now, Some(span), Some((w.count, w.mean_ns(), w.max_ns)));
+                let mut st = lock(&l.dirs[d]);
+                let w = st.dir.take_sojourn();
+                let late = st.window.summary();
+                st.window = Lateness::new(LATE_BUDGET_NS);
+                let mut v = self.direction_json(l, d, &st, now, Some(span));
+                v["dequeued"] = json!(w.count);
+                v["sojourn_mean_us"] = json!(w.mean_ns() as f64 / 1e3);
+                v["sojourn_max_us"] = json!(w.max_ns as f64 / 1e3);
                 v["late_p99_us"] = json!(late.p99_us);
                 lines.push(v.to_string());
-                self.links[li].last[d] = self.links[li].dirs[d].counters;
+                st.last = st.dir.counters;
                 if self.events {
-                    for e in self.links[li].dirs[d].take_events() {
-                        lines.push(json!({ "event": e, "link": self.links[li].name, "dir": DIRS[d] }).to_string());
+                    for e in st.dir.take_events() {
+                        lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());
                     }
                 }
             }
         }
-        for l in lines {
-            self.emit(l)?;
-        }
-        if let Some(w) = self.stats_out.as_mut() {
-            w.flush()?;
-        }
-        let pending = std::mem::take(&mut self.subscribers_lines);
-        if let Some(c) = self.control.as_mut() {
-            c.broadcast(&pending);
-        }
-        Ok(())
+        self.emit(&lines)
     }
 
     /// Whole-run figures per link direction, and lateness.
     pub fn totals(&mut self) -> io::Result<Value> {
         let now = monotonic_ns();
-        let links: Vec<Value> = self
-            .links
-            .iter()
-            .map(|l| {
-                json!({ "link": l.name, "a_to_b": self.direction_json(l, 0, now, None, None),
-                        "b_to_a": self.direction_json(l, 1, now, None, None) })
-            })
-            .collect();
-        for l in &mut self.links {
-            for p in l.pcap.iter_mut().flatten() {
-                p.flush()?;
+        let mut all = Lateness::new(LATE_BUDGET_NS);
+        let mut links = vec![];
+        for l in &self.links {
+            let mut per = vec![];
+            for d in 0..2 {
+                let mut st = lock(&l.dirs[d]);
+                all.merge(&st.lateness);
+                per.push(self.direction_json(l, d, &st, now, None));
+                if let Some(p) = st.pcap.as_mut() {
+                    p.flush()?;
+                }
             }
+            links.push(json!({ "link": l.name, "a_to_b": per[0], "b_to_a": per[1] }));
         }
-        let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": self.lateness.summary(),
-            "seed": self.seed, "realtime": self.realtime, "wake_margin_us": self.margin_ns as f64 / 1e3 } });
-        self.emit(v.to_string())?;
-        if let Some(w) = self.stats_out.as_mut() {
-            w.flush()?;
-        }
+        let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": all.summary(),
+            "seed": self.seed, "realtime": self.realtime } });
+        self.emit(&[v.to_string()])?;
         Ok(v)
     }
 
@@ -459,15 +504,18 @@ impl Daemon {
         let find = |name: &str| self.links.iter().position(|l| l.name == name);
         match req {
             Request::Stats => {
-                let links: Vec<Value> = self
-                    .links
-                    .iter()
-                    .map(|l| json!({ "link": l.name, "up": l.up,
-                        "a_to_b": self.direction_json(l, 0, now, None, None),
-                        "b_to_a": self.direction_json(l, 1, now, None, None),
-                        "spec": { "a_to_b": l.specs[0], "b_to_a": l.specs[1] } }))
-                    .collect();
-                json!({ "ok": true, "links": links, "lateness": self.lateness.summary() })
+                let mut links = vec![];
+                let mut all = Lateness::new(LATE_BUDGET_NS);
+                for l in &self.links {
+                    let (a, b) = (lock(&l.dirs[0]), lock(&l.dirs[1]));
+                    all.merge(&a.lateness);
+                    all.merge(&b.lateness);
+                    links.push(json!({ "link": l.name, "up": l.up,
+                        "a_to_b": self.direction_json(l, 0, &a, now, None),
+                        "b_to_a": self.direction_json(l, 1, &b, now, None),
+                        "spec": { "a_to_b": a.spec, "b_to_a": b.spec } }));
+                }
+                json!({ "ok": true, "links": links, "lateness": all.summary() })
             }
             Request::Subscribe => {
                 control.subscribe(client);
@@ -479,13 +527,16 @@ impl Daemon {
                     None | Some("both") => vec![0, 1],
                     Some(d) => match dir_index(d) {
                         Some(x) => vec![x],
-                        None => return json!({ "ok": false, "error": format!("dir: '{d}' is not a_to_b, b_to_a or both") }),
+                        None => {
+                            return json!({ "ok": false, "error": format!("dir: '{d}' is not a_to_b, b_to_a or both") })
+                        }
                     },
                 };
                 // Check every direction first, so a bad change changes nothing.
                 let mut new_specs = vec![];
                 for &d in &dirs {
-                    let mut merged = serde_json::to_value(&self.links[i].specs[d]).unwrap_or(json!({}));
+                    let current = lock(&self.links[i].dirs[d]).spec.clone();
+                    let mut merged = serde_json::to_value(&current).unwrap_or(json!({}));
                     merge(&mut merged, &spec);
                     let mut s: DirectionSpec = match serde_json::from_value(merged) {
                         Ok(s) => s,
@@ -499,20 +550,26 @@ impl Daemon {
                     }
                     new_specs.push((d, s));
                 }
-                let l = &mut self.links[i];
                 for (d, s) in new_specs {
-                    if let Err(e) = s.apply(&l.specs[d], &mut l.dirs[d], now) {
+                    let mut st = lock(&self.links[i].dirs[d]);
+                    let now = monotonic_ns().max(st.dir.clock_ns());
+                    let old = st.spec.clone();
+                    if let Err(e) = s.apply(&old, &mut st.dir, now) {
                         return json!({ "ok": false, "error": format!("{}: {e}", DIRS[d]) });
                     }
-                    l.specs[d] = s;
+                    st.spec = s;
                 }
-                json!({ "ok": true, "link": link, "spec": { "a_to_b": l.specs[0], "b_to_a": l.specs[1] } })
+                let l = &self.links[i];
+                let (a, b) = (lock(&l.dirs[0]).spec.clone(), lock(&l.dirs[1]).spec.clone());
+                json!({ "ok": true, "link": link, "spec": { "a_to_b": a, "b_to_a": b } })
             }
             Request::Up { link, up } => match find(&link) {
                 Some(i) => {
                     let l = &mut self.links[i];
                     l.up = up;
-                    l.dirs.iter_mut().for_each(|d| d.set_up(up));
+                    for d in &l.dirs {
+                        lock(d).dir.set_up(up);
+                    }
                     json!({ "ok": true, "link": link, "up": up })
                 }
                 None => json!({ "ok": false, "error": format!("no link '{link}'") }),

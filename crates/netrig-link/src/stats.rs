@@ -45,6 +45,17 @@ impl Lateness {
         }
     }
 
+    /// Adds another histogram's counts (for totals over directions).
+    pub fn merge(&mut self, o: &Lateness) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        self.over += o.over;
+        self.total += o.total;
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.over_budget += o.over_budget;
+    }
+
     fn quantile_us(&self, q: f64) -> f64 {
         if self.total == 0 {
             return 0.0;
