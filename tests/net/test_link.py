@@ -37,7 +37,7 @@ def test_delay_is_the_configured_rtt(tmp_path):
         rtts = pair.ping(count=20)
         assert len(rtts) >= 19
         med = statistics.median(rtts[1:])
-        assert 20.0 <= med < 21.0, rtts  # 2 x 10 ms, plus the hosts' own stacks
+X
 
 
 def test_rate_gives_the_theoretical_tcp_goodput(tmp_path):
