@@ -1,4 +1,6 @@
-"""Fixtures for tests that build namespaces: a pair of hosts joined by netrig-link."""
+"""Helpers for tests that build namespaces: a pair of hosts joined by netrig-link.
+
+(A plain module, not a conftest.py: two conftest modules would shadow each other.)"""
 
 from __future__ import annotations
 
