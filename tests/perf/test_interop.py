@@ -12,6 +12,9 @@ CASES = {
     "tcp-P4": ["-t", "1", "-P", "4"],
     "tcp-R": ["-t", "1", "-R"],
     "tcp-bidir": ["-t", "1", "--bidir"],
+    # Eight streams: the server must give each its role by accept order, not by which
+    # connection thread read its cookie first.
+    "tcp-bidir-P4": ["-t", "1", "--bidir", "-P", "4"],
     "tcp-n": ["-n", "20M"],
     "tcp-w": ["-t", "1", "-w", "128K"],
     "tcp-l": ["-t", "1", "-l", "16K"],

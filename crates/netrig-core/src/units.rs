@@ -148,7 +148,10 @@ pub fn parse_bitrate(text: &str) -> Result<u64, UnitError> {
     } else {
         return Err(UnitError::Malformed(text.to_string()));
     };
-    let v: f64 = num.trim().parse().map_err(|_| UnitError::Malformed(text.to_string()))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| UnitError::Malformed(text.to_string()))?;
     if !v.is_finite() {
         return Err(UnitError::Malformed(text.to_string()));
     }
@@ -172,7 +175,10 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     } else {
         return Err(UnitError::Malformed(text.to_string()));
     };
-    let v: f64 = num.trim().parse().map_err(|_| UnitError::Malformed(text.to_string()))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| UnitError::Malformed(text.to_string()))?;
     if !v.is_finite() {
         return Err(UnitError::Malformed(text.to_string()));
     }

@@ -22,7 +22,11 @@ pub fn wire_len(vnet: &[u8], frame_len: usize) -> usize {
     }
     let hdr_len = u16::from_le_bytes([vnet[2], vnet[3]]) as usize;
     let gso_size = u16::from_le_bytes([vnet[4], vnet[5]]) as usize;
-    let headers = if hdr_len > 0 && hdr_len < frame_len { hdr_len } else { 66 };
+    let headers = if hdr_len > 0 && hdr_len < frame_len {
+        hdr_len
+    } else {
+        66
+    };
     if gso_size == 0 || frame_len <= headers {
         return frame_len;
     }
@@ -39,11 +43,15 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 pub fn ifindex(name: &str) -> io::Result<u32> {
-    let c = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+    let c =
+        CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
     // SAFETY: c is a valid NUL-terminated string.
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if idx == 0 {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface '{name}'")));
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface '{name}'"),
+        ));
     }
     Ok(idx)
 }
@@ -77,13 +85,23 @@ impl PacketSocket {
         let idx = ifindex(name)?;
         let proto = protocol.to_be();
         // SAFETY: plain socket creation; ownership passes to OwnedFd.
-        let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto as i32) })?;
+        let raw = check(unsafe {
+            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto as i32)
+        })?;
         // SAFETY: raw is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         if vnet {
             let one: i32 = 1;
             // SAFETY: one is valid for its size.
-            check(unsafe { libc::setsockopt(raw, libc::SOL_PACKET, PACKET_VNET_HDR, &one as *const i32 as *const _, 4) })?;
+            check(unsafe {
+                libc::setsockopt(
+                    raw,
+                    libc::SOL_PACKET,
+                    PACKET_VNET_HDR,
+                    &one as *const i32 as *const _,
+                    4,
+                )
+            })?;
         }
         // SAFETY: a zeroed sockaddr_ll is valid; we set the fields bind needs.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -92,7 +110,11 @@ impl PacketSocket {
         sll.sll_ifindex = idx as i32;
         // SAFETY: sll is valid for its size.
         check(unsafe {
-            libc::bind(raw, &sll as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+            libc::bind(
+                raw,
+                &sll as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_ll>() as u32,
+            )
         })?;
         let one: i32 = 1;
         if batch == 0 {
@@ -110,7 +132,13 @@ impl PacketSocket {
         // older kernels we skip PACKET_OUTGOING frames instead.
         // SAFETY: one is valid for its size.
         unsafe {
-            libc::setsockopt(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &one as *const i32 as *const _, 4);
+            libc::setsockopt(
+                raw,
+                libc::SOL_PACKET,
+                PACKET_IGNORE_OUTGOING,
+                &one as *const i32 as *const _,
+                4,
+            );
         }
         // SAFETY: a zeroed packet_mreq is valid.
         let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
@@ -143,11 +171,22 @@ impl PacketSocket {
         };
         // Arrival times from the kernel (CLOCK_REALTIME), exact however late we read.
         // SAFETY: one is valid for its size.
-        unsafe { libc::setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one as *const i32 as *const _, 4) };
+        unsafe {
+            libc::setsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                &one as *const i32 as *const _,
+                4,
+            )
+        };
         let base = s.slots.as_mut_ptr();
         s.iovs = (0..batch)
             // SAFETY: each slot lies inside `slots`.
-            .map(|i| libc::iovec { iov_base: unsafe { base.add(i * SLOT) } as *mut _, iov_len: SLOT })
+            .map(|i| libc::iovec {
+                iov_base: unsafe { base.add(i * SLOT) } as *mut _,
+                iov_len: SLOT,
+            })
             .collect();
         let (iovs, addrs, control) = (s.iovs.as_mut_ptr(), s.addrs.as_mut_ptr(), s.control.as_mut_ptr());
         s.msgs = (0..batch)
@@ -223,7 +262,14 @@ impl PacketSocket {
     /// Sends one frame out of this interface.
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         // SAFETY: frame is valid for its length.
-        let r = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr() as *const _, frame.len(), libc::MSG_DONTWAIT) };
+        let r = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                frame.as_ptr() as *const _,
+                frame.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
         if r < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -236,7 +282,10 @@ impl PacketSocket {
         while sent < frames.len() {
             let mut iovs: Vec<libc::iovec> = frames[sent..]
                 .iter()
-                .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut _, iov_len: f.len() })
+                .map(|f| libc::iovec {
+                    iov_base: f.as_ptr() as *mut _,
+                    iov_len: f.len(),
+                })
                 .collect();
             let mut msgs: Vec<libc::mmsghdr> = iovs
                 .iter_mut()
@@ -250,11 +299,20 @@ impl PacketSocket {
                 .collect();
             // SAFETY: msgs is valid for its length.
             let r = unsafe {
-                libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, libc::MSG_DONTWAIT)
+                libc::sendmmsg(
+                    self.fd.as_raw_fd(),
+                    msgs.as_mut_ptr(),
+                    msgs.len() as u32,
+                    libc::MSG_DONTWAIT,
+                )
             };
             if r <= 0 {
                 // The device queue is full: the rest are dropped, as on a wire.
-                return if r < 0 { Err(io::Error::last_os_error()) } else { Ok(sent) };
+                return if r < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(sent)
+                };
             }
             sent += r as usize;
         }
@@ -312,7 +370,10 @@ pub fn offloads_off(name: &str) -> io::Result<()> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(io::Error::other(format!("{name}: could not turn off {}", failed.join(", "))))
+        Err(io::Error::other(format!(
+            "{name}: could not turn off {}",
+            failed.join(", ")
+        )))
     }
 }
 

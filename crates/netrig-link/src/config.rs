@@ -12,7 +12,11 @@ pub enum ConfigError {
     #[error("{0}")]
     Json(String),
     #[error("links[{index}] ({name}): {problem}")]
-    Link { index: usize, name: String, problem: String },
+    Link {
+        index: usize,
+        name: String,
+        problem: String,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -117,7 +121,11 @@ impl Config {
         let mut names = HashSet::new();
         let mut ifaces = HashSet::new();
         for (index, l) in self.links.iter().enumerate() {
-            let err = |problem: String| ConfigError::Link { index, name: l.name.clone(), problem };
+            let err = |problem: String| ConfigError::Link {
+                index,
+                name: l.name.clone(),
+                problem,
+            };
             if !names.insert(l.name.clone()) {
                 return Err(err("a second link of this name".into()));
             }
@@ -134,12 +142,16 @@ impl Config {
                 if let Some(t) = spec.trace.as_mut() {
                     t.text = Some("1".into()); // checked for real when the file is read
                 }
-                spec.build(0, 0).map_err(|e| err(format!("{}: {e}", ["a_to_b", "b_to_a"][d])))?;
+                spec.build(0, 0)
+                    .map_err(|e| err(format!("{}: {e}", ["a_to_b", "b_to_a"][d])))?;
             }
         }
         for p in &self.pcap {
             if !names.contains(&p.link) || dir_index(&p.dir).is_none() {
-                return Err(ConfigError::Other(format!("pcap: no link direction {}.{}", p.link, p.dir)));
+                return Err(ConfigError::Other(format!(
+                    "pcap: no link direction {}.{}",
+                    p.link, p.dir
+                )));
             }
         }
         Ok(())
@@ -172,7 +184,11 @@ mod tests {
         assert!(e(r#"{"links": [{"name": "l", "a": "x", "b": "x"}]}"#).contains("both ends"));
         let two = r#"{"links": [{"name": "l", "a": "x", "b": "y"}, {"name": "l", "a": "p", "b": "q"}]}"#;
         assert!(e(two).contains("second link"));
-        let bad = r#"{"links": [{"name": "l", "a": "x", "b": "y", "a_to_b": {"loss": {"random": {"p": 2}}}}]}"#;
-        assert_eq!(e(bad), "links[0] (l): a_to_b: loss.p: 2 is not a probability in [0, 1]");
+        let bad =
+            r#"{"links": [{"name": "l", "a": "x", "b": "y", "a_to_b": {"loss": {"random": {"p": 2}}}}]}"#;
+        assert_eq!(
+            e(bad),
+            "links[0] (l): a_to_b: loss.p: 2 is not a probability in [0, 1]"
+        );
     }
 }

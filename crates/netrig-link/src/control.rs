@@ -25,10 +25,24 @@ const MAX_LINE: usize = 1 << 20;
 enum Wire {
     Stats,
     Subscribe,
-    Set { link: String, #[serde(default)] dir: Option<String>, spec: Value },
-    Down { link: String },
-    Up { link: String },
-    Pcap { link: String, dir: String, #[serde(default)] path: Option<String> },
+    Set {
+        link: String,
+        #[serde(default)]
+        dir: Option<String>,
+        spec: Value,
+    },
+    Down {
+        link: String,
+    },
+    Up {
+        link: String,
+    },
+    Pcap {
+        link: String,
+        dir: String,
+        #[serde(default)]
+        path: Option<String>,
+    },
     Shutdown,
 }
 
@@ -36,9 +50,20 @@ enum Wire {
 pub enum Request {
     Stats,
     Subscribe,
-    Set { link: String, dir: Option<String>, spec: Value },
-    Up { link: String, up: bool },
-    Pcap { link: String, dir: String, path: Option<String> },
+    Set {
+        link: String,
+        dir: Option<String>,
+        spec: Value,
+    },
+    Up {
+        link: String,
+        up: bool,
+    },
+    Pcap {
+        link: String,
+        dir: String,
+        path: Option<String>,
+    },
     Shutdown,
 }
 
@@ -79,19 +104,31 @@ impl Control {
         if p.exists() {
             // A stale socket of a dead daemon: refuse a live one.
             if UnixStream::connect(&p).is_ok() {
-                return Err(io::Error::new(ErrorKind::AddrInUse, format!("{path}: another daemon is listening")));
+                return Err(io::Error::new(
+                    ErrorKind::AddrInUse,
+                    format!("{path}: another daemon is listening"),
+                ));
             }
             std::fs::remove_file(&p)?;
         }
-        let listener = UnixListener::bind(&p).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+        let listener =
+            UnixListener::bind(&p).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
         listener.set_nonblocking(true)?;
-        Ok(Control { listener, path: p, clients: vec![] })
+        Ok(Control {
+            listener,
+            path: p,
+            clients: vec![],
+        })
     }
 
     pub fn poll_fds(&self) -> Vec<libc::pollfd> {
         std::iter::once(self.listener.as_raw_fd())
             .chain(self.clients.iter().map(|c| c.stream.as_raw_fd()))
-            .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
             .collect()
     }
 
@@ -99,7 +136,12 @@ impl Control {
     pub fn poll_requests(&mut self) -> Vec<(usize, Result<Request, String>)> {
         while let Ok((s, _)) = self.listener.accept() {
             if s.set_nonblocking(true).is_ok() {
-                self.clients.push(Client { stream: s, buf: vec![], subscribed: false, dead: false });
+                self.clients.push(Client {
+                    stream: s,
+                    buf: vec![],
+                    subscribed: false,
+                    dead: false,
+                });
             }
         }
         let mut out = vec![];
@@ -121,7 +163,9 @@ impl Control {
             }
             while let Some(pos) = c.buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = c.buf.drain(..=pos).collect();
-                let text = String::from_utf8_lossy(&line[..line.len() - 1]).trim().to_string();
+                let text = String::from_utf8_lossy(&line[..line.len() - 1])
+                    .trim()
+                    .to_string();
                 if !text.is_empty() {
                     out.push((i, parse_request(&text)));
                 }
@@ -140,8 +184,14 @@ impl Control {
         }
         // A client that does not read its replies is dropped rather than waited for.
         let _ = c.stream.set_nonblocking(false);
-        let _ = c.stream.set_write_timeout(Some(std::time::Duration::from_millis(100)));
-        if c.stream.write_all(line.as_bytes()).and_then(|_| c.stream.write_all(b"\n")).is_err() {
+        let _ = c
+            .stream
+            .set_write_timeout(Some(std::time::Duration::from_millis(100)));
+        if c.stream
+            .write_all(line.as_bytes())
+            .and_then(|_| c.stream.write_all(b"\n"))
+            .is_err()
+        {
             c.dead = true;
         }
         let _ = c.stream.set_nonblocking(true);
@@ -182,13 +232,18 @@ mod tests {
     #[test]
     fn requests_parse_and_mistakes_are_named() {
         assert!(matches!(parse_request(r#"{"cmd":"stats"}"#), Ok(Request::Stats)));
-        assert!(matches!(parse_request(r#"{"cmd":"down","link":"l1"}"#), Ok(Request::Up { up: false, .. })));
+        assert!(matches!(
+            parse_request(r#"{"cmd":"down","link":"l1"}"#),
+            Ok(Request::Up { up: false, .. })
+        ));
         assert!(matches!(
             parse_request(r#"{"cmd":"set","link":"l1","spec":{"delay_ns":5}}"#),
             Ok(Request::Set { .. })
         ));
         assert!(parse_request(r#"{"cmd":"warp"}"#).unwrap_err().contains("warp"));
-        assert!(parse_request(r#"{"cmd":"set","link":"l1","spec":3}"#).unwrap_err().contains("object"));
+        assert!(parse_request(r#"{"cmd":"set","link":"l1","spec":3}"#)
+            .unwrap_err()
+            .contains("object"));
         assert!(parse_request("not json").unwrap_err().starts_with("bad request"));
         assert!(parse_request(r#"{"cmd":"down"}"#).unwrap_err().contains("link"));
     }

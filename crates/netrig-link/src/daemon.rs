@@ -49,7 +49,10 @@ pub fn install_signal_handlers() {
 }
 
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is valid for writes.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -126,8 +129,15 @@ impl Worker {
     }
 
     fn sleep(&self, ns: u64) {
-        let mut pfd = libc::pollfd { fd: self.rx.raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+        let mut pfd = libc::pollfd {
+            fd: self.rx.raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_nsec: (ns % 1_000_000_000) as i64,
+        };
         // SAFETY: pfd and ts are valid for the call; a null sigmask keeps the current one.
         unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     }
@@ -234,7 +244,8 @@ fn read_trace(spec: &mut DirectionSpec) -> io::Result<()> {
         if t.text.is_none() {
             let path = t.path.clone().unwrap_or_default();
             t.text = Some(
-                std::fs::read_to_string(&path).map_err(|e| io::Error::new(e.kind(), format!("trace {path}: {e}")))?,
+                std::fs::read_to_string(&path)
+                    .map_err(|e| io::Error::new(e.kind(), format!("trace {path}: {e}")))?,
             );
         }
     }
@@ -258,9 +269,15 @@ impl Daemon {
             for d in 0..2 {
                 let mut spec = l.spec(d);
                 read_trace(&mut spec)?;
-                let seed = cfg.seed.wrapping_mul(1_000_003).wrapping_add((i * 2 + d) as u64 + 1);
+                let seed = cfg
+                    .seed
+                    .wrapping_mul(1_000_003)
+                    .wrapping_add((i * 2 + d) as u64 + 1);
                 let mut dir = spec.build(seed, start_ns).map_err(|e| {
-                    io::Error::new(io::ErrorKind::InvalidInput, format!("{}.{}: {e}", l.name, DIRS[d]))
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{}.{}: {e}", l.name, DIRS[d]),
+                    )
                 })?;
                 dir.record_events = cfg.events;
                 let state = Arc::new(Mutex::new(DirState {
@@ -283,8 +300,14 @@ impl Daemon {
                 });
                 shared.push(state);
             }
-            let [a, b]: [Shared; 2] = shared.try_into().map_err(|_| io::Error::other("two directions"))?;
-            links.push(Link { name: l.name.clone(), dirs: [a, b], up: true });
+            let [a, b]: [Shared; 2] = shared
+                .try_into()
+                .map_err(|_| io::Error::other("two directions"))?;
+            links.push(Link {
+                name: l.name.clone(),
+                dirs: [a, b],
+                up: true,
+            });
         }
         let mut daemon = Daemon {
             links,
@@ -316,7 +339,9 @@ impl Daemon {
     }
 
     pub fn start_pcap(&mut self, link: &str, dir: usize, path: Option<&str>) -> io::Result<()> {
-        let i = self.link_index(link).ok_or_else(|| io::Error::other(format!("no link '{link}'")))?;
+        let i = self
+            .link_index(link)
+            .ok_or_else(|| io::Error::other(format!("no link '{link}'")))?;
         let mut st = lock(&self.links[i].dirs[dir]);
         if let Some(mut old) = st.pcap.take() {
             old.flush()?;
@@ -388,7 +413,10 @@ impl Daemon {
 
     fn wait(&self, timeout: Duration) {
         let mut fds: Vec<libc::pollfd> = self.control.as_ref().map(|c| c.poll_fds()).unwrap_or_default();
-        let ts = libc::timespec { tv_sec: timeout.as_secs() as i64, tv_nsec: timeout.subsec_nanos() as i64 };
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: timeout.subsec_nanos() as i64,
+        };
         // SAFETY: fds and ts are valid for the call; a null sigmask keeps the current one.
         unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as u64, &ts, std::ptr::null()) };
     }
@@ -396,7 +424,11 @@ impl Daemon {
     fn direction_json(&self, l: &Link, d: usize, st: &DirState, now: u64, span_ns: Option<u64>) -> Value {
         let dir = &st.dir;
         let c = dir.counters;
-        let base = if span_ns.is_some() { st.last } else { Counters::default() };
+        let base = if span_ns.is_some() {
+            st.last
+        } else {
+            Counters::default()
+        };
         let delta = |a: u64, b: u64| a.saturating_sub(b);
         let mut v = json!({
             "t": (self.t(now) * 1e6).round() / 1e6,
@@ -416,7 +448,11 @@ impl Daemon {
         });
         if let Some(span) = span_ns {
             let bytes = delta(c.delivered_bytes, base.delivered_bytes);
-            v["rate_bps"] = json!(if span > 0 { bytes as f64 * 8e9 / span as f64 } else { 0.0 });
+            v["rate_bps"] = json!(if span > 0 {
+                bytes as f64 * 8e9 / span as f64
+            } else {
+                0.0
+            });
         } else {
             v["lateness"] = json!(st.lateness.summary());
         }
@@ -487,7 +523,9 @@ impl Daemon {
 
     /// Serves control requests; true when asked to shut down.
     fn serve_control(&mut self, now: u64) -> io::Result<bool> {
-        let Some(mut control) = self.control.take() else { return Ok(false) };
+        let Some(mut control) = self.control.take() else {
+            return Ok(false);
+        };
         let mut stop = false;
         for (client, req) in control.poll_requests() {
             let reply = match req {
@@ -500,7 +538,14 @@ impl Daemon {
         Ok(stop)
     }
 
-    fn handle(&mut self, req: Request, now: u64, stop: &mut bool, control: &mut Control, client: usize) -> Value {
+    fn handle(
+        &mut self,
+        req: Request,
+        now: u64,
+        stop: &mut bool,
+        control: &mut Control,
+        client: usize,
+    ) -> Value {
         let find = |name: &str| self.links.iter().position(|l| l.name == name);
         match req {
             Request::Stats => {
@@ -522,7 +567,9 @@ impl Daemon {
                 json!({ "ok": true, "subscribed": true })
             }
             Request::Set { link, dir, spec } => {
-                let Some(i) = find(&link) else { return json!({ "ok": false, "error": format!("no link '{link}'") }) };
+                let Some(i) = find(&link) else {
+                    return json!({ "ok": false, "error": format!("no link '{link}'") });
+                };
                 let dirs: Vec<usize> = match dir.as_deref() {
                     None | Some("both") => vec![0, 1],
                     Some(d) => match dir_index(d) {
@@ -575,7 +622,9 @@ impl Daemon {
                 None => json!({ "ok": false, "error": format!("no link '{link}'") }),
             },
             Request::Pcap { link, dir, path } => {
-                let Some(d) = dir_index(&dir) else { return json!({ "ok": false, "error": format!("dir: '{dir}'") }) };
+                let Some(d) = dir_index(&dir) else {
+                    return json!({ "ok": false, "error": format!("dir: '{dir}'") });
+                };
                 match self.start_pcap(&link, d, path.as_deref()) {
                     Ok(()) => json!({ "ok": true }),
                     Err(e) => json!({ "ok": false, "error": e.to_string() }),
@@ -606,7 +655,10 @@ fn merge(base: &mut Value, patch: &Value) {
 }
 
 fn wall_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is valid for writes.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -618,8 +670,15 @@ mod tests {
 
     #[test]
     fn merge_overlays_and_removes() {
-        let mut base = json!({ "rate_bps": 1, "queue": { "discipline": "pie", "limit_packets": 5 }, "delay_ns": 3 });
-        merge(&mut base, &json!({ "queue": { "limit_packets": 9 }, "delay_ns": null, "jitter_ns": 4 }));
-        assert_eq!(base, json!({ "rate_bps": 1, "queue": { "discipline": "pie", "limit_packets": 9 }, "jitter_ns": 4 }));
+        let mut base =
+            json!({ "rate_bps": 1, "queue": { "discipline": "pie", "limit_packets": 5 }, "delay_ns": 3 });
+        merge(
+            &mut base,
+            &json!({ "queue": { "limit_packets": 9 }, "delay_ns": null, "jitter_ns": 4 }),
+        );
+        assert_eq!(
+            base,
+            json!({ "rate_bps": 1, "queue": { "discipline": "pie", "limit_packets": 9 }, "jitter_ns": 4 })
+        );
     }
 }

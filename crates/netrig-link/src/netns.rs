@@ -8,7 +8,10 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 
 pub fn ip(args: &[&str]) -> io::Result<()> {
-    let out = Command::new("ip").args(args).output().map_err(|e| io::Error::new(e.kind(), format!("ip: {e}")))?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| io::Error::new(e.kind(), format!("ip: {e}")))?;
     if !out.status.success() {
         return Err(io::Error::other(format!(
             "ip {}: {}",

@@ -31,7 +31,11 @@ pub struct Shell {
 impl Shell {
     pub fn new() -> Shell {
         let pid = std::process::id();
-        Shell { prefix: format!("{PREFIX}{pid}"), net: pid % 250 + 1, made: false }
+        Shell {
+            prefix: format!("{PREFIX}{pid}"),
+            net: pid % 250 + 1,
+            made: false,
+        }
     }
 
     pub fn inner(&self) -> String {
@@ -62,11 +66,20 @@ impl Shell {
 
     fn try_build(&self) -> io::Result<()> {
         let (p, inner, emu) = (&self.prefix, self.inner(), self.emu());
-        let (i0, i1, o0, o1) = (format!("{p}i0"), format!("{p}i1"), format!("{p}o0"), format!("{p}o1"));
+        let (i0, i1, o0, o1) = (
+            format!("{p}i0"),
+            format!("{p}i1"),
+            format!("{p}o0"),
+            format!("{p}o1"),
+        );
         ip(&["netns", "add", &inner])?;
         ip(&["netns", "add", &emu])?;
-        ip(&["link", "add", &i0, "netns", &inner, "type", "veth", "peer", "name", &i1, "netns", &emu])?;
-        ip(&["link", "add", &o0, "type", "veth", "peer", "name", &o1, "netns", &emu])?;
+        ip(&[
+            "link", "add", &i0, "netns", &inner, "type", "veth", "peer", "name", &i1, "netns", &emu,
+        ])?;
+        ip(&[
+            "link", "add", &o0, "type", "veth", "peer", "name", &o1, "netns", &emu,
+        ])?;
         let inner_cidr = format!("{}/30", self.inner_addr());
         let host_cidr = format!("{}/30", self.host_addr());
         ip_in(&inner, &["addr", "add", &inner_cidr, "dev", &i0])?;
@@ -108,7 +121,13 @@ impl Shell {
     }
 
     /// Runs `cmd` inside, with the emulator running until it exits; returns its status.
-    pub fn run(&mut self, mut cfg: Config, uplink: DirectionSpec, downlink: DirectionSpec, cmd: &[String]) -> io::Result<i32> {
+    pub fn run(
+        &mut self,
+        mut cfg: Config,
+        uplink: DirectionSpec,
+        downlink: DirectionSpec,
+        cmd: &[String],
+    ) -> io::Result<i32> {
         self.build()?;
         cfg.links = vec![self.link_config(uplink, downlink)];
         let emu = self.emu();
@@ -132,7 +151,9 @@ impl Shell {
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
         daemon::STOP.store(true, Ordering::SeqCst);
-        let totals = worker.join().map_err(|_| io::Error::other("the emulator thread panicked"))??;
+        let totals = worker
+            .join()
+            .map_err(|_| io::Error::other("the emulator thread panicked"))??;
         eprintln!("{}", totals);
         self.teardown();
         Ok(status.code().unwrap_or(1))

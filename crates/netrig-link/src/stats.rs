@@ -28,7 +28,14 @@ pub struct LatenessSummary {
 
 impl Lateness {
     pub fn new(budget_ns: u64) -> Lateness {
-        Lateness { counts: vec![0; BUCKETS], over: 0, total: 0, max_ns: 0, over_budget: 0, budget_ns }
+        Lateness {
+            counts: vec![0; BUCKETS],
+            over: 0,
+            total: 0,
+            max_ns: 0,
+            over_budget: 0,
+            budget_ns,
+        }
     }
 
     pub fn record(&mut self, late_ns: u64) {

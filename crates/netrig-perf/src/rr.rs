@@ -28,7 +28,7 @@ use crate::sys;
 /// during the test (new-connection mode).
 pub fn serve(
     session: &Session,
-    incoming: Option<Receiver<TcpStream>>,
+    incoming: Option<Receiver<(u64, TcpStream)>>,
     max_response: u64,
 ) -> Result<Vec<JoinHandle<()>>> {
     let mut handles = vec![];
@@ -43,7 +43,7 @@ pub fn serve(
         handles.push(std::thread::spawn(move || {
             let mut workers = vec![];
             while !ctl.stopped() {
-                if let Ok(t) = rx.recv_timeout(POLL) {
+                if let Ok((_, t)) = rx.recv_timeout(POLL) {
                     let ctl = ctl.clone();
                     workers.push(std::thread::spawn(move || handle(t, &ctl, max_response)));
                 }

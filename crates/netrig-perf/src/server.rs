@@ -31,7 +31,7 @@ struct Shared {
     sink: Sink,
     listen: SocketAddr,
     /// Tests that are accepting data connections, by cookie.
-    pending: Mutex<HashMap<Cookie, Sender<TcpStream>>>,
+    pending: Mutex<HashMap<Cookie, Sender<(u64, TcpStream)>>>,
     /// Tests past stream setup; a late stream with their cookie is refused.
     running: Mutex<HashSet<Cookie>>,
     active: AtomicUsize,
@@ -87,6 +87,7 @@ pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
         events: libc::POLLIN,
         revents: 0,
     };
+    let mut accepted: u64 = 0;
     while !shared.shutdown.load(Relaxed) {
         // SAFETY: pfd is valid for the call.
         let n = unsafe { libc::poll(&mut pfd, 1, 200) };
@@ -96,9 +97,14 @@ pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
         match listener.accept() {
             Ok((stream, peer)) => {
                 let sh = shared.clone();
+                // Accept order is the order the client opened its streams in; stream
+                // roles (which send, which receive) depend on it, and the connection
+                // threads may finish reading cookies in any order.
+                accepted += 1;
+                let seq = accepted;
                 let _ = std::thread::Builder::new()
                     .name("conn".into())
-                    .spawn(move || handle_conn(sh, stream, peer));
+                    .spawn(move || handle_conn(sh, stream, peer, seq));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) if e.raw_os_error() == Some(libc::EMFILE) => std::thread::sleep(Duration::from_millis(50)),
@@ -123,7 +129,7 @@ fn banner(sh: &Shared) {
     }
 }
 
-fn handle_conn(sh: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+fn handle_conn(sh: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, seq: u64) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(sh.cfg.handshake_timeout));
     let mut buf = [0u8; COOKIE_LEN];
@@ -136,7 +142,7 @@ fn handle_conn(sh: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     };
     let tx = sh.pending.lock().unwrap().get(&cookie).cloned();
     if let Some(tx) = tx {
-        let _ = tx.send(stream);
+        let _ = tx.send((seq, stream));
         return;
     }
     if sh.running.lock().unwrap().contains(&cookie) {
@@ -393,7 +399,7 @@ fn collect_tcp(
     cookie: Cookie,
     expected: usize,
     params: &Params,
-) -> Result<(Vec<TcpStream>, Receiver<TcpStream>)> {
+) -> Result<(Vec<TcpStream>, Receiver<(u64, TcpStream)>)> {
     let (tx, rx) = mpsc::channel();
     sh.pending.lock().unwrap().insert(cookie, tx);
     ctrl.send_state(State::CreateStreams)?;
@@ -401,7 +407,7 @@ fn collect_tcp(
     let mut got = vec![];
     while got.len() < expected {
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(s) = rx.recv_timeout(left) else {
+        let Ok((seq, s)) = rx.recv_timeout(left) else {
             let e = PerfError::Timeout(format!(
                 "waiting for data streams: {} of {expected} connected",
                 got.len()
@@ -410,9 +416,12 @@ fn collect_tcp(
         };
         let _ = s.set_read_timeout(None);
         apply_server_tcp_opts(&s, params)?;
-        got.push(s);
+        got.push((seq, s));
     }
-    Ok((got, rx))
+    // Roles follow the order the client opened its streams in (the accept order);
+    // the connection threads may hand them over in any order.
+    got.sort_by_key(|(seq, _)| *seq);
+    Ok((got.into_iter().map(|(_, s)| s).collect(), rx))
 }
 
 /// Announces CREATE_STREAMS and takes `expected` UDP streams: each "9876" from the

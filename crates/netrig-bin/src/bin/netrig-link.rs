@@ -10,7 +10,11 @@ use netrig_link::daemon::{self, Daemon};
 use netrig_link::shell::{self, Shell};
 
 #[derive(Parser)]
-#[command(name = "netrig-link", version, about = "User-space link emulator: rate, delay, jitter, loss, AQMs")]
+#[command(
+    name = "netrig-link",
+    version,
+    about = "User-space link emulator: rate, delay, jitter, loss, AQMs"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -31,7 +35,9 @@ enum Cmd {
 }
 
 #[derive(Args)]
-#[command(after_help = "Example: netrig-link shell --rate 10Mbit --delay 20ms --aqm pie -- ping $NETRIG_LINK_HOST")]
+#[command(
+    after_help = "Example: netrig-link shell --rate 10Mbit --delay 20ms --aqm pie -- ping $NETRIG_LINK_HOST"
+)]
 struct ShellArgs {
     /// Rate of both directions (e.g. 10Mbit); unlimited if not given.
     #[arg(long)]
@@ -88,8 +94,17 @@ fn direction(a: &ShellArgs, rate: &Option<String>, trace: &Option<String>) -> an
     };
     Ok(DirectionSpec {
         rate_bps,
-        trace: trace.as_ref().map(|p| TraceSpec { path: Some(p.clone()), text: None, repeat: true, bytes_per_opportunity: 1500 }),
-        queue: QueueSpec { discipline: a.aqm.clone(), limit_packets: a.queue, ..QueueSpec::default() },
+        trace: trace.as_ref().map(|p| TraceSpec {
+            path: Some(p.clone()),
+            text: None,
+            repeat: true,
+            bytes_per_opportunity: 1500,
+        }),
+        queue: QueueSpec {
+            discipline: a.aqm.clone(),
+            limit_packets: a.queue,
+            ..QueueSpec::default()
+        },
         delay_ns: parse_duration_ns(&a.delay).map_err(|e| anyhow::anyhow!("--delay: {e}"))?,
         jitter_ns: parse_duration_ns(&a.jitter).map_err(|e| anyhow::anyhow!("--jitter: {e}"))?,
         distribution: a.distribution.clone(),
@@ -175,11 +190,27 @@ mod tests {
     #[test]
     fn shell_flags_become_direction_specs() {
         let cli = Cli::try_parse_from([
-            "netrig-link", "shell", "--rate", "10Mbit", "--downlink-rate", "2Mbit", "--delay", "20ms", "--loss", "1%",
-            "--queue", "100", "--aqm", "pie", "--", "true",
+            "netrig-link",
+            "shell",
+            "--rate",
+            "10Mbit",
+            "--downlink-rate",
+            "2Mbit",
+            "--delay",
+            "20ms",
+            "--loss",
+            "1%",
+            "--queue",
+            "100",
+            "--aqm",
+            "pie",
+            "--",
+            "true",
         ])
         .unwrap();
-        let Cmd::Shell(a) = cli.cmd else { panic!("not a shell") };
+        let Cmd::Shell(a) = cli.cmd else {
+            panic!("not a shell")
+        };
         let up = direction(&a, &a.uplink_rate, &a.uplink_trace).unwrap();
         let down = direction(&a, &a.downlink_rate, &a.downlink_trace).unwrap();
         assert_eq!((up.rate_bps, down.rate_bps), (Some(10_000_000), Some(2_000_000)));
@@ -188,6 +219,9 @@ mod tests {
         assert!(up.build(1, 0).is_ok());
         let bad = Cli::try_parse_from(["netrig-link", "shell", "--delay", "20", "--", "true"]).unwrap();
         let Cmd::Shell(a) = bad.cmd else { panic!() };
-        assert!(direction(&a, &None, &None).unwrap_err().to_string().contains("--delay"));
+        assert!(direction(&a, &None, &None)
+            .unwrap_err()
+            .to_string()
+            .contains("--delay"));
     }
 }

@@ -183,16 +183,34 @@ const PARAMS: &[(&str, &[&str])] = &[
     ("droptail", &[]),
     ("red", &["ecn", "min_th_bytes", "max_th_bytes", "max_p", "gentle"]),
     ("codel", &["ecn", "target_ns", "interval_ns"]),
-    ("pie", &["ecn", "target_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns"]),
-    ("fq_codel", &["ecn", "target_ns", "interval_ns", "flows", "quantum"]),
+    (
+        "pie",
+        &["ecn", "target_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns"],
+    ),
+    (
+        "fq_codel",
+        &["ecn", "target_ns", "interval_ns", "flows", "quantum"],
+    ),
 ];
 
 fn set_params(q: &QueueSpec) -> Vec<&'static str> {
     let v = serde_json::to_value(q).unwrap_or_default();
     let mut out = vec![];
-    for name in ["ecn", "target_ns", "interval_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns", "flows", "quantum",
-        "min_th_bytes", "max_th_bytes", "max_p", "gentle"]
-    {
+    for name in [
+        "ecn",
+        "target_ns",
+        "interval_ns",
+        "tupdate_ns",
+        "alpha",
+        "beta",
+        "max_burst_ns",
+        "flows",
+        "quantum",
+        "min_th_bytes",
+        "max_th_bytes",
+        "max_p",
+        "gentle",
+    ] {
         if v.get(name).is_some_and(|x| !x.is_null()) {
             out.push(name);
         }
@@ -217,11 +235,17 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
     let Some((_, allowed)) = PARAMS.iter().find(|(n, _)| *n == name) else {
         return Err(bad(
             "queue.discipline",
-            format!("unknown discipline '{}' (droptail, red, codel, pie, fq_codel)", q.discipline),
+            format!(
+                "unknown discipline '{}' (droptail, red, codel, pie, fq_codel)",
+                q.discipline
+            ),
         ));
     };
     if let Some(p) = set_params(q).into_iter().find(|p| !allowed.contains(p)) {
-        return Err(bad(&format!("queue.{p}"), format!("is not a parameter of {name}")));
+        return Err(bad(
+            &format!("queue.{p}"),
+            format!("is not a parameter of {name}"),
+        ));
     }
     if q.limit_packets == Some(0) || q.limit_bytes == Some(0) {
         return Err(bad("queue.limit", "a queue must hold at least one packet"));
@@ -229,7 +253,9 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
     let target = positive("queue.target_ns", q.target_ns)?;
     let interval = positive("queue.interval_ns", q.interval_ns)?;
     Ok(match name {
-        "droptail" => Box::new(aqm::droptail::DropTail::new(aqm::droptail::Config { limit: limit_of(q, 1000) })),
+        "droptail" => Box::new(aqm::droptail::DropTail::new(aqm::droptail::Config {
+            limit: limit_of(q, 1000),
+        })),
         "codel" => {
             let d = aqm::codel::Config::default();
             Box::new(aqm::codel::Codel::new(aqm::codel::Config {
@@ -275,9 +301,15 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
         }
         "red" => {
             let d = aqm::red::Config::default();
-            let (min, max) = (q.min_th_bytes.unwrap_or(d.min_th_bytes), q.max_th_bytes.unwrap_or(d.max_th_bytes));
+            let (min, max) = (
+                q.min_th_bytes.unwrap_or(d.min_th_bytes),
+                q.max_th_bytes.unwrap_or(d.max_th_bytes),
+            );
             if min >= max {
-                return Err(bad("queue.min_th_bytes", format!("{min} must be below max_th_bytes ({max})")));
+                return Err(bad(
+                    "queue.min_th_bytes",
+                    format!("{min} must be below max_th_bytes ({max})"),
+                ));
             }
             let max_p = probability("queue.max_p", q.max_p.unwrap_or(d.max_p))?;
             Box::new(aqm::red::Red::new(aqm::red::Config {
@@ -465,9 +497,17 @@ mod tests {
             "loss.p: 1.5 is not a probability in [0, 1]"
         );
         assert!(e(r#"{"queue": {"discipline": "sfq"}}"#).contains("unknown discipline 'sfq'"));
-        assert_eq!(e(r#"{"queue": {"target_ns": 5}}"#), "queue.target_ns: is not a parameter of droptail");
-        assert_eq!(e(r#"{"queue": {"discipline": "pie", "quantum": 5}}"#), "queue.quantum: is not a parameter of pie");
-        assert!(e(r#"{"queue": {"discipline": "red", "min_th_bytes": 9, "max_th_bytes": 9}}"#).contains("below"));
+        assert_eq!(
+            e(r#"{"queue": {"target_ns": 5}}"#),
+            "queue.target_ns: is not a parameter of droptail"
+        );
+        assert_eq!(
+            e(r#"{"queue": {"discipline": "pie", "quantum": 5}}"#),
+            "queue.quantum: is not a parameter of pie"
+        );
+        assert!(
+            e(r#"{"queue": {"discipline": "red", "min_th_bytes": 9, "max_th_bytes": 9}}"#).contains("below")
+        );
         assert!(e(r#"{"queue": {"discipline": "pie", "tupdate_ns": 0}}"#).contains("positive"));
         assert!(e(r#"{"queue": {"limit_packets": 0}}"#).contains("at least one"));
         assert!(e(r#"{"rate_bps": 0}"#).starts_with("rate_bps"));
@@ -480,10 +520,18 @@ mod tests {
     #[test]
     fn every_discipline_builds_with_its_defaults() {
         for (name, _) in PARAMS {
-            let q = QueueSpec { discipline: name.to_string(), ..QueueSpec::default() };
+            let q = QueueSpec {
+                discipline: name.to_string(),
+                ..QueueSpec::default()
+            };
             assert_eq!(build_qdisc(&q, Some(10_000_000)).unwrap().name(), *name);
         }
-        let q = QueueSpec { discipline: "pie".into(), target_ns: Some(20_000_000), limit_packets: Some(1000), ..QueueSpec::default() };
+        let q = QueueSpec {
+            discipline: "pie".into(),
+            target_ns: Some(20_000_000),
+            limit_packets: Some(1000),
+            ..QueueSpec::default()
+        };
         assert_eq!(build_qdisc(&q, None).unwrap().name(), "pie");
     }
 
