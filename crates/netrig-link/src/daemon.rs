@@ -476,8 +476,8 @@ impl Daemon {
     fn sample(&mut self, now: u64, span: u64) -> io::Result<()> {
         let mut lines = vec![];
         for l in &self.links {
-            for d in 0..2 {
-                let mut st = lock(&l.dirs[d]);
+            for (d, shared) in l.dirs.iter().enumerate() {
+                let mut st = lock(shared);
                 let w = st.dir.take_sojourn();
                 let late = st.window.summary();
                 st.window = Lateness::new(LATE_BUDGET_NS);

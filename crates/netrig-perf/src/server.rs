@@ -26,6 +26,9 @@ use crate::report::{CpuMeter, Sampler};
 use crate::session::{self, DataSock, DriveOpts, Ended, Session};
 use crate::sys;
 
+/// Data connections handed to a test: (accept order, stream).
+type Incoming = Receiver<(u64, TcpStream)>;
+
 struct Shared {
     cfg: ServerConfig,
     sink: Sink,
@@ -399,7 +402,7 @@ fn collect_tcp(
     cookie: Cookie,
     expected: usize,
     params: &Params,
-) -> Result<(Vec<TcpStream>, Receiver<(u64, TcpStream)>)> {
+) -> Result<(Vec<TcpStream>, Incoming)> {
     let (tx, rx) = mpsc::channel();
     sh.pending.lock().unwrap().insert(cookie, tx);
     ctrl.send_state(State::CreateStreams)?;
