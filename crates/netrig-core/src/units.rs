@@ -137,50 +137,29 @@ pub fn parse_bitrate(text: &str) -> Result<u64, UnitError> {
         Some(n) => format!("{n}bit"),
         None => t.to_string(),
     };
-    let (num, mult) = if let Some(n) = t.strip_suffix("gbit") {
-        (n, 1e9)
-    } else if let Some(n) = t.strip_suffix("mbit") {
-        (n, 1e6)
-    } else if let Some(n) = t.strip_suffix("kbit") {
-        (n, 1e3)
-    } else if let Some(n) = t.strip_suffix("bit") {
-        (n, 1.0)
-    } else {
-        return Err(UnitError::Malformed(text.to_string()));
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| UnitError::Malformed(text.to_string()))?;
-    if !v.is_finite() {
-        return Err(UnitError::Malformed(text.to_string()));
-    }
-    if v < 0.0 {
-        return Err(UnitError::Negative(text.to_string()));
-    }
-    Ok((v * mult).round() as u64)
+    scaled(
+        text,
+        &t,
+        &[("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)],
+    )
 }
 
 /// "20ms", "1.5s", "250us", "100ns" → nanoseconds.
 pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     let t = text.trim().to_ascii_lowercase();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e6)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e3)
-    } else if let Some(n) = t.strip_suffix("ns") {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1e9)
-    } else {
-        return Err(UnitError::Malformed(text.to_string()));
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| UnitError::Malformed(text.to_string()))?;
+    scaled(text, &t, &[("ms", 1e6), ("us", 1e3), ("ns", 1.0), ("s", 1e9)])
+}
+
+/// A non-negative number followed by one of `units` (tried in order), scaled.
+fn scaled(text: &str, lower: &str, units: &[(&str, f64)]) -> Result<u64, UnitError> {
+    let malformed = || UnitError::Malformed(text.to_string());
+    let (num, mult) = units
+        .iter()
+        .find_map(|(suffix, mult)| lower.strip_suffix(suffix).map(|n| (n, *mult)))
+        .ok_or_else(malformed)?;
+    let v: f64 = num.trim().parse().map_err(|_| malformed())?;
     if !v.is_finite() {
-        return Err(UnitError::Malformed(text.to_string()));
+        return Err(malformed());
     }
     if v < 0.0 {
         return Err(UnitError::Negative(text.to_string()));

@@ -323,25 +323,13 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     }
     let (sndbuf, rcvbuf) = session_bufs(&session);
     out.start(&StartInfo {
-        udp: params.protocol == Protocol::Udp,
-        num_streams: params.parallel,
-        blksize: params.len,
-        omit: params.omit,
-        duration: params.time,
-        bytes: params.bytes,
-        blocks: params.blocks,
-        reverse: params.reverse,
-        bidir: params.bidirectional,
-        tos: params.tos,
-        target_bitrate: params.bandwidth,
-        cookie: conn.cookie.as_str().to_string(),
         tcp_mss_default: conn.mss,
         sock_bufsize: params.window,
         sndbuf_actual: sndbuf,
         rcvbuf_actual: rcvbuf,
-        is_client: true,
         title: params.title.clone(),
         extra_data: params.extra_data.clone(),
+        ..StartInfo::of(&params, &conn.cookie, true)
     });
     await_running(&mut conn)?;
 

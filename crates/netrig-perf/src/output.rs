@@ -212,6 +212,32 @@ pub struct StartInfo {
     pub extra_data: Option<String>,
 }
 
+impl StartInfo {
+    /// What the parameters say; the client adds its socket facts.
+    pub fn of(
+        p: &netrig_core::iperf3::Params,
+        cookie: &netrig_core::wire::iperf3::Cookie,
+        is_client: bool,
+    ) -> StartInfo {
+        StartInfo {
+            udp: p.protocol == netrig_core::iperf3::Protocol::Udp,
+            num_streams: p.parallel,
+            blksize: p.len,
+            omit: p.omit,
+            duration: p.time,
+            bytes: p.bytes,
+            blocks: p.blocks,
+            reverse: p.reverse,
+            bidir: p.bidirectional,
+            tos: p.tos,
+            target_bitrate: p.bandwidth,
+            cookie: cookie.as_str().to_string(),
+            is_client,
+            ..Default::default()
+        }
+    }
+}
+
 pub struct Output {
     pub format: Format,
     sink: Sink,

@@ -277,22 +277,7 @@ fn run_test(
     };
     sh.running.lock().unwrap().insert(cookie);
 
-    out.start(&StartInfo {
-        udp: params.protocol == Protocol::Udp,
-        num_streams: params.parallel,
-        blksize: params.len,
-        omit: params.omit,
-        duration: params.time,
-        bytes: params.bytes,
-        blocks: params.blocks,
-        reverse: params.reverse,
-        bidir: params.bidirectional,
-        tos: params.tos,
-        target_bitrate: params.bandwidth,
-        cookie: cookie.as_str().to_string(),
-        is_client: false,
-        ..Default::default()
-    });
+    out.start(&StartInfo::of(&params, &cookie, false));
     ctrl.sock
         .write_all(&[State::TestStart.emit(), State::TestRunning.emit()])?;
 
