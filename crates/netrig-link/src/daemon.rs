@@ -29,8 +29,6 @@ use crate::stats::Lateness;
 
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 const BATCH: usize = 64;
-/// Frames up to this size are copied out of the receive buffer; larger ones keep it.
-const COPY_BELOW: usize = 2048;
 const MIN_MARGIN_NS: u64 = 30_000;
 const MAX_MARGIN_NS: u64 = 500_000;
 const LATE_BUDGET_NS: u64 = 1_000_000;
@@ -114,7 +112,6 @@ struct Worker {
     oversleep_ns: f64,
     realtime: bool,
     pool: Vec<Vec<u8>>,
-    big_pool: Vec<Vec<u8>>,
 }
 
 impl Worker {
@@ -194,18 +191,8 @@ impl Worker {
                 let info = ethernet::inspect(frame);
                 let len = afpacket::wire_len(hdr, frame.len()) as u32;
                 // The frame's own buffer goes into the packet: no copy.
-                // Large frames (superframes) keep their receive buffer, no copy; small
-                // ones are copied into a small buffer, so a queue of short packets
-                // does not pin a large buffer each.
-                let data = if data.len() > COPY_BELOW {
-                    let spare = self.big_pool.pop().unwrap_or_default();
-                    self.rx.take(i, spare)
-                } else {
-                    let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(COPY_BELOW));
-                    buf.clear();
-                    buf.extend_from_slice(data);
-                    buf
-                };
+                let spare = self.pool.pop().unwrap_or_default();
+                let data = self.rx.take(i, spare);
                 let pkt = Packet {
                     len,
                     flow: info.flow,
@@ -249,13 +236,8 @@ impl Worker {
             let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
             let _ = self.tx.send_batch(&frames);
             for (_, p) in out.drain(..) {
-                let pool = if p.data.capacity() > COPY_BELOW {
-                    &mut self.big_pool
-                } else {
-                    &mut self.pool
-                };
-                if pool.len() < 1024 {
-                    pool.push(p.data);
+                if self.pool.len() < 1024 {
+                    self.pool.push(p.data);
                 }
             }
         }
@@ -339,7 +321,6 @@ impl Daemon {
                     oversleep_ns: 0.0,
                     realtime: cfg.realtime,
                     pool: vec![],
-                    big_pool: vec![],
                 });
                 shared.push(state);
             }
