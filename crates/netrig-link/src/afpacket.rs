@@ -6,15 +6,13 @@ use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// Receive buffer per frame: with offloads off a frame is at most an MTU plus headers
-/// (jumbo frames up to 9 KiB fit); offload superframes need 64 KiB and the header.
-pub const SLOT: usize = 9_216 + 64;
-pub const SUPER_SLOT: usize = 65_536 + VNET_HDR_LEN_CONST;
-const VNET_HDR_LEN_CONST: usize = 10;
+/// Frames larger than this are cut (offloads are off on emulated links, so a frame is
+/// at most an MTU plus headers; 64 KiB leaves room for jumbo frames).
+pub const SLOT: usize = 65_536;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
 const PACKET_VNET_HDR: i32 = 15;
 /// The virtio-net header that precedes every frame with PACKET_VNET_HDR.
-pub const VNET_HDR_LEN: usize = VNET_HDR_LEN_CONST;
+pub const VNET_HDR_LEN: usize = 10;
 
 /// Bytes on the wire of a frame that may be a GSO superframe (`vnet` is its
 /// virtio-net header): every segment repeats the headers.
@@ -61,10 +59,7 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
 pub struct PacketSocket {
     fd: OwnedFd,
     pub name: String,
-    /// One buffer per batch entry; a received frame's buffer is handed over whole
-    /// (no copy) and replaced by a recycled one.
-    slots: Vec<Vec<u8>>,
-    slot: usize,
+    slots: Vec<u8>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_ll>,
     control: Vec<[u64; 8]>,
@@ -127,7 +122,6 @@ impl PacketSocket {
                 fd,
                 name: name.to_string(),
                 slots: vec![],
-                slot: 0,
                 iovs: vec![],
                 addrs: vec![],
                 control: vec![],
@@ -168,10 +162,7 @@ impl PacketSocket {
         let mut s = PacketSocket {
             fd,
             name: name.to_string(),
-            slots: (0..batch)
-                .map(|_| vec![0u8; if vnet { SUPER_SLOT } else { SLOT }])
-                .collect(),
-            slot: if vnet { SUPER_SLOT } else { SLOT },
+            slots: vec![0u8; batch * SLOT],
             iovs: vec![],
             // SAFETY: zeroed sockaddr_ll values are valid.
             addrs: vec![unsafe { std::mem::zeroed() }; batch],
@@ -189,12 +180,12 @@ impl PacketSocket {
                 4,
             )
         };
-        s.iovs = s
-            .slots
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr() as *mut _,
-                iov_len: b.len(),
+        let base = s.slots.as_mut_ptr();
+        s.iovs = (0..batch)
+            // SAFETY: each slot lies inside `slots`.
+            .map(|i| libc::iovec {
+                iov_base: unsafe { base.add(i * SLOT) } as *mut _,
+                iov_len: SLOT,
             })
             .collect();
         let (iovs, addrs, control) = (s.iovs.as_mut_ptr(), s.addrs.as_mut_ptr(), s.control.as_mut_ptr());
@@ -241,33 +232,13 @@ impl PacketSocket {
         Ok(r as usize)
     }
 
-    /// The i-th frame of the last batch; None for our own outgoing frames and for
-    /// frames larger than the buffer (never forwarded cut short).
+    /// The i-th frame of the last batch; None for our own outgoing frames.
     pub fn frame(&self, i: usize) -> Option<&[u8]> {
-        if self.addrs[i].sll_pkttype == libc::PACKET_OUTGOING
-            || self.msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0
-        {
+        if self.addrs[i].sll_pkttype == libc::PACKET_OUTGOING {
             return None;
         }
-        let len = (self.msgs[i].msg_len as usize).min(self.slot);
-        Some(&self.slots[i][..len])
-    }
-
-    /// Hands over the i-th frame's buffer (cut to the frame) and puts `spare` in its
-    /// place for the next receive. `spare` must come from an earlier `take` (or be new).
-    pub fn take(&mut self, i: usize, mut spare: Vec<u8>) -> Vec<u8> {
-        let len = (self.msgs[i].msg_len as usize).min(self.slot);
-        if spare.capacity() < self.slot {
-            spare = vec![0u8; self.slot];
-        } else {
-            // SAFETY: buffers from `take` were allocated initialised to at least
-            // `self.slot` bytes; truncating them did not de-initialise anything.
-            unsafe { spare.set_len(self.slot) };
-        }
-        std::mem::swap(&mut self.slots[i], &mut spare);
-        self.iovs[i].iov_base = self.slots[i].as_mut_ptr() as *mut _;
-        spare.truncate(len);
-        spare
+        let len = (self.msgs[i].msg_len as usize).min(SLOT);
+        Some(&self.slots[i * SLOT..i * SLOT + len])
     }
 
     /// The kernel's receive timestamp of the i-th frame (CLOCK_REALTIME ns), if any.

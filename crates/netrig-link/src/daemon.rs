@@ -70,29 +70,6 @@ pub struct DirState {
 
 type Shared = Arc<Mutex<DirState>>;
 
-/// The numbers a stats line needs, copied out under the lock.
-struct View {
-    counters: Counters,
-    base: Counters,
-    queue_packets: usize,
-    queue_bytes: u64,
-    in_flight: usize,
-    qdisc: &'static str,
-}
-
-impl View {
-    fn of(st: &DirState, since_last: bool) -> View {
-        View {
-            counters: st.dir.counters,
-            base: if since_last { st.last } else { Counters::default() },
-            queue_packets: st.dir.queue_packets(),
-            queue_bytes: st.dir.queue_bytes(),
-            in_flight: st.dir.in_flight(),
-            qdisc: st.dir.qdisc_name(),
-        }
-    }
-}
-
 fn lock(s: &Shared) -> MutexGuard<'_, DirState> {
     s.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -189,15 +166,14 @@ impl Worker {
                 }
                 let (hdr, frame) = data.split_at(self.vnet);
                 let info = ethernet::inspect(frame);
-                let len = afpacket::wire_len(hdr, frame.len()) as u32;
-                // The frame's own buffer goes into the packet: no copy.
-                let spare = self.pool.pop().unwrap_or_default();
-                let data = self.rx.take(i, spare);
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(data);
                 let pkt = Packet {
-                    len,
+                    len: afpacket::wire_len(hdr, frame.len()) as u32,
                     flow: info.flow,
                     ecn: info.ecn,
-                    data,
+                    data: buf,
                     ..Default::default()
                 };
                 st.dir.arrive(arrived, pkt);
@@ -236,7 +212,7 @@ impl Worker {
             let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
             let _ = self.tx.send_batch(&frames);
             for (_, p) in out.drain(..) {
-                if self.pool.len() < 1024 {
+                if self.pool.len() < 4096 {
                     self.pool.push(p.data);
                 }
             }
@@ -446,20 +422,18 @@ impl Daemon {
     }
 
     fn direction_json(&self, l: &Link, d: usize, st: &DirState, now: u64, span_ns: Option<u64>) -> Value {
-        let mut v = self.view_json(l, d, &View::of(st, span_ns.is_some()), now, span_ns);
-        if span_ns.is_none() {
-            v["lateness"] = json!(st.lateness.summary());
-        }
-        v
-    }
-
-    fn view_json(&self, l: &Link, d: usize, view: &View, now: u64, span_ns: Option<u64>) -> Value {
-        let (c, base) = (view.counters, view.base);
+        let dir = &st.dir;
+        let c = dir.counters;
+        let base = if span_ns.is_some() {
+            st.last
+        } else {
+            Counters::default()
+        };
         let delta = |a: u64, b: u64| a.saturating_sub(b);
         let mut v = json!({
             "t": (self.t(now) * 1e6).round() / 1e6,
-            "link": l.name, "dir": DIRS[d], "up": l.up, "qdisc": view.qdisc,
-            "queue_packets": view.queue_packets, "queue_bytes": view.queue_bytes, "in_flight": view.in_flight,
+            "link": l.name, "dir": DIRS[d], "up": l.up, "qdisc": dir.qdisc_name(),
+            "queue_packets": dir.queue_packets(), "queue_bytes": dir.queue_bytes(), "in_flight": dir.in_flight(),
             "arrived": delta(c.arrived, base.arrived),
             "departed": delta(c.departed, base.departed),
             "delivered": delta(c.delivered, base.delivered),
@@ -479,6 +453,8 @@ impl Daemon {
             } else {
                 0.0
             });
+        } else {
+            v["lateness"] = json!(st.lateness.summary());
         }
         v
     }
@@ -501,25 +477,21 @@ impl Daemon {
         let mut lines = vec![];
         for l in &self.links {
             for (d, shared) in l.dirs.iter().enumerate() {
-                // Hold the worker's lock only to copy numbers out: summaries and JSON
-                // are made after it is released.
-                let mut window = Lateness::new(LATE_BUDGET_NS);
-                let (view, sojourn, events) = {
-                    let mut st = lock(shared);
-                    std::mem::swap(&mut st.window, &mut window);
-                    let view = View::of(&st, true);
-                    st.last = st.dir.counters;
-                    let events = if self.events { st.dir.take_events() } else { vec![] };
-                    (view, st.dir.take_sojourn(), events)
-                };
-                let mut v = self.view_json(l, d, &view, now, Some(span));
-                v["dequeued"] = json!(sojourn.count);
-                v["sojourn_mean_us"] = json!(sojourn.mean_ns() as f64 / 1e3);
-                v["sojourn_max_us"] = json!(sojourn.max_ns as f64 / 1e3);
-                v["late_p99_us"] = json!(window.summary().p99_us);
+                let mut st = lock(shared);
+                let w = st.dir.take_sojourn();
+                let late = st.window.summary();
+                st.window = Lateness::new(LATE_BUDGET_NS);
+                let mut v = self.direction_json(l, d, &st, now, Some(span));
+                v["dequeued"] = json!(w.count);
+                v["sojourn_mean_us"] = json!(w.mean_ns() as f64 / 1e3);
+                v["sojourn_max_us"] = json!(w.max_ns as f64 / 1e3);
+                v["late_p99_us"] = json!(late.p99_us);
                 lines.push(v.to_string());
-                for e in events {
-                    lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());
+                st.last = st.dir.counters;
+                if self.events {
+                    for e in st.dir.take_events() {
+                        lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());
+                    }
                 }
             }
         }
