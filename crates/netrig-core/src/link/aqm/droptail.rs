@@ -1,9 +1,7 @@
 //! Drop-tail: a FIFO that refuses arrivals once its packet or byte limit is reached
 //! (Linux pfifo/bfifo).
 
-use std::collections::VecDeque;
-
-use super::{DropCause, Drops, Limit, Qdisc, QueueStats};
+use super::{DropCause, Drops, Fifo, Limit, Qdisc, QueueStats};
 use crate::link::packet::Packet;
 use crate::link::rng::Rng;
 
@@ -24,53 +22,43 @@ impl Default for Config {
 #[derive(Debug)]
 pub struct DropTail {
     limit: Limit,
-    q: VecDeque<Packet>,
-    bytes: u64,
-    stats: QueueStats,
+    fifo: Fifo,
 }
 
 impl DropTail {
     pub fn new(cfg: Config) -> DropTail {
         DropTail {
             limit: cfg.limit,
-            q: VecDeque::new(),
-            bytes: 0,
-            stats: QueueStats::default(),
+            fifo: Fifo::default(),
         }
     }
 }
 
 impl Qdisc for DropTail {
-    fn enqueue(&mut self, now_ns: u64, mut pkt: Packet, _rng: &mut Rng, drops: &mut Drops) {
-        if !self.limit.admits(self.q.len(), self.bytes, pkt.len) {
-            self.stats.drops_overflow += 1;
+    fn enqueue(&mut self, now_ns: u64, pkt: Packet, _rng: &mut Rng, drops: &mut Drops) {
+        if !self.fifo.admits(&self.limit, pkt.len) {
+            self.fifo.stats.drops_overflow += 1;
             drops.push((pkt, DropCause::Overflow));
             return;
         }
-        pkt.enqueued_ns = now_ns;
-        self.bytes += pkt.len as u64;
-        self.stats.enqueued += 1;
-        self.q.push_back(pkt);
+        self.fifo.push(now_ns, pkt);
     }
 
     fn dequeue(&mut self, _now_ns: u64, _rng: &mut Rng, _drops: &mut Drops) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.len as u64;
-        self.stats.dequeued += 1;
-        self.stats.dequeued_bytes += p.len as u64;
+        let p = self.fifo.pop()?;
         Some(p)
     }
 
     fn len_packets(&self) -> usize {
-        self.q.len()
+        self.fifo.len()
     }
 
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes
     }
 
     fn stats(&self) -> QueueStats {
-        self.stats
+        self.fifo.stats
     }
 
     fn name(&self) -> &'static str {

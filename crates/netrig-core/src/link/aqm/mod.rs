@@ -84,3 +84,43 @@ pub trait Qdisc: Send {
     /// Short name for stats ("droptail", "codel", "pie", "fq_codel", "red").
     fn name(&self) -> &'static str;
 }
+
+/// The FIFO every single-queue discipline keeps: packets, their bytes, and the
+/// enqueue/dequeue counters (drops and marks are the discipline's to count).
+#[derive(Debug, Default)]
+pub struct Fifo {
+    q: std::collections::VecDeque<Packet>,
+    pub bytes: u64,
+    pub stats: QueueStats,
+}
+
+impl Fifo {
+    /// Queues `pkt`, stamping its enqueue time.
+    pub fn push(&mut self, now_ns: u64, mut pkt: Packet) {
+        pkt.enqueued_ns = now_ns;
+        self.bytes += pkt.len as u64;
+        self.stats.enqueued += 1;
+        self.q.push_back(pkt);
+    }
+
+    pub fn pop(&mut self) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.len as u64;
+        self.stats.dequeued += 1;
+        self.stats.dequeued_bytes += p.len as u64;
+        Some(p)
+    }
+
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    /// Whether `limit` has room for one more packet of `len` bytes.
+    pub fn admits(&self, limit: &Limit, len: u32) -> bool {
+        limit.admits(self.q.len(), self.bytes, len)
+    }
+}

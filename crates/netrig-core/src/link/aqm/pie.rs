@@ -23,9 +23,7 @@
 //! would have seen. Once `p` and both delays are zero an update changes nothing but the
 //! burst allowance, so a long idle stretch is skipped in one step.
 
-use std::collections::VecDeque;
-
-use super::{DropCause, Drops, Limit, Qdisc, QueueStats};
+use super::{DropCause, Drops, Fifo, Limit, Qdisc, QueueStats};
 use crate::link::packet::Packet;
 use crate::link::rng::Rng;
 
@@ -148,9 +146,7 @@ impl DrainRate {
 #[derive(Debug)]
 pub struct Pie {
     cfg: Config,
-    q: VecDeque<Packet>,
-    bytes: u64,
-    stats: QueueStats,
+    fifo: Fifo,
     /// Drop probability, in [0, 1].
     prob: f64,
     /// The delay as of the last dequeue (timestamps) or the last update (drain rate).
@@ -171,9 +167,7 @@ impl Pie {
         assert!(cfg.tupdate_ns > 0, "PIE tupdate must be positive");
         Pie {
             cfg,
-            q: VecDeque::new(),
-            bytes: 0,
-            stats: QueueStats::default(),
+            fifo: Fifo::default(),
             prob: 0.0,
             qdelay_ns: 0,
             qdelay_old_ns: 0,
@@ -216,7 +210,7 @@ impl Pie {
     /// The delay the next update will use.
     fn next_qdelay_ns(&self) -> u64 {
         if self.cfg.dq_rate_estimator {
-            self.drain.delay_ns(self.bytes)
+            self.drain.delay_ns(self.fifo.bytes)
         } else {
             self.qdelay_ns
         }
@@ -252,7 +246,7 @@ impl Pie {
         if self.qdelay_old_ns < self.cfg.target_ns / 2 && self.prob < 0.2 {
             return false;
         }
-        if self.q.len() < 2 || self.bytes < 2 * MTU_BYTES {
+        if self.fifo.len() < 2 || self.fifo.bytes < 2 * MTU_BYTES {
             return false;
         }
         let p = if self.cfg.bytemode && len as u64 <= MTU_BYTES {
@@ -279,8 +273,8 @@ impl Pie {
 impl Qdisc for Pie {
     fn enqueue(&mut self, now_ns: u64, mut pkt: Packet, rng: &mut Rng, drops: &mut Drops) {
         self.advance(now_ns);
-        if !self.cfg.limit.admits(self.q.len(), self.bytes, pkt.len) {
-            self.stats.drops_overflow += 1;
+        if !self.fifo.admits(&self.cfg.limit, pkt.len) {
+            self.fifo.stats.drops_overflow += 1;
             self.accu_prob = 0.0;
             drops.push((pkt, DropCause::Overflow));
             return;
@@ -291,28 +285,22 @@ impl Qdisc for Pie {
         }
         if self.drop_early(pkt.len, rng) {
             if self.cfg.ecn && self.prob <= 0.1 && pkt.mark_ce() {
-                self.stats.ecn_marks += 1;
+                self.fifo.stats.ecn_marks += 1;
             } else {
-                self.stats.drops_aqm += 1;
+                self.fifo.stats.drops_aqm += 1;
                 drops.push((pkt, DropCause::Aqm));
                 return;
             }
         }
-        pkt.enqueued_ns = now_ns;
-        self.bytes += pkt.len as u64;
-        self.stats.enqueued += 1;
-        self.q.push_back(pkt);
+        self.fifo.push(now_ns, pkt);
     }
 
     fn dequeue(&mut self, now_ns: u64, _rng: &mut Rng, _drops: &mut Drops) -> Option<Packet> {
         self.advance(now_ns);
-        let pkt = self.q.pop_front()?;
-        self.bytes -= pkt.len as u64;
-        self.stats.dequeued += 1;
-        self.stats.dequeued_bytes += pkt.len as u64;
+        let pkt = self.fifo.pop()?;
         if self.cfg.dq_rate_estimator {
-            self.drain.on_dequeue(now_ns, pkt.len, self.bytes);
-        } else if self.q.is_empty() {
+            self.drain.on_dequeue(now_ns, pkt.len, self.fifo.bytes);
+        } else if self.fifo.is_empty() {
             self.qdelay_ns = 0;
         } else {
             self.qdelay_ns = now_ns.saturating_sub(pkt.enqueued_ns);
@@ -321,15 +309,15 @@ impl Qdisc for Pie {
     }
 
     fn len_packets(&self) -> usize {
-        self.q.len()
+        self.fifo.len()
     }
 
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes
     }
 
     fn stats(&self) -> QueueStats {
-        self.stats
+        self.fifo.stats
     }
 
     fn name(&self) -> &'static str {

@@ -18,9 +18,7 @@
 //!   `max_p` to 1, spread by the count as above; only above `2·max_th` is every arrival
 //!   marked.
 
-use std::collections::VecDeque;
-
-use super::{DropCause, Drops, Limit, Qdisc, QueueStats};
+use super::{DropCause, Drops, Fifo, Limit, Qdisc, QueueStats};
 use crate::link::packet::Packet;
 use crate::link::rng::Rng;
 
@@ -65,9 +63,7 @@ impl Default for Config {
 #[derive(Debug)]
 pub struct Red {
     cfg: Config,
-    q: VecDeque<Packet>,
-    bytes: u64,
-    stats: QueueStats,
+    fifo: Fifo,
     /// Average backlog, bytes.
     avg: f64,
     /// Arrivals left unmarked since the last mark, or since the average last rose past
@@ -84,9 +80,7 @@ impl Red {
         assert!(cfg.wq > 0.0 && cfg.wq <= 1.0, "RED needs 0 < wq <= 1");
         Red {
             cfg,
-            q: VecDeque::new(),
-            bytes: 0,
-            stats: QueueStats::default(),
+            fifo: Fifo::default(),
             avg: 0.0,
             count: 0,
             idle_since_ns: None,
@@ -106,7 +100,7 @@ impl Red {
                 let m = now_ns.saturating_sub(since) as f64 / avpkt_ns;
                 self.avg *= keep.powf(m);
             }
-            _ => self.avg = keep * self.avg + self.cfg.wq * self.bytes as f64,
+            _ => self.avg = keep * self.avg + self.cfg.wq * self.fifo.bytes as f64,
         }
     }
 
@@ -138,45 +132,39 @@ impl Qdisc for Red {
         self.update_average(now_ns);
         let marked = self.picks(rng);
         if marked && !(self.cfg.ecn && pkt.mark_ce()) {
-            self.stats.drops_aqm += 1;
+            self.fifo.stats.drops_aqm += 1;
             drops.push((pkt, DropCause::Aqm));
             return;
         }
-        if !self.cfg.limit.admits(self.q.len(), self.bytes, pkt.len) {
-            self.stats.drops_overflow += 1;
+        if !self.fifo.admits(&self.cfg.limit, pkt.len) {
+            self.fifo.stats.drops_overflow += 1;
             drops.push((pkt, DropCause::Overflow));
             return;
         }
         if marked {
-            self.stats.ecn_marks += 1;
+            self.fifo.stats.ecn_marks += 1;
         }
-        pkt.enqueued_ns = now_ns;
-        self.bytes += pkt.len as u64;
-        self.stats.enqueued += 1;
-        self.q.push_back(pkt);
+        self.fifo.push(now_ns, pkt);
     }
 
     fn dequeue(&mut self, now_ns: u64, _rng: &mut Rng, _drops: &mut Drops) -> Option<Packet> {
-        let pkt = self.q.pop_front()?;
-        self.bytes -= pkt.len as u64;
-        self.stats.dequeued += 1;
-        self.stats.dequeued_bytes += pkt.len as u64;
-        if self.q.is_empty() {
+        let pkt = self.fifo.pop()?;
+        if self.fifo.is_empty() {
             self.idle_since_ns = Some(now_ns);
         }
         Some(pkt)
     }
 
     fn len_packets(&self) -> usize {
-        self.q.len()
+        self.fifo.len()
     }
 
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.bytes
     }
 
     fn stats(&self) -> QueueStats {
-        self.stats
+        self.fifo.stats
     }
 
     fn name(&self) -> &'static str {
