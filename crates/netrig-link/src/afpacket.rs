@@ -59,7 +59,9 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
 pub struct PacketSocket {
     fd: OwnedFd,
     pub name: String,
-    slots: Vec<u8>,
+    /// One receive buffer per batch entry; a large frame's buffer is handed over
+    /// whole ([`PacketSocket::take`]) and replaced, so superframes are not copied.
+    slots: Vec<Vec<u8>>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_ll>,
     control: Vec<[u64; 8]>,
@@ -162,7 +164,7 @@ impl PacketSocket {
         let mut s = PacketSocket {
             fd,
             name: name.to_string(),
-            slots: vec![0u8; batch * SLOT],
+            slots: (0..batch).map(|_| vec![0u8; SLOT]).collect(),
             iovs: vec![],
             // SAFETY: zeroed sockaddr_ll values are valid.
             addrs: vec![unsafe { std::mem::zeroed() }; batch],
@@ -180,11 +182,11 @@ impl PacketSocket {
                 4,
             )
         };
-        let base = s.slots.as_mut_ptr();
-        s.iovs = (0..batch)
-            // SAFETY: each slot lies inside `slots`.
-            .map(|i| libc::iovec {
-                iov_base: unsafe { base.add(i * SLOT) } as *mut _,
+        s.iovs = s
+            .slots
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr() as *mut _,
                 iov_len: SLOT,
             })
             .collect();
@@ -238,7 +240,18 @@ impl PacketSocket {
             return None;
         }
         let len = (self.msgs[i].msg_len as usize).min(SLOT);
-        Some(&self.slots[i * SLOT..i * SLOT + len])
+        Some(&self.slots[i][..len])
+    }
+
+    /// Hands over the i-th frame's buffer, cut to the frame, and receives into `spare`
+    /// from now on; `spare` must hold at least [`SLOT`] bytes.
+    pub fn take(&mut self, i: usize, mut spare: Vec<u8>) -> Vec<u8> {
+        assert!(spare.len() >= SLOT, "a receive buffer holds SLOT bytes");
+        let len = (self.msgs[i].msg_len as usize).min(SLOT);
+        self.iovs[i].iov_base = spare.as_mut_ptr() as *mut _;
+        std::mem::swap(&mut self.slots[i], &mut spare);
+        spare.truncate(len);
+        spare
     }
 
     /// The kernel's receive timestamp of the i-th frame (CLOCK_REALTIME ns), if any.

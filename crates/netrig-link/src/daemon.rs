@@ -88,8 +88,16 @@ struct Worker {
     margin_ns: u64,
     oversleep_ns: f64,
     realtime: bool,
+    /// Spent small buffers, and spent receive buffers ([`afpacket::SLOT`] bytes).
     pool: Vec<Vec<u8>>,
+    big_pool: Vec<Vec<u8>>,
 }
+
+/// Frames up to this size are copied out of the receive buffer; larger ones (offload
+/// superframes) take the buffer itself, which costs an allocation but no copy.
+const COPY_MAX: usize = 2048;
+const POOL_MAX: usize = 4096;
+const BIG_POOL_MAX: usize = 256;
 
 impl Worker {
     fn run(mut self) -> io::Result<()> {
@@ -166,11 +174,18 @@ impl Worker {
                 }
                 let (hdr, frame) = data.split_at(self.vnet);
                 let info = ethernet::inspect(frame);
-                let mut buf = self.pool.pop().unwrap_or_default();
-                buf.clear();
-                buf.extend_from_slice(data);
+                let len = afpacket::wire_len(hdr, frame.len()) as u32;
+                let buf = if data.len() <= COPY_MAX {
+                    let mut buf = self.pool.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(data);
+                    buf
+                } else {
+                    let spare = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
+                    self.rx.take(i, spare)
+                };
                 let pkt = Packet {
-                    len: afpacket::wire_len(hdr, frame.len()) as u32,
+                    len,
                     flow: info.flow,
                     ecn: info.ecn,
                     data: buf,
@@ -212,12 +227,26 @@ impl Worker {
             let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
             let _ = self.tx.send_batch(&frames);
             for (_, p) in out.drain(..) {
-                if self.pool.len() < 4096 {
-                    self.pool.push(p.data);
-                }
+                self.recycle(p.data);
             }
         }
         wake
+    }
+}
+
+impl Worker {
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() >= afpacket::SLOT {
+            if self.big_pool.len() < BIG_POOL_MAX {
+                // SAFETY: only receive buffers are this large (clones of frames are cut
+                // to the frame), made as SLOT zeroed bytes and since only truncated: the
+                // bytes up to SLOT are initialised.
+                unsafe { buf.set_len(afpacket::SLOT) };
+                self.big_pool.push(buf);
+            }
+        } else if self.pool.len() < POOL_MAX {
+            self.pool.push(buf);
+        }
     }
 }
 
@@ -297,6 +326,7 @@ impl Daemon {
                     oversleep_ns: 0.0,
                     realtime: cfg.realtime,
                     pool: vec![],
+                    big_pool: vec![],
                 });
                 shared.push(state);
             }

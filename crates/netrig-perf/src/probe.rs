@@ -45,13 +45,20 @@ fn session_udp(session: &Session, i: usize) -> Result<UdpSocket> {
 
 fn echo(sock: &UdpSocket, ctl: &RunControl, stream: &crate::engine::Stream) -> std::io::Result<()> {
     sys::set_timeouts(sock.as_raw_fd(), POLL)?;
+    // The kernel's arrival stamp, so the turnaround taken out includes our wake-up.
+    let _ = sys::enable_rx_timestamps(sock);
+    let mut batch = sys::RecvBatch::new(1, 65_536);
     let mut buf = vec![0u8; 65_536];
     while !ctl.stopped() {
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
-            Err(_) => continue,
+        let n = match batch.recv(sock) {
+            Ok(1) => {
+                let data = batch.get(0).0;
+                buf[..data.len()].copy_from_slice(data);
+                data.len()
+            }
+            _ => continue,
         };
-        let recv_ns = sys::realtime_ns();
+        let recv_ns = batch.stamp_ns(0).unwrap_or_else(sys::realtime_ns);
         if n == 4 && buf[..4] == UDP_CONNECT_MSG {
             let _ = sock.send(&UDP_CONNECT_REPLY);
             continue;
@@ -233,7 +240,9 @@ fn send(
 /// three times the worst RTT seen (0.2 to 2 s). Returns the duplicate replies seen.
 fn receive(sock: &UdpSocket, log: &Log, ctl: &RunControl, _start_real: u64) -> u64 {
     let _ = sys::set_timeouts(sock.as_raw_fd(), Duration::from_millis(10));
-    let mut buf = vec![0u8; 65_536];
+    // Replies are timed by the kernel's arrival stamp, not by when we woke to read them.
+    let _ = sys::enable_rx_timestamps(sock);
+    let mut batch = sys::RecvBatch::new(1, 65_536);
     let mut dups = 0;
     let mut give_up: Option<u64> = None;
     loop {
@@ -253,9 +262,9 @@ fn receive(sock: &UdpSocket, log: &Log, ctl: &RunControl, _start_real: u64) -> u
                 break;
             }
         }
-        if let Ok(n) = sock.recv(&mut buf) {
-            let now = sys::realtime_ns();
-            let Ok(p) = ProbePacket::parse(&buf[..n]) else {
+        if let Ok(1) = batch.recv(sock) {
+            let now = batch.stamp_ns(0).unwrap_or_else(sys::realtime_ns);
+            let Ok(p) = ProbePacket::parse(batch.get(0).0) else {
                 continue;
             };
             if p.kind != ProbeKind::Reply || p.seq == 0 {

@@ -306,7 +306,13 @@ pub fn enable_gro(sock: &UdpSocket) -> bool {
     setsockopt_int(sock.as_raw_fd(), SOL_UDP, UDP_GRO, 1).is_ok()
 }
 
-const CONTROL_WORDS: usize = 8;
+/// Asks the kernel to stamp each received datagram with its arrival time
+/// (`SO_TIMESTAMPNS`, CLOCK_REALTIME), so delay samples leave out our own wake-up.
+pub fn enable_rx_timestamps(sock: &UdpSocket) -> io::Result<()> {
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+}
+
+const CONTROL_WORDS: usize = 12;
 
 /// Reusable buffers for `recvmmsg`, with room for a GRO segment-size message each.
 pub struct RecvBatch {
@@ -398,6 +404,24 @@ impl RecvBatch {
             }
         }
         (data, seg.filter(|&s| s > 0))
+    }
+
+    /// The kernel's receive time of the i-th message (realtime ns), when the socket
+    /// asked for it with [`enable_rx_timestamps`].
+    pub fn stamp_ns(&self, i: usize) -> Option<u64> {
+        let hdr = &self.msgs[i].msg_hdr;
+        // SAFETY: as in `get`; SCM_TIMESTAMPNS carries a timespec.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                }
+                c = libc::CMSG_NXTHDR(hdr, c);
+            }
+        }
+        None
     }
 }
 
@@ -611,6 +635,27 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn received_datagrams_carry_the_kernels_arrival_time() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        enable_rx_timestamps(&rx).unwrap();
+        set_timeouts(rx.as_raw_fd(), Duration::from_secs(2)).unwrap();
+        // The kernel turns arrival stamping on a moment after the first socket asks.
+        std::thread::sleep(Duration::from_millis(50));
+        let before = realtime_ns();
+        tx.send_to(b"stamp me", rx.local_addr().unwrap()).unwrap();
+        // Read late on purpose: the stamp must be the arrival, not the read.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut batch = RecvBatch::new(1, 2048);
+        assert_eq!(batch.recv(&rx).unwrap(), 1);
+        let read_at = realtime_ns();
+        assert_eq!(batch.get(0).0, b"stamp me");
+        let stamp = batch.stamp_ns(0).expect("SO_TIMESTAMPNS gives a stamp");
+        assert!(stamp >= before, "stamp {stamp} before the send {before}");
+        assert!(read_at - stamp >= 40_000_000, "stamp {stamp} is the read time {read_at}");
+    }
 
     #[test]
     fn tcp_info_of_a_live_connection_makes_sense() {
