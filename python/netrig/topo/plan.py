@@ -1,0 +1,311 @@
+"""The plan of a topology: interfaces, L2 segments, addresses, routes and paths.
+
+Pure computation on a checked `Topology`; nothing here touches the system.
+
+- Every link end on a host or router is an IP interface (`eth0`, `eth1`, ... in link
+  order); switch ports are not.
+- An L2 segment is a switch with everything on it (switches joined by links form one
+  segment), or a point-to-point link between two non-switches. Each segment gets one
+  subnet: the network of an explicit address on it, else the next free /prefix_len
+  of the pool (10.0.0.0/24, 10.0.1.0/24, ... by default, in the order links appear).
+- Routers get the lowest addresses on a segment (.1, .2, ...), hosts the next ones
+  from .10 up, unless given.
+- Routes: shortest path between hosts and routers, by one-way delay, then hop count;
+  only routers forward. A host whose routes all leave by one router gets a default
+  route through it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import ipaddress
+from dataclasses import dataclass, field
+
+from netrig.topo.model import Link, Topology, TopologyError
+
+
+@dataclass
+class Iface:
+    node: str
+    name: str
+    link: Link
+    end: int  # 0: the link's a end, 1: its b end
+    segment: int = -1
+    addr: ipaddress.IPv4Interface | None = None
+
+
+@dataclass
+class Segment:
+    index: int
+    switches: list[str] = field(default_factory=list)
+    ifaces: list[Iface] = field(default_factory=list)
+    subnet: ipaddress.IPv4Network | None = None
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One link crossed from `frm` to `to`; `d` is the link direction (0: a->b)."""
+
+    link: Link
+    frm: str
+    to: str
+    d: int
+
+
+@dataclass
+class Route:
+    dest: ipaddress.IPv4Network  # 0.0.0.0/0 for a default route
+    via: ipaddress.IPv4Address
+    dev: str
+
+
+@dataclass
+class Plan:
+    topo: Topology
+    ifaces: dict[str, list[Iface]]  # node -> its interfaces
+    segments: list[Segment]
+    routes: dict[str, list[Route]]
+
+    def addr(self, node: str) -> ipaddress.IPv4Address:
+        """The node's first address (its name resolves to it)."""
+        for i in self.ifaces.get(node, []):
+            if i.addr is not None:
+                return i.addr.ip
+        raise TopologyError([f"node '{node}' has no address (a switch, or not linked)"])
+
+    def iface(self, link: Link, end: int) -> Iface | None:
+        node = link.a if end == 0 else link.b
+        return next((i for i in self.ifaces.get(node, []) if i.link is link), None)
+
+    def hosts_file(self) -> str:
+        lines = ["127.0.0.1 localhost", "::1 localhost"]
+        for node, ifs in self.ifaces.items():
+            names = [node]
+            for i in ifs:
+                if i.addr is not None:
+                    lines.append(" ".join([str(i.addr.ip), *names, f"{node}-{i.name}"]))
+                    names = []
+        return "\n".join(lines) + "\n"
+
+
+def _delay(link: Link) -> float:
+    return (link.direction(0).delay_s + link.direction(1).delay_s) / 2
+
+
+def make_plan(topo: Topology) -> Plan:
+    topo.check()
+    kinds = topo.nodes
+    ifaces: dict[str, list[Iface]] = {n: [] for n in kinds}
+    # Switch components (union-find), then one segment per component or p2p link.
+    parent = {n: n for n, k in kinds.items() if k == "switch"}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for l in topo.links:
+        if l.a in parent and l.b in parent:
+            parent[find(l.a)] = find(l.b)
+    segments: list[Segment] = []
+    of_switch: dict[str, Segment] = {}
+
+    def switch_segment(s: str) -> Segment:
+        root = find(s)
+        if root not in of_switch:
+            of_switch[root] = Segment(len(segments))
+            segments.append(of_switch[root])
+        seg = of_switch[root]
+        if s not in seg.switches:
+            seg.switches.append(s)
+        return seg
+
+    for l in topo.links:
+        ends = []
+        for end, node in enumerate((l.a, l.b)):
+            if kinds[node] != "switch":
+                i = Iface(node, f"eth{len(ifaces[node])}", l, end)
+                ifaces[node].append(i)
+                ends.append(i)
+        if len(ends) == 2:
+            seg = Segment(len(segments))
+            segments.append(seg)
+        else:
+            seg = switch_segment(l.a if kinds[l.a] == "switch" else l.b)
+            if kinds[l.a] == "switch" and kinds[l.b] == "switch":
+                switch_segment(l.b)
+        for i in ends:
+            i.segment = seg.index
+            seg.ifaces.append(i)
+    for s in kinds:
+        if kinds[s] == "switch":
+            switch_segment(s)
+    _address(topo, segments)
+    routes = _routes(topo, ifaces, segments)
+    return Plan(topo, ifaces, segments, routes)
+
+
+def _explicit(topo: Topology, i: Iface) -> ipaddress.IPv4Interface | None:
+    text = i.link.spec.addr_a if i.end == 0 else i.link.spec.addr_b
+    return ipaddress.IPv4Interface(text) if text else None
+
+
+def _address(topo: Topology, segments: list[Segment]) -> None:
+    pool = ipaddress.ip_network(topo.addressing.pool)
+    plen = topo.addressing.prefix_len
+    if plen < pool.prefixlen:
+        raise TopologyError([f"addressing: prefix_len {plen} is wider than the pool {pool}"])
+    taken: set[ipaddress.IPv4Network] = set()
+    for seg in segments:
+        for i in seg.ifaces:
+            given = _explicit(topo, i)
+            if given is None:
+                continue
+            if seg.subnet is not None and given.network != seg.subnet:
+                raise TopologyError([f"{i.node} {i.name}: {given} is not in its segment's subnet {seg.subnet}"])
+            seg.subnet = given.network
+            i.addr = given
+        if seg.subnet is not None:
+            if any(seg.subnet.overlaps(t) for t in taken):
+                raise TopologyError([f"subnet {seg.subnet} is used by two segments"])
+            taken.add(seg.subnet)
+    free = (n for n in pool.subnets(new_prefix=plen) if not any(n.overlaps(t) for t in taken))
+    for seg in segments:
+        if not seg.ifaces:
+            continue
+        if seg.subnet is None:
+            seg.subnet = next(free, None)
+            if seg.subnet is None:
+                raise TopologyError([f"addressing: the pool {pool} has no /{plen} left "
+                                     f"for {len(segments)} segments"])
+        hosts = list(seg.subnet.hosts())
+        used = {i.addr.ip for i in seg.ifaces if i.addr is not None}
+        order = sorted((i for i in seg.ifaces if i.addr is None),
+                       key=lambda i: topo.nodes[i.node] != "router")
+        r_next, h_next = 0, 9
+        for i in order:
+            is_router = topo.nodes[i.node] == "router"
+            k = r_next if is_router else max(h_next, r_next)
+            while k < len(hosts) and hosts[k] in used:
+                k += 1
+            if k >= len(hosts):
+                raise TopologyError([f"subnet {seg.subnet} has no address left for {i.node}"])
+            i.addr = ipaddress.IPv4Interface(f"{hosts[k]}/{seg.subnet.prefixlen}")
+            used.add(hosts[k])
+            if is_router:
+                r_next = k + 1
+            else:
+                h_next = k + 1
+
+
+def _tree_path(topo: Topology, src: str, dst: str, allowed: set[str]) -> list[Hop] | None:
+    """The hops from src to dst through switches only (a segment is a tree)."""
+    prev: dict[str, Hop | None] = {src: None}
+    todo = [src]
+    while todo:
+        n = todo.pop()
+        if n == dst:
+            break
+        if n != src and n not in allowed:
+            continue
+        for l in topo.links_of(n):
+            m = l.other(n)
+            if m not in prev:
+                prev[m] = Hop(l, n, m, 0 if l.a == n else 1)
+                todo.append(m)
+    if dst not in prev:
+        return None
+    hops = []
+    n = dst
+    while prev[n] is not None:
+        h = prev[n]
+        hops.append(h)
+        n = h.frm
+    return hops[::-1]
+
+
+def _l3_graph(topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]):
+    """Edges between hosts/routers that share a segment: (delay, hops, path, via iface)."""
+    edges: dict[str, list[tuple[str, float, int, list[Hop], Iface, Iface]]] = {}
+    for seg in segments:
+        switches = set(seg.switches)
+        for i in seg.ifaces:
+            for j in seg.ifaces:
+                if i is j:
+                    continue
+                hops = _tree_path(topo, i.node, j.node, switches) if switches else [
+                    Hop(i.link, i.node, j.node, 0 if i.link.a == i.node else 1)]
+                if hops is None:
+                    continue
+                delay = sum(_delay(h.link) for h in hops)
+                edges.setdefault(i.node, []).append((j.node, delay, len(hops), hops, i, j))
+    return edges
+
+
+def _shortest(topo: Topology, edges, src: str) -> dict[str, tuple[float, int, list]]:
+    """Dijkstra from src by (delay, hops); only routers are passed through. Returns
+    node -> (delay, hops, [(edge), ...])."""
+    best: dict[str, tuple[float, int, list]] = {src: (0.0, 0, [])}
+    heap = [(0.0, 0, src)]
+    done = set()
+    while heap:
+        d, h, n = heapq.heappop(heap)
+        if n in done:
+            continue
+        done.add(n)
+        if n != src and topo.nodes[n] != "router":
+            continue
+        for e in edges.get(n, []):
+            m, ed, eh = e[0], e[1], e[2]
+            cand = (d + ed, h + eh)
+            if m not in best or cand < best[m][:2]:
+                best[m] = (cand[0], cand[1], best[n][2] + [e])
+                heapq.heappush(heap, (cand[0], cand[1], m))
+    return best
+
+
+def _routes(topo: Topology, ifaces, segments) -> dict[str, list[Route]]:
+    edges = _l3_graph(topo, ifaces, segments)
+    routes: dict[str, list[Route]] = {}
+    for node, kind in topo.nodes.items():
+        if kind == "switch" or not ifaces[node]:
+            continue
+        own = {segments[i.segment].subnet for i in ifaces[node]}
+        best = _shortest(topo, edges, node)
+        table: list[Route] = []
+        for seg in segments:
+            if seg.subnet is None or seg.subnet in own or not seg.ifaces:
+                continue
+            # Reach the segment through whichever of its members is closest.
+            reach = [best[i.node] for i in seg.ifaces if i.node in best and best[i.node][2]]
+            if not reach:
+                continue
+            first = min(reach, key=lambda b: b[:2])[2][0]
+            _, _, _, _, out_if, next_if = first
+            if topo.nodes[next_if.node] != "router" and len(min(reach, key=lambda b: b[:2])[2]) > 1:
+                continue
+            if topo.nodes[next_if.node] != "router":
+                continue
+            table.append(Route(seg.subnet, next_if.addr.ip, out_if.name))
+        if kind == "host" and table and len({(r.via, r.dev) for r in table}) == 1:
+            table = [Route(ipaddress.IPv4Network("0.0.0.0/0"), table[0].via, table[0].dev)]
+        routes[node] = table
+    return routes
+
+
+def path(plan: Plan, src: str, dst: str) -> list[Hop]:
+    """The hops a packet from src to dst crosses, switches included, as routed."""
+    topo = plan.topo
+    for n in (src, dst):
+        if n not in topo.nodes:
+            raise TopologyError([f"no node named '{n}'"])
+        if topo.nodes[n] == "switch":
+            raise TopologyError([f"'{n}' is a switch: traffic runs between hosts and routers"])
+    if src == dst:
+        return []
+    edges = _l3_graph(topo, plan.ifaces, plan.segments)
+    best = _shortest(topo, edges, src)
+    if dst not in best:
+        raise TopologyError([f"no route from {src} to {dst}"])
+    return [h for e in best[dst][2] for h in e[3]]
