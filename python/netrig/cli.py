@@ -1,16 +1,21 @@
 """The `netrig` command.
 
-Subcommands hand over to the component that owns the work; today:
-  netrig perf ARGS...   runs netrig-perf with the same arguments (iperf3's command line)
-  netrig version        prints versions of netrig and its binaries
+Subcommands hand over to the component that owns the work:
+  netrig perf ARGS...            netrig-perf with the same arguments (iperf3's command line)
+  netrig up FILE                 build the lab a topology file describes, and leave it up
+  netrig down | status | pingall | exec NODE -- CMD | link set A B k=v | clean
+  netrig explain FILE SRC DST    what theory expects between two nodes
+  netrig version                 versions of netrig and its binaries
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
+import time
 
 from netrig import __version__
 from netrig._bins import binary
@@ -20,9 +25,19 @@ USAGE = """\
 netrig COMMAND [ARGS]
 
 commands:
-  perf ARGS...   traffic tool: iperf3's options and protocol, plus latency probes
-                 (netrig perf --help lists them)
-  version        versions of netrig and its binaries
+  perf ARGS...                 traffic tool: iperf3's options and protocol, plus latency
+                               probes (netrig perf --help lists them)
+  up FILE [--prefix P]         build the lab FILE describes and leave it running
+  down [--prefix P]            tear a lab down: its processes, namespaces, links
+  status [--prefix P] [--json] nodes, addresses, links and their live stats
+  exec NODE [--prefix P] -- CMD
+                               run CMD inside NODE (names of the lab resolve)
+  pingall [--prefix P] [-c N]  ping every host from every host
+  link set A B KEY=VALUE...    change the link A-B live (delay=50ms rate=10Mbit loss=1%)
+  clean [--all]                remove labs left by a crashed netrig or netrig-link
+  explain FILE SRC DST [--window W] [--loss P] [--flows SRC:DST[xN] ...]
+                               the path, bottleneck, base RTT, BDP and expected goodput
+  version                      versions of netrig and its binaries
 """
 
 
@@ -36,7 +51,7 @@ def _perf(args: list[str]) -> int:
     return subprocess.call([exe, *args])  # pragma: no cover
 
 
-def _version() -> int:
+def _version(_: argparse.Namespace) -> int:
     print(f"netrig {__version__}")
     out = subprocess.run(
         [str(binary("netrig-perf")), "--version"], capture_output=True, text=True, check=False
@@ -45,20 +60,263 @@ def _version() -> int:
     return 0
 
 
+def _prefix(args: argparse.Namespace) -> str:
+    from netrig.topo.state import LabError, labs
+
+    if args.prefix:
+        return args.prefix
+    up = labs()
+    if len(up) == 1:
+        return up[0]
+    if not up:
+        raise LabError("no lab is up (netrig up FILE builds one)")
+    raise LabError(f"several labs are up ({', '.join(up)}): say which with --prefix")
+
+
+def _up(args: argparse.Namespace) -> int:
+    from netrig.net import Network
+
+    t0 = time.monotonic()
+    net = Network(args.file, prefix=args.prefix,
+                  progress=None if args.quiet else lambda m: print(f"  {m}", file=sys.stderr))
+    net.start()
+    st = net.detach()
+    print(f"lab '{st.prefix}' is up ({len(net.topo.nodes)} nodes, {len(net.topo.links)} links) "
+          f"in {time.monotonic() - t0:.2f} s")
+    if not args.quiet:
+        _print_nodes(st.plan)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from netrig.topo.build import teardown
+    from netrig.topo.state import LabState
+
+    prefix = _prefix(args)
+    errors = teardown(LabState.load(prefix))
+    for e in errors:
+        print(f"netrig: {e}", file=sys.stderr)
+    if not errors:
+        print(f"lab '{prefix}' is down")
+    return 1 if errors else 0
+
+
+def _print_nodes(plan: dict) -> None:
+    for name, n in plan["nodes"].items():
+        addrs = ", ".join(f"{i['name']} {i['addr']}" for i in n["ifaces"]) or "-"
+        print(f"  {name:<10} {n['kind']:<7} {addrs}")
+
+
+def _fmt_shaping(s: dict) -> str:
+    keys = ("rate", "delay", "jitter", "loss", "queue", "aqm")
+    parts = [f"{k}={s[k]['type'] if isinstance(s[k], dict) and 'type' in s[k] else s[k]}"
+             for k in keys if k in s]
+    return " ".join(parts) or "unshaped"
+
+
+def _status(args: argparse.Namespace) -> int:
+    from netrig.link import userspace
+    from netrig.topo import netns
+    from netrig.topo.state import LabState, alive
+
+    st = LabState.load(_prefix(args))
+    pid = st.pids.get("netrig-link", 0)
+    emu_alive = alive(pid, "netrig-link")
+    stats = {}
+    if st.control and emu_alive:
+        try:
+            stats = {l["link"]: l for l in userspace.request(st.control, {"cmd": "stats"})["links"]}
+        except NetrigError as e:
+            print(f"netrig: {e}", file=sys.stderr)
+    missing = [ns for ns in st.namespaces if not netns.exists(ns)]
+    if args.json:
+        print(json.dumps({"prefix": st.prefix, "status": st.status, "topology": st.topology,
+                          "missing_namespaces": missing, "netrig_link": {"pid": pid, "alive": emu_alive},
+                          **st.plan, "live": stats}, indent=1))
+        return 0
+    print(f"lab '{st.prefix}' ({st.topology}): {st.status}, backend {st.backend}")
+    if missing:
+        print(f"  MISSING namespaces: {', '.join(missing)}")
+    if st.control:
+        print(f"  netrig-link pid {pid}: " + ("running" if emu_alive else "NOT RUNNING (its links pass nothing)"))
+    print("nodes:")
+    _print_nodes(st.plan)
+    print("links:")
+    for l in st.plan["links"]:
+        line = f"  {l['name']:<10} {l['a']}-{l['b']:<8} "
+        a, b = _fmt_shaping(l["a_to_b"]), _fmt_shaping(l["b_to_a"])
+        line += a if a == b else f"a_to_b: {a}; b_to_a: {b}"
+        print(line)
+        live = stats.get(l["name"])
+        if live:
+            for d in ("a_to_b", "b_to_a"):
+                x = live.get(d, {})
+                print(f"      {d}: queue {x.get('queue_packets', 0)} p / {x.get('queue_bytes', 0)} B, "
+                      f"delivered {x.get('delivered', 0)} ({x.get('delivered_bytes', 0)} B), "
+                      f"drops: queue full {x.get('drops_overflow', 0)}, aqm {x.get('drops_aqm', 0)}, "
+                      f"loss {x.get('lost', 0)}; late p99 {x.get('lateness', {}).get('p99_us', 0):.0f} us")
+    return 0
+
+
+def _exec(args: argparse.Namespace) -> int:
+    from netrig.topo.state import LabState
+
+    st = LabState.load(_prefix(args))
+    if args.node not in st.node_ns:
+        raise NetrigError(f"lab '{st.prefix}' has no node '{args.node}' "
+                          f"(it has {', '.join(st.node_ns)})")
+    cmd = [c for c in args.cmd if c != "--"] or [os.environ.get("SHELL", "/bin/sh")]
+    argv = ["ip", "netns", "exec", st.node_ns[args.node], *cmd]
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)
+    return 127  # pragma: no cover
+
+
+def _pingall(args: argparse.Namespace) -> int:
+    from netrig.net import Network
+
+    net = Network.attach(_prefix(args))
+    results = net.pingall(count=args.count)
+    lost = [(a, b) for (a, b), r in results.items() if r.received == 0]
+    hosts = net.hosts()
+    width = max(len(h) for h in hosts)
+    for a in hosts:
+        row = [("." if results[(a, b)].received else "X") if a != b else " " for b in hosts]
+        print(f"{a:<{width}} -> {' '.join(row)}")
+    n = len(results)
+    print(f"pingall: {n - len(lost)}/{n} pairs reached"
+          + (f"; unreachable: {', '.join(f'{a}->{b}' for a, b in lost[:10])}" if lost else ""))
+    return 1 if lost else 0
+
+
+def _link(args: argparse.Namespace) -> int:
+    from netrig.net import Network
+
+    if args.action != "set":
+        raise NetrigError(f"netrig link {args.action}: only 'set' is known")
+    params = {}
+    for kv in args.params:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise NetrigError(f"'{kv}': write KEY=VALUE, e.g. delay=50ms")
+        params[key] = value
+    if not params:
+        raise NetrigError("nothing to set: give KEY=VALUE, e.g. delay=50ms")
+    net = Network.attach(_prefix(args))
+    net.set_link(args.a, args.b, **params)
+    print(f"link {net.topo.link_named(args.a, args.b).name}: set {' '.join(args.params)}")
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from netrig.topo.build import teardown
+    from netrig.topo.state import LabState, alive, labs
+
+    removed = 0
+    for prefix in labs():
+        try:
+            st = LabState.load(prefix)
+        except NetrigError as e:
+            print(f"netrig: {e}", file=sys.stderr)
+            continue
+        crashed = st.owner_pid and not alive(st.owner_pid)
+        emu_dead = "netrig-link" in st.pids and not alive(st.pids["netrig-link"], "netrig-link")
+        why = ("--all" if args.all else "its builder died" if crashed
+               else "its netrig-link died" if emu_dead else "")
+        if not why:
+            continue
+        errors = teardown(st)
+        for e in errors:
+            print(f"netrig: {e}", file=sys.stderr)
+        print(f"removed lab '{prefix}' ({why})")
+        removed += 1
+    if not removed:
+        print("nothing to clean")
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from netrig import units
+    from netrig.theory import analyse, explain_text
+    from netrig.topo.load import load
+    from netrig.topo.plan import make_plan
+
+    plan = make_plan(load(args.file))
+    window = units.size_bytes(args.window) if args.window else None
+    loss = units.fraction(args.loss) if args.loss else None
+    report = analyse(plan, args.src, args.dst, window=window, loss=loss, flows=args.flows or None)
+    print(explain_text(report))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="netrig")
+    sub = ap.add_subparsers(dest="command")
+
+    def cmd(name: str, fn, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.set_defaults(fn=fn)
+        return p
+
+    def prefix(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--prefix", help="the lab (default: the only one up)")
+
+    p = cmd("up", _up, "build a lab and leave it up")
+    p.add_argument("file")
+    p.add_argument("--prefix", help="name prefix of everything created (default: the file's)")
+    p.add_argument("-q", "--quiet", action="store_true")
+    prefix(cmd("down", _down, "tear a lab down"))
+    p = cmd("status", _status, "a lab's nodes, links and live stats")
+    prefix(p)
+    p.add_argument("--json", action="store_true")
+    p = cmd("exec", _exec, "run a command in a node")
+    p.add_argument("node")
+    p.add_argument("cmd", nargs="*", help="after --: the command and its arguments")
+    prefix(p)
+    p = cmd("pingall", _pingall, "ping every host pair")
+    p.add_argument("-c", "--count", type=int, default=1)
+    prefix(p)
+    p = cmd("link", _link, "change a link live")
+    p.add_argument("action", choices=["set"])
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("params", nargs="*")
+    prefix(p)
+    p = cmd("clean", _clean, "remove crashed labs")
+    p.add_argument("--all", action="store_true", help="remove every lab netrig made")
+    p = cmd("explain", _explain, "what theory expects between two nodes")
+    p.add_argument("file")
+    p.add_argument("src")
+    p.add_argument("dst")
+    p.add_argument("--window", help="TCP window (e.g. 64KB): adds the W/RTT limit")
+    p.add_argument("--loss", help="random loss (e.g. 1%%): adds the Mathis limit")
+    p.add_argument("--flows", nargs="+", metavar="SRC:DST[xN]",
+                   help="concurrent flows: their max-min fair shares")
+    cmd("version", _version, "versions")
+    return ap
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
     try:
-        if command == "perf":
-            return _perf(rest)
-        if command == "version":
-            return _version()
-        parser = argparse.ArgumentParser(prog="netrig")
-        parser.error(f"unknown command '{command}' (try 'netrig --help')")
+        if argv[0] == "perf":
+            return _perf(argv[1:])
+        ap = _parser()
+        if argv[0] not in ap._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+            ap.error(f"unknown command '{argv[0]}' (try 'netrig --help')")
+        if argv[0] == "exec" and "--" in argv:
+            i = argv.index("--")
+            args = ap.parse_args(argv[:i])
+            args.cmd = argv[i + 1:]
+        else:
+            args = ap.parse_args(argv)
+        return args.fn(args)
     except NetrigError as e:
         print(f"netrig: error: {e}", file=sys.stderr)
         return 1
-    return 2
+    except KeyboardInterrupt:
+        print("netrig: interrupted", file=sys.stderr)
+        return 130

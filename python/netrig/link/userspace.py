@@ -1,0 +1,112 @@
+"""The user-space backend: netrig-link's configuration from the model, the daemon's
+life, and its control socket."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from netrig import units
+from netrig._bins import binary
+from netrig.errors import NetrigError
+from netrig.topo.model import DirParams
+
+MS = 1_000_000
+DEFAULT_QUEUE_PACKETS = 1000  # netem's and Linux's txqueuelen default
+
+
+class LinkDaemonError(NetrigError):
+    pass
+
+
+def direction_spec(d: DirParams) -> dict[str, Any]:
+    """netrig-link's DirectionSpec JSON for one direction."""
+    queue: dict[str, Any] = {"discipline": d.aqm}
+    if d.queue_packets is None and d.queue_bytes is None:
+        queue["limit_packets"] = DEFAULT_QUEUE_PACKETS
+    if d.queue_packets is not None:
+        queue["limit_packets"] = d.queue_packets
+    if d.queue_bytes is not None:
+        queue["limit_bytes"] = d.queue_bytes
+    p = d.aqm_params
+    for key, out in (("target", "target_ns"), ("interval", "interval_ns"), ("tupdate", "tupdate_ns"),
+                     ("max_burst", "max_burst_ns")):
+        if key in p:
+            queue[out] = int(units.seconds(p[key]) * 1e9)
+    for key, out in (("min_th", "min_th_bytes"), ("max_th", "max_th_bytes")):
+        if key in p:
+            queue[out] = units.size_bytes(p[key])
+    for key in ("alpha", "beta", "flows", "quantum", "max_p", "gentle", "ecn"):
+        if key in p:
+            queue[key] = p[key]
+    spec: dict[str, Any] = {"queue": queue, "overhead_bytes": d.overhead_bytes}
+    if d.rate_bps is not None:
+        spec["rate_bps"] = int(d.rate_bps)
+    if d.trace is not None:
+        spec["trace"] = {"path": str(Path(d.trace).resolve()), "repeat": d.trace_repeat}
+    spec["delay_ns"] = int(round(d.delay_s * 1e9))
+    spec["jitter_ns"] = int(round(d.jitter_s * 1e9))
+    if d.distribution:
+        spec["distribution"] = d.distribution
+    spec["delay_correlation"] = d.correlation
+    spec["no_reorder"] = d.no_reorder
+    if d.gemodel is not None:
+        spec["loss"] = {"gemodel": dict(d.gemodel)}
+    elif d.loss:
+        spec["loss"] = {"random": {"p": d.loss, "correlation": d.loss_correlation}}
+    if d.duplicate:
+        spec["duplicate"] = {"p": d.duplicate}
+    if d.corrupt:
+        spec["corrupt"] = {"p": d.corrupt}
+    if d.reorder:
+        spec["reorder"] = {"p": d.reorder, "gap": d.reorder_gap}
+    return spec
+
+
+def start(ns: str, config: dict[str, Any], workdir: Path, timeout: float = 15) -> subprocess.Popen:
+    """Starts netrig-link in namespace ns (its own session, so it outlives us) and waits
+    for its "ready" line."""
+    cfg_path = workdir / "link.json"
+    cfg_path.write_text(json.dumps(config, indent=1) + "\n")
+    log = workdir / "link.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, str(binary("netrig-link")), "run", "--config", str(cfg_path)],
+            stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while '"ready"' not in log.read_text():
+        if proc.poll() is not None:
+            raise LinkDaemonError(f"netrig-link failed: {log.read_text().strip()[-800:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise LinkDaemonError(f"netrig-link did not start within {timeout:.0f} s: {log}")
+        time.sleep(0.01)
+    return proc
+
+
+def request(control: str | Path, req: dict[str, Any], timeout: float = 5) -> dict[str, Any]:
+    """One request on the daemon's control socket; its one-line answer."""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(timeout)
+            s.connect(str(control))
+            s.sendall((json.dumps(req) + "\n").encode())
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+    except OSError as e:
+        raise LinkDaemonError(f"netrig-link control socket {control}: {e}") from None
+    try:
+        answer = json.loads(buf)
+    except json.JSONDecodeError:
+        raise LinkDaemonError(f"netrig-link answered {buf[:200]!r}") from None
+    if isinstance(answer, dict) and answer.get("error"):
+        raise LinkDaemonError(f"netrig-link: {answer['error']}")
+    return answer

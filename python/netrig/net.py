@@ -1,0 +1,285 @@
+"""`Network`: a lab you build, use and always tear down, in Mininet's spirit.
+
+    with Network(topo) as net:            # or Network("portfolio.yaml")
+        code, out = net["h1"].run("ping -c 3 h9")
+        r = net.perf("h1", "h4", seconds=5)  # PerfResult: r.received_bps, r.retransmits
+        p = net.ping("h1", "h9", count=10)   # PingResult: p.rtts_ms, p.loss
+
+`Network.attach(prefix)` opens a lab that `netrig up` left running (what the CLI uses).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netrig._bins import binary
+from netrig.errors import NetrigError
+from netrig.link import userspace
+from netrig.topo import build as builder
+from pydantic import ValidationError
+
+from netrig.topo.model import Link, LinkSpec, Topology, TopologyError, _problems_of
+from netrig.topo.plan import Plan, make_plan
+from netrig.topo.state import LabError, LabState, alive
+
+
+class RunError(NetrigError):
+    pass
+
+
+@dataclass
+class CmdResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def __iter__(self):  # `code, out = node.run(...)`
+        return iter((self.code, self.stdout))
+
+
+@dataclass
+class PerfResult:
+    """A netrig-perf run: its JSON, and the figures people ask for first."""
+
+    json: dict[str, Any]
+
+    @property
+    def end(self) -> dict[str, Any]:
+        return self.json.get("end", {})
+
+    @property
+    def udp(self) -> bool:
+        return self.json.get("start", {}).get("test_start", {}).get("protocol") == "UDP"
+
+    @property
+    def received_bps(self) -> float:
+        key = "sum" if self.udp else "sum_received"
+        return float(self.end.get(key, {}).get("bits_per_second", 0.0))
+
+    @property
+    def sent_bps(self) -> float:
+        key = "sum" if self.udp else "sum_sent"
+        return float(self.end.get(key, {}).get("bits_per_second", 0.0))
+
+    @property
+    def retransmits(self) -> int:
+        return int(self.end.get("sum_sent", {}).get("retransmits", 0) or 0)
+
+    @property
+    def lost_percent(self) -> float:
+        return float(self.end.get("sum", {}).get("lost_percent", 0.0))
+
+    @property
+    def jitter_ms(self) -> float:
+        return float(self.end.get("sum", {}).get("jitter_ms", 0.0))
+
+
+@dataclass
+class PingResult:
+    sent: int
+    rtts_ms: list[float] = field(default_factory=list)
+
+    @property
+    def received(self) -> int:
+        return len(self.rtts_ms)
+
+    @property
+    def loss(self) -> float:
+        return 1 - self.received / self.sent if self.sent else 0.0
+
+    @property
+    def median_ms(self) -> float:
+        s = sorted(self.rtts_ms)
+        if not s:
+            return float("nan")
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+class Node:
+    def __init__(self, net: Network, name: str, ns: str) -> None:
+        self.net, self.name, self.ns = net, name, ns
+
+    def _argv(self, cmd: str | list[str]) -> list[str]:
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        return ["ip", "netns", "exec", self.ns, *argv]
+
+    def run(self, cmd: str | list[str], timeout: float = 60) -> CmdResult:
+        """Runs cmd (a shell line, or argv) in the node; waits at most timeout."""
+        try:
+            p = subprocess.run(self._argv(cmd), capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise RunError(f"{self.name}: '{cmd}' did not finish in {timeout:g} s") from e
+        return CmdResult(p.returncode, p.stdout, p.stderr)
+
+    def popen(self, cmd: str | list[str], **kw: Any) -> subprocess.Popen:
+        return subprocess.Popen(self._argv(cmd), **kw)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} ns={self.ns}>"
+
+
+def _tcp_listening(pid: int, port: int) -> bool:
+    want = f":{port:04X}"
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        if any(f.split()[1].endswith(want) and f.split()[3] == "0A" for f in lines):
+            return True
+    return False
+
+
+_RTT = re.compile(r"time=([0-9.]+) ms")
+
+
+class Network:
+    def __init__(self, topo: Topology | str | Path, prefix: str | None = None, progress=None) -> None:
+        if not isinstance(topo, Topology):
+            from netrig.topo.load import load
+
+            topo = load(topo)
+        self.topo = topo.check()
+        self.prefix = prefix or topo.lab_prefix
+        self.progress = progress
+        self.plan: Plan = make_plan(topo)
+        self.state: LabState | None = None
+        self._port = 5201
+
+    # Life.
+    def start(self) -> Network:
+        self.state = builder.build(self.plan, self.prefix, self.progress)
+        return self
+
+    def stop(self) -> list[str]:
+        if self.state is None:
+            return []
+        errors = builder.teardown(self.state)
+        self.state = None
+        return errors
+
+    def __enter__(self) -> Network:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def detach(self) -> LabState:
+        """Leaves the lab running (for `netrig up`): nobody owns it until `down`."""
+        st = self._lab()
+        st.owner_pid = 0
+        st.save()
+        self.state = None
+        return st
+
+    @classmethod
+    def attach(cls, prefix: str) -> Network:
+        st = LabState.load(prefix)
+        if st.topology.startswith("<"):
+            raise LabError(f"lab '{prefix}' was built from Python, not a file: use it from there")
+        net = cls(st.topology, prefix=prefix)
+        net.state = st
+        return net
+
+    def _lab(self) -> LabState:
+        if self.state is None:
+            raise LabError("the network is not up")
+        return self.state
+
+    # Use.
+    def __getitem__(self, name: str) -> Node:
+        if name not in self.topo.nodes:
+            raise TopologyError([f"no node named '{name}'"])
+        return Node(self, name, builder.ns_of(self._lab().prefix, name))
+
+    def addr(self, name: str) -> str:
+        return str(self.plan.addr(name))
+
+    def hosts(self) -> list[str]:
+        return [n for n, k in self.topo.nodes.items() if k == "host"]
+
+    def ping(self, src: str, dst: str, count: int = 5, interval: float = 0.2,
+             size: int | None = None, timeout: float = 2.0) -> PingResult:
+        argv = ["ping", "-n", "-c", str(count), "-i", str(interval), "-W", str(timeout)]
+        if size is not None:
+            argv += ["-s", str(size)]
+        r = self[src].run([*argv, self.addr(dst)], timeout=count * interval + timeout + 10)
+        return PingResult(count, [float(x) for x in _RTT.findall(r.stdout)])
+
+    def pingall(self, count: int = 1) -> dict[tuple[str, str], PingResult]:
+        hosts = self.hosts()
+        return {(a, b): self.ping(a, b, count=count, interval=0.2, timeout=1)
+                for a in hosts for b in hosts if a != b}
+
+    def perf(self, src: str, dst: str, *args: str, seconds: float = 5, timeout: float | None = None) -> PerfResult:
+        """netrig-perf from src to a one-off server on dst; args are netrig-perf's own
+        options (`-u`, `-b 10M`, `-P 2`, `-C cubic`, `-R`, ...)."""
+        self._port += 1
+        port = self._port
+        exe = str(binary("netrig-perf"))
+        server = self[dst].popen([exe, "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 5
+            while not _tcp_listening(server.pid, port):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RunError(f"netrig-perf server on {dst} did not start: "
+                                   f"{server.stderr.read() if server.poll() is not None else 'timeout'}")
+                time.sleep(0.01)
+            argv = [exe, "-c", self.addr(dst), "-p", str(port), "-J", "-t", f"{seconds:g}", *args]
+            r = self[src].run(argv, timeout=timeout or seconds + 30)
+            try:
+                doc = json.loads(r.stdout)
+            except json.JSONDecodeError:
+                raise RunError(f"netrig-perf {src}->{dst} failed: {(r.stderr or r.stdout)[-500:]}") from None
+            if r.code != 0 or "error" in doc:
+                raise RunError(f"netrig-perf {src}->{dst}: {doc.get('error') or r.stderr[-500:]}")
+            return PerfResult(doc)
+        finally:
+            if server.poll() is None:
+                server.kill()
+            server.wait(timeout=5)
+
+    # Links.
+    def link_stats(self) -> dict[str, Any]:
+        st = self._lab()
+        if not st.control:
+            return {}
+        if not alive(st.pids.get("netrig-link", 0), "netrig-link"):
+            raise LabError(f"lab '{st.prefix}': its link emulator (netrig-link pid "
+                           f"{st.pids.get('netrig-link')}) is not running; its links pass nothing")
+        return userspace.request(st.control, {"cmd": "stats"})
+
+    def set_link(self, a: str, b: str, **params: Any) -> dict[str, Any]:
+        """Changes a link's shaping live: set_link("r2", "r3", delay="50ms")."""
+        link = self.topo.link_named(a, b)
+        merged = link.spec.model_dump(exclude_unset=True)
+        merged.update(params)
+        try:
+            changed = Link(LinkSpec.model_validate(merged), link.defaults)
+        except ValidationError as e:
+            raise TopologyError([f"link {link.name}: {p.where()}: {p.message}"
+                                 for p in _problems_of(e)]) from None
+        st = self._lab()
+        if st.backend != "userspace" or not st.control:
+            raise LabError("live link changes need the user-space backend (netrig-link)")
+        entry = next((x for x in st.plan.get("links", []) if x["name"] == link.name), None)
+        if entry is None or not entry["emulated"]:
+            raise LabError(f"link {link.name} is not emulated (it was built unshaped); "
+                           "give it a rate, delay or loss in the topology to change it live")
+        out = {}
+        for d, name in ((0, "a_to_b"), (1, "b_to_a")):
+            out[name] = userspace.request(st.control, {
+                "cmd": "set", "link": link.name, "dir": name,
+                "spec": userspace.direction_spec(changed.direction(d))})
+            entry[name] = changed.shaping(d).model_dump(exclude_none=True)
+        link.spec = changed.spec
+        st.save()
+        return out

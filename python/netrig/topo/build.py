@@ -1,0 +1,242 @@
+"""Building a lab from its plan, and taking it down.
+
+A namespace per node (`PREFIX-NODE`); a Linux bridge `br0` per switch, in the switch's
+own namespace; routers forward, with reverse-path filtering off; veth pairs for links,
+created straight into their namespaces; offloads off; `lo` up; `/etc/netns/NS/hosts`
+so names resolve inside the lab. A shaped link under the user-space backend is two veth
+pairs meeting in `PREFIX--emu`, where netrig-link forwards between them.
+
+The state file names every namespace before it is created; teardown kills the
+processes inside the lab's namespaces (they are the lab's), then deletes them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from netrig.link import kernel, userspace
+from netrig.topo import netns
+from netrig.topo.model import Link
+from netrig.topo.plan import Plan
+from netrig.topo.state import LabError, LabState, alive, check_prefix
+
+EMU = "-emu"  # namespace suffix: PREFIX--emu (node names cannot contain '-')
+
+
+@dataclass(frozen=True)
+class End:
+    ns: str
+    dev: str
+
+
+def ns_of(prefix: str, node: str) -> str:
+    return f"{prefix}-{node}"
+
+
+def _ends(plan: Plan, prefix: str) -> dict[int, tuple[End, End]]:
+    """Each link's two interfaces: the node's ethN, or a switch port pK."""
+    ports: dict[str, int] = {}
+    ends: dict[int, tuple[End, End]] = {}
+    for i, link in enumerate(plan.topo.links):
+        pair = []
+        for e, node in enumerate((link.a, link.b)):
+            if plan.topo.nodes[node] == "switch":
+                k = ports.get(node, 0)
+                ports[node] = k + 1
+                pair.append(End(ns_of(prefix, node), f"p{k}"))
+            else:
+                iface = plan.iface(link, e)
+                assert iface is not None
+                pair.append(End(ns_of(prefix, node), iface.name))
+        ends[i] = (pair[0], pair[1])
+    return ends
+
+
+def _uses_emulator(plan: Plan, link: Link) -> bool:
+    return plan.topo.backend == "userspace" and link.shaped
+
+
+def summary(plan: Plan, prefix: str) -> dict:
+    """What `netrig status` shows without asking the system."""
+    nodes = {}
+    for node, kind in plan.topo.nodes.items():
+        nodes[node] = {"kind": kind, "ns": ns_of(prefix, node), "ifaces": [
+            {"name": i.name, "addr": str(i.addr), "link": i.link.name} for i in plan.ifaces[node]]}
+    links = [{"name": l.name, "a": l.a, "b": l.b, "emulated": _uses_emulator(plan, l),
+              "a_to_b": l.shaping(0).model_dump(exclude_none=True),
+              "b_to_a": l.shaping(1).model_dump(exclude_none=True)} for l in plan.topo.links]
+    return {"name": plan.topo.name, "nodes": nodes, "links": links}
+
+
+def build(plan: Plan, prefix: str | None = None, progress=None) -> LabState:
+    """Builds the lab; on any failure removes whatever it made and re-raises."""
+    topo = plan.topo
+    prefix = check_prefix(prefix or topo.lab_prefix)
+    say = progress or (lambda msg: None)
+    node_ns = {n: ns_of(prefix, n) for n in topo.nodes}
+    emulated = [i for i, l in enumerate(topo.links) if _uses_emulator(plan, l)]
+    emu_ns = prefix + EMU
+    names = list(node_ns.values()) + ([emu_ns] if emulated else [])
+    st = LabState(prefix, topo.source or "<python>", namespaces=names, node_ns=node_ns,
+                  owner_pid=os.getpid(), backend=topo.backend, plan=summary(plan, prefix))
+    taken = [ns for ns in names if netns.exists(ns)]
+    if taken or (st.dir / "state.json").exists():
+        raise LabError(f"a lab '{prefix}' (or namespaces of that name: {', '.join(taken[:3])}) exists; "
+                       f"'netrig down --prefix {prefix}' removes it, or choose another prefix")
+    if topo.backend == "kernel":
+        kernel.check(topo, prefix + "-probe")
+    st.save()
+    try:
+        _build(plan, st, node_ns, emu_ns, emulated, say)
+    except BaseException:
+        teardown(st)
+        raise
+    st.status = "up"
+    st.save()
+    return st
+
+
+def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emulated: list[int],
+           say) -> None:
+    topo = plan.topo
+    t0 = time.monotonic()
+    netns.add(st.namespaces)
+    say(f"{len(st.namespaces)} namespaces")
+    ends = _ends(plan, st.prefix)
+    root: list[str] = []
+    per_ns: dict[str, list[str]] = {ns: ["link set lo up"] for ns in st.namespaces}
+    devs: dict[str, list[str]] = {ns: [] for ns in st.namespaces}
+    emu_links = []
+    for i, link in enumerate(topo.links):
+        a, b = ends[i]
+        if i in emulated:
+            ea, eb = End(emu_ns, f"l{i}a"), End(emu_ns, f"l{i}b")
+            pairs = [(a, ea), (b, eb)]
+            d0, d1 = link.direction(0), link.direction(1)
+            emu_links.append({"name": link.name, "a": ea.dev, "b": eb.dev,
+                              "a_to_b": userspace.direction_spec(d0),
+                              "b_to_a": userspace.direction_spec(d1)})
+        else:
+            pairs = [(a, b)]
+        for x, y in pairs:
+            root.append(f"link add name {x.dev} netns {x.ns} type veth peer name {y.dev} netns {y.ns}")
+            for e in (x, y):
+                devs[e.ns].append(e.dev)
+    for node, kind in topo.nodes.items():
+        ns = node_ns[node]
+        if kind == "switch":
+            per_ns[ns] += ["link add br0 type bridge stp_state 0 forward_delay 0"]
+            per_ns[ns] += [f"link set {d} master br0" for d in devs[ns]]
+            per_ns[ns] += ["link set br0 up"]
+        for iface in plan.ifaces[node]:
+            per_ns[ns].append(f"addr add {iface.addr} dev {iface.name}")
+    for ns, ds in devs.items():
+        per_ns[ns] += [f"link set {d} up" for d in ds]
+    for node, routes in plan.routes.items():
+        per_ns[node_ns[node]] += [
+            f"route add {'default' if r.dest.prefixlen == 0 else r.dest} via {r.via} dev {r.dev}"
+            for r in routes]
+    netns.ip_batch(root)
+    say(f"{len(root)} veth pairs")
+    for node, kind in topo.nodes.items():
+        ns = node_ns[node]
+        values = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+                  "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
+        if kind == "router":
+            values["net.ipv4.ip_forward"] = "1"
+        for d in devs[ns]:
+            values[f"net.ipv4.conf.{d}.rp_filter"] = "0"
+        netns.sysctls(ns, values)
+        if devs[ns]:
+            netns.offloads_off(ns, devs[ns])
+    for ns, lines in per_ns.items():
+        netns.ip_batch(lines, ns)
+    _wait_bridges([node_ns[n] for n, k in topo.nodes.items() if k == "switch"])
+    hosts = plan.hosts_file()
+    for ns in node_ns.values():
+        netns.write_hosts(ns, hosts)
+    say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
+    if topo.backend == "kernel":
+        for i, link in enumerate(topo.links):
+            if not link.shaped and all(link.direction(d).aqm == "droptail" for d in (0, 1)) \
+                    and all(link.direction(d).queue_packets is None for d in (0, 1)):
+                continue
+            for d, end in enumerate(ends[i]):
+                netns.ip_batch(kernel.tc_lines(end.dev, link.direction(d)), end.ns, what="tc")
+        say("tc qdiscs")
+    if emu_links:
+        st.control = str(st.dir / "link.sock")
+        cfg = {"links": emu_links, "stats_interval_ms": 10, "control_path": st.control,
+               "stats_path": str(st.dir / "link-stats.jsonl"), "seed": 1}
+        st.save()
+        proc = userspace.start(emu_ns, cfg, st.dir)
+        st.pids["netrig-link"] = proc.pid
+        st.save()
+        say(f"netrig-link (pid {proc.pid}) emulating {len(emu_links)} links")
+
+
+def _wait_bridges(switches: list[str], timeout: float = 5.0) -> None:
+    """Until every bridge port forwards: a port learns its carrier through the kernel's
+    linkwatch, which batches events up to a second apart; a frame sent before is lost
+    (a first ping then waits a second for ARP to retry)."""
+    pending = set(switches)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for ns in list(pending):
+            p = subprocess.run(["bridge", "-n", ns, "link", "show"], capture_output=True, text=True,
+                               timeout=10)
+            ports = [line for line in p.stdout.splitlines() if "master br0" in line]
+            if p.returncode == 0 and all("state forwarding" in line for line in ports):
+                pending.discard(ns)
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise LabError(f"bridge ports of {', '.join(sorted(pending)[:3])} did not start "
+                           f"forwarding within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def teardown(st: LabState) -> list[str]:
+    """Stops the lab's processes and deletes its namespaces; returns problems (if any)."""
+    errors = []
+    pid = st.pids.get("netrig-link", 0)
+    if alive(pid, "netrig-link"):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    # Whatever still runs inside the lab's namespaces belongs to the lab.
+    victims = {p for ns in st.namespaces for p in netns.pids(ns)}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in list(victims):
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                victims.discard(p)
+        deadline = time.monotonic() + 2
+        while victims and time.monotonic() < deadline:
+            victims = {p for p in victims if alive(p)}
+            time.sleep(0.02)
+    errors += netns.delete(st.namespaces)
+    for ns in st.namespaces:
+        netns.remove_etc(ns)
+    if not errors:
+        for f in ("link.json", "link.log", "link.sock", "link-stats.jsonl"):
+            (st.dir / f).unlink(missing_ok=True)
+        st.remove()
+        try:
+            st.dir.rmdir()
+        except OSError:
+            pass
+    return errors
+
+
+def lab_dir(prefix: str) -> Path:
+    return LabState(prefix, "").dir

@@ -1,0 +1,96 @@
+"""A lab's state file: everything a lab creates is named here before it is created.
+
+`/run/netrig/labs/PREFIX/state.json` (atomic writes) lists the lab's namespaces and
+processes. `netrig down` removes exactly those; `netrig clean` removes the labs whose
+builder died mid-build or whose link emulator died. Nothing else is ever touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from netrig.errors import NetrigError
+
+LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
+SCHEMA = 1
+PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
+
+
+class LabError(NetrigError):
+    pass
+
+
+def check_prefix(prefix: str) -> str:
+    if not PREFIX_RE.fullmatch(prefix):
+        raise LabError(f"lab prefix '{prefix}': use 1-15 lowercase letters, digits or _ "
+                       "(it starts every namespace the lab creates)")
+    return prefix
+
+
+@dataclass
+class LabState:
+    prefix: str
+    topology: str  # the file it came from, or "<python>"
+    namespaces: list[str] = field(default_factory=list)
+    node_ns: dict[str, str] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)  # role -> pid (netrig-link)
+    status: str = "building"  # building | up
+    owner_pid: int = 0  # the process building it (0 once it is up and left running)
+    backend: str = "userspace"
+    control: str | None = None
+    created: float = field(default_factory=time.time)
+    plan: dict = field(default_factory=dict)  # nodes' addresses and links, for status
+    schema: int = SCHEMA
+
+    @property
+    def dir(self) -> Path:
+        return LABS_DIR / self.prefix
+
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
+        os.replace(tmp, self.dir / "state.json")
+
+    @classmethod
+    def load(cls, prefix: str) -> LabState:
+        path = LABS_DIR / check_prefix(prefix) / "state.json"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise LabError(f"no lab '{prefix}' is up (no {path})") from None
+        except json.JSONDecodeError as e:
+            raise LabError(f"{path}: not a state file ({e})") from None
+        if data.get("schema") != SCHEMA:
+            raise LabError(f"{path}: state schema {data.get('schema')}, this netrig reads {SCHEMA}")
+        data.pop("schema", None)
+        return cls(**data, schema=SCHEMA)
+
+    def remove(self) -> None:
+        for f in ("state.json", "state.json.tmp"):
+            (self.dir / f).unlink(missing_ok=True)
+
+
+def labs() -> list[str]:
+    if not LABS_DIR.is_dir():
+        return []
+    return sorted(d.name for d in LABS_DIR.iterdir() if (d / "state.json").exists())
+
+
+def alive(pid: int, name: str | None = None) -> bool:
+    """Is pid running (and, if name is given, running that program)?"""
+    if pid <= 0:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        return False
+    return name is None or any(Path(a.decode(errors="replace")).name == name for a in cmdline.split(b"\0")[:3])
