@@ -214,9 +214,13 @@ class Network:
         return PingResult(count, [float(x) for x in _RTT.findall(r.stdout)])
 
     def pingall(self, count: int = 1) -> dict[tuple[str, str], PingResult]:
+        from concurrent.futures import ThreadPoolExecutor
+
         hosts = self.hosts()
-        return {(a, b): self.ping(a, b, count=count, interval=0.2, timeout=1)
-                for a in hosts for b in hosts if a != b}
+        pairs = [(a, b) for a in hosts for b in hosts if a != b]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = pool.map(lambda p: self.ping(p[0], p[1], count=count, interval=0.2, timeout=2), pairs)
+            return dict(zip(pairs, results))
 
     def perf(self, src: str, dst: str, *args: str, seconds: float = 5, timeout: float | None = None) -> PerfResult:
         """netrig-perf from src to a one-off server on dst; args are netrig-perf's own

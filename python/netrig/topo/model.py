@@ -492,7 +492,9 @@ class Topology:
             for d, key in ((0, "a_to_b"), (1, "b_to_a")):
                 try:
                     l.direction(d)
-                except (ValidationError, units.UnitError) as e:
+                except ValidationError as e:
+                    out.append(Problem(("links", i, key), "; ".join(p.message for p in _problems_of(e))))
+                except units.UnitError as e:
                     out.append(Problem(("links", i, key), str(e)))
         out += self._switch_loops()
         return out

@@ -1,0 +1,276 @@
+"""Topology files: YAML in, a checked `Topology` out, every error at its file and line.
+
+    name: portfolio
+    nodes: {h1: host, s1: {kind: switch}}
+    links:
+      - [h1, s1]
+      - {a: h1, b: s1, rate: 30Mbit, delay: 10ms, a_to_b: {delay: 20ms}}
+
+This module owns reading the file and saying where each problem is
+(`FILE:LINE: KEY.PATH: message`); the schema and the whole-topology checks belong to
+`netrig.topo.model`. The file is checked in two passes, each reporting all it finds:
+the schema (`TopologyFile`, plus what YAML itself hides: repeated keys, short-form links
+of the wrong length), then, on a topology built from the valid file, `Topology.problems()`
+(dangling names, duplicate links, switch loops).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from netrig import units
+from netrig.topo.model import (
+    Link,
+    LinkSpec,
+    NodeSpec,
+    Problem,
+    Topology,
+    TopologyError,
+    TopologyFile,
+    _problems_of,
+)
+
+Key = tuple[str | int, ...]
+_MERGE = "tag:yaml.org,2002:merge"
+_BOOL = "tag:yaml.org,2002:bool"
+# What a Literal field holds, for "'x' is not <what> (expected ...)".
+_CHOICES = {"kind": "a node kind", "backend": "a backend", "aqm": "a queue discipline",
+            "type": "a queue discipline", "distribution": "a delay distribution"}
+# Fields typed as text that hold a unit: a bare number there is told what unit it lacks.
+_UNITS: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(("target", "interval", "tupdate", "max_burst"), units.seconds),
+    **dict.fromkeys(("correlation", "loss", "loss_correlation", "duplicate", "corrupt", "reorder",
+                     "p", "r", "loss_good", "loss_bad"), units.fraction),
+}
+
+
+class _Loader(yaml.SafeLoader):
+    """A SafeLoader that also records where every mapping key and sequence item starts
+    (path -> 1-based line) and every key a mapping repeats (YAML keeps the last). Only
+    true/false are booleans (YAML 1.2): a node named `no` or `on` stays a name."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.lines: dict[Key, int] = {(): 1}
+        self.repeats: list[tuple[int, Key, int]] = []  # (line, path, line of the first)
+
+    def record(self, node: yaml.Node, path: Key = (), inside: frozenset[int] = frozenset()) -> None:
+        if id(node) in inside:  # a recursive alias: its first visit records it
+            return
+        inside = inside | {id(node)}
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for k, v in node.value:
+                if k.tag == _MERGE or not isinstance(k, yaml.ScalarNode):
+                    continue  # merged keys and odd keys fall back to the mapping's line
+                key = self.construct_object(k)
+                line = k.start_mark.line + 1
+                if key in first:
+                    self.repeats.append((line, (*path, key), first[key]))
+                first.setdefault(key, line)
+                self.lines[(*path, key)] = line  # the value YAML keeps is the last
+                self.record(v, (*path, key), inside)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self.lines[(*path, i)] = item.start_mark.line + 1
+                self.record(item, (*path, i), inside)
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+def load(path: str | PathLike[str]) -> Topology:
+    """Read and check a topology file; `TopologyError` lists every problem found."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TopologyError([f"{path}: cannot read the file: {e}"]) from None
+    return loads(text, source=str(path))
+
+
+def loads(text: str, source: str = "<string>") -> Topology:
+    """Check topology YAML given as text; `source` names it in the errors. Raises one
+    `TopologyError` listing every problem, in line order."""
+    data, lines, found = _parse(text, source)
+    if not isinstance(data, dict):
+        msg = f"the file should be a mapping with nodes: and links: (it holds {_kind(data)})"
+        raise TopologyError([f"{source}:1: {msg}"])
+    short = _short_forms(data)
+    found += [(_line(lines, p.path), p.path, p.message) for p in short]
+    skip = [p.path for p in short]
+    try:
+        spec = TopologyFile.model_validate(data)
+    except ValidationError as e:
+        problems = [p for p in _tidy(_problems_of(e), data)
+                    if not any(p.path[: len(s)] == s for s in skip)]
+        found += [(_line(lines, p.path), p.path, p.message) for p in problems]
+    else:
+        if not found:
+            topo = _build(spec, source)
+            found = [(_line(lines, p.path), p.path, _one_line(p.message))
+                     for p in topo.problems()]
+            if not found:
+                return topo
+    found.sort(key=lambda f: f[0])
+    raise TopologyError([f"{source}:{line}: {_key(path)}: {msg}" for line, path, msg in found])
+
+
+def _parse(text: str, source: str) -> tuple[Any, dict[Key, int], list[tuple[int, Key, str]]]:
+    """The file's data, where each key and item is, and its repeated keys as problems."""
+    loader = _Loader(text)
+    data = None
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            loader.record(node)
+            data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 1
+        context = f" ({e.context} on line {e.context_mark.line + 1})" if (
+            e.context and e.context_mark and e.context_mark.line + 1 != line) else ""
+        raise TopologyError([f"{source}:{line}: YAML: {e.problem}{context}"]) from None
+    except yaml.YAMLError as e:  # a reader error: a character YAML does not allow
+        line = text[: getattr(e, "position", 0)].count("\n") + 1
+        raise TopologyError([f"{source}:{line}: YAML: {e}"]) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise TopologyError([f"{source}:1: the file is empty (it needs at least nodes:)"])
+    repeats = [(line, path, f"defined twice (first on line {first})")
+               for line, path, first in loader.repeats]
+    for path, line in list(loader.lines.items()):  # a short-form link's ends: its items
+        if len(path) == 3 and path[0] == "links" and path[2] in (0, 1):
+            loader.lines.setdefault((*path[:2], "ab"[path[2]]), line)
+    return data, loader.lines, repeats
+
+
+def _short_forms(data: dict[str, Any]) -> list[Problem]:
+    """Short-form links are exactly two names; anything else is neither form. (The
+    schema's `list[str]` takes any length, and its complaints about a link that is
+    neither a list nor a mapping are two half-truths.)"""
+    links = data.get("links")
+    out: list[Problem] = []
+    if not isinstance(links, list):
+        return out
+    for i, item in enumerate(links):
+        if isinstance(item, list):
+            if len(item) != 2 or not all(isinstance(n, str) for n in item):
+                shown = "[" + ", ".join(_show(n) for n in item) + "]"
+                out.append(Problem(("links", i), f"a short-form link is [a, b], two node names; "
+                                             f"got {shown}"))
+        elif not isinstance(item, dict):
+            out.append(Problem(("links", i), f"a link is [a, b] or {{a: ..., b: ..., ...}}; "
+                                         f"got {_show(item)}"))
+    return out
+
+
+def _tidy(problems: list[Problem], data: Any) -> list[Problem]:
+    """Keep the complaint that helps: when a value fails every branch of a union (a node
+    is `host` or `{kind: host}`, an aqm is `pie` or `{type: pie, ...}`), drop the branches
+    the value is plainly not, and name the value a Literal refused."""
+    out = []
+    for p in problems:
+        here = [q for q in problems if q.path == p.path and q is not p]
+        deeper = [q for q in problems
+                  if len(q.path) > len(p.path) and q.path[: len(p.path)] == p.path]
+        if p.message.startswith("Input should be a valid dictionary or instance of") and (
+                here or deeper):
+            continue  # the value is not a mapping, and another branch says what it is not
+        if p.message.startswith("Input should be ") and deeper:
+            continue  # the value is a mapping; its own keys say what is wrong
+        out.append(Problem(p.path, _reword(p, data)))
+    return out
+
+
+def _reword(p: Problem, data: Any) -> str:
+    value = _at(data, p.path)
+    field = str(p.path[-1]) if p.path else ""
+    if p.message == "Field required":
+        return "missing (this key is required)"
+    if p.message.startswith("Input should be a valid dictionary"):
+        return f"should be a mapping (key: value, ...), not {_kind(value)}"
+    if p.message == "Input should be a valid list":
+        return f"should be a list (- item, or [a, b, ...]), not {_kind(value)}"
+    if p.message == "Input should be a valid string" and len(p.path) == 2 and p.path[0] == "nodes":
+        return f"a node name is text: quote it ('{p.path[1]}')"
+    if p.message == "Input should be a valid string" and field in _UNITS and (
+            isinstance(value, (int, float)) and not isinstance(value, bool)):
+        try:  # `loss: 5`: the field takes text, but the problem is the missing unit
+            _UNITS[field](str(value))
+        except units.UnitError as e:
+            return str(e)
+    m = re.fullmatch(r"Input should be ('.*')", p.message)
+    if m is None or isinstance(value, (dict, list)):
+        return p.message
+    what = "a node kind" if p.path[:1] == ("nodes",) else _CHOICES.get(field, "allowed")
+    return f"{_show(value)} is not {what} (expected {m.group(1)})"
+
+
+def _one_line(message: str) -> str:
+    """pydantic's multi-line report (a direction whose merged values clash) as the
+    complaints it holds: "give either rate or trace, not both"."""
+    found = re.findall(r"^\s+(?:Value error, )?(.*?) \[type=", message, re.MULTILINE)
+    return "; ".join(found) if "validation error" in message and found else message
+
+
+def _build(spec: TopologyFile, source: str) -> Topology:
+    """The Topology of a file that passed the schema."""
+    topo = Topology(spec.name, prefix=spec.prefix, backend=spec.backend,
+                    pool=spec.addressing.pool, prefix_len=spec.addressing.prefix_len,
+                    defaults=spec.defaults.link.model_dump(exclude_unset=True))
+    topo.source = source
+    add = {"host": topo.host, "switch": topo.switch, "router": topo.router}
+    for name, node in spec.nodes.items():
+        add[node.kind if isinstance(node, NodeSpec) else node](name)
+    for item in spec.links:
+        link = item if isinstance(item, LinkSpec) else LinkSpec(a=item[0], b=item[1])
+        topo.links.append(Link(link, topo.defaults))
+    return topo
+
+
+def _line(lines: dict[Key, int], path: Key) -> int:
+    """The line of `path`, else of its nearest recorded ancestor."""
+    while path not in lines:
+        path = path[:-1]
+    return lines[path]
+
+
+def _at(data: Any, path: Key) -> Any:
+    for p in path:
+        try:
+            data = data[p]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _key(path: Key) -> str:
+    """("links", 3, "rate") -> "links[3].rate"."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}" if out else str(p)
+    return out or "(top level)"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, (dict, list)):
+        return "a list" if isinstance(value, list) else "a mapping"
+    return _show(value)
+
+
+def _show(value: Any) -> str:
+    return f"'{value}'" if isinstance(value, str) else "null" if value is None else str(value)
