@@ -269,10 +269,26 @@ pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
                 Err(e) => return Err(e),
             }
         }
+        // What the peer wrote before the end counts: read on until the connection has
+        // been quiet for a moment (bounded), so a busy receiver does not under-report.
+        sys::set_timeouts(sock.as_raw_fd(), DRAIN_QUIET)?;
+        let until = sys::monotonic_ns() + DRAIN_MAX.as_nanos() as u64;
+        while sys::monotonic_ns() < until {
+            match sock.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    stream.bytes.fetch_add(n as u64, Relaxed);
+                    stream.blocks.fetch_add(1, Relaxed);
+                }
+            }
+        }
         Ok(())
     })();
     stream.finish(result);
 }
+
+const DRAIN_QUIET: Duration = Duration::from_millis(20);
+const DRAIN_MAX: Duration = Duration::from_secs(2);
 
 /// Answers a repeated "9876" (the client did not get our "6789") on a stream socket.
 pub fn answer_repeated_hello(s: &UdpSocket) {
