@@ -7,7 +7,8 @@ Pure computation on a checked `Topology`; nothing here touches the system.
 - An L2 segment is a switch with everything on it (switches joined by links form one
   segment), or a point-to-point link between two non-switches. Each segment gets one
   subnet: the network of an explicit address on it, else the next free /prefix_len
-  of the pool (10.0.0.0/24, 10.0.1.0/24, ... by default, in the order links appear).
+  of the pool (10.0.0.0/24, 10.0.1.0/24, ... by default, in the order links appear),
+  or the smallest wider subnet that holds the segment when a /prefix_len cannot.
 - Routers get the lowest addresses on a segment (.1, .2, ...), hosts the next ones
   from .10 up, unless given.
 - Routes: shortest path between hosts and routers, by one-way delay, then hop count;
@@ -170,15 +171,23 @@ def _address(topo: Topology, segments: list[Segment]) -> None:
             if any(seg.subnet.overlaps(t) for t in taken):
                 raise TopologyError([f"subnet {seg.subnet} is used by two segments"])
             taken.add(seg.subnet)
-    free = (n for n in pool.subnets(new_prefix=plen) if not any(n.overlaps(t) for t in taken))
     for seg in segments:
         if not seg.ifaces:
             continue
         if seg.subnet is None:
-            seg.subnet = next(free, None)
+            # A /prefix_len, or a wider one when the segment has more members than fit
+            # (hosts are numbered from .10, so a /24 holds 245 of them).
+            need = len(seg.ifaces) + 11
+            size = min(plen, 32 - max(2, (need - 1).bit_length()))
+            if size < pool.prefixlen:
+                raise TopologyError([f"addressing: {len(seg.ifaces)} interfaces on one segment do not "
+                                     f"fit in the pool {pool}"])
+            seg.subnet = next((n for n in pool.subnets(new_prefix=size)
+                               if not any(n.overlaps(t) for t in taken)), None)
             if seg.subnet is None:
-                raise TopologyError([f"addressing: the pool {pool} has no /{plen} left "
+                raise TopologyError([f"addressing: the pool {pool} has no /{size} left "
                                      f"for {len(segments)} segments"])
+            taken.add(seg.subnet)
         hosts = list(seg.subnet.hosts())
         used = {i.addr.ip for i in seg.ifaces if i.addr is not None}
         order = sorted((i for i in seg.ifaces if i.addr is None),
@@ -199,54 +208,74 @@ def _address(topo: Topology, segments: list[Segment]) -> None:
                 h_next = k + 1
 
 
-def _tree_path(topo: Topology, src: str, dst: str, allowed: set[str]) -> list[Hop] | None:
-    """The hops from src to dst through switches only (a segment is a tree)."""
-    prev: dict[str, Hop | None] = {src: None}
+@dataclass
+class _Edge:
+    """Two hosts/routers on one segment: the one-way delay and hops between them."""
+
+    to: str
+    delay: float
+    hops: int
+    out: Iface  # leaves by this interface
+    peer: Iface  # arrives at this one
+    prev: dict[str, Hop | None]  # the BFS tree from `out.node`, to rebuild the hops
+
+
+Adjacency = dict[str, list[tuple[Link, str, float]]]  # node -> (link, neighbour, delay)
+
+
+def _segment_tree(adj: Adjacency, src: str, switches: set[str]) -> dict[str, tuple[float, int, Hop | None]]:
+    """Delay, hop count and last hop to every node reachable from src through the
+    segment's switches only (a segment is a tree, so the first way found is the way)."""
+    seen: dict[str, tuple[float, int, Hop | None]] = {src: (0.0, 0, None)}
     todo = [src]
     while todo:
         n = todo.pop()
-        if n == dst:
-            break
-        if n != src and n not in allowed:
+        if n != src and n not in switches:
             continue
-        for l in topo.links_of(n):
-            m = l.other(n)
-            if m not in prev:
-                prev[m] = Hop(l, n, m, 0 if l.a == n else 1)
+        d, h, _ = seen[n]
+        for l, m, delay in adj[n]:
+            if m not in seen:
+                seen[m] = (d + delay, h + 1, Hop(l, n, m, 0 if l.a == n else 1))
                 todo.append(m)
-    if dst not in prev:
-        return None
-    hops = []
-    n = dst
-    while prev[n] is not None:
-        h = prev[n]
-        hops.append(h)
-        n = h.frm
-    return hops[::-1]
+    return seen
 
 
-def _l3_graph(topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]):
-    """Edges between hosts/routers that share a segment: (delay, hops, path, via iface)."""
-    edges: dict[str, list[tuple[str, float, int, list[Hop], Iface, Iface]]] = {}
+def _l3_graph(topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]) -> dict[str, list[_Edge]]:
+    """Edges between the hosts and routers that share a segment."""
+    adj: Adjacency = {n: [] for n in topo.nodes}
+    for l in topo.links:
+        delay = _delay(l)
+        adj[l.a].append((l, l.b, delay))
+        adj[l.b].append((l, l.a, delay))
+    edges: dict[str, list[_Edge]] = {}
     for seg in segments:
         switches = set(seg.switches)
         for i in seg.ifaces:
+            tree = _segment_tree(adj, i.node, switches)
+            prev = {n: t[2] for n, t in tree.items()}
             for j in seg.ifaces:
-                if i is j:
+                if j is i or j.node not in tree:
                     continue
-                hops = _tree_path(topo, i.node, j.node, switches) if switches else [
-                    Hop(i.link, i.node, j.node, 0 if i.link.a == i.node else 1)]
-                if hops is None:
+                if not switches and j.link is not i.link:
                     continue
-                delay = sum(_delay(h.link) for h in hops)
-                edges.setdefault(i.node, []).append((j.node, delay, len(hops), hops, i, j))
+                delay, hops, _ = tree[j.node]
+                edges.setdefault(i.node, []).append(_Edge(j.node, delay, hops, i, j, prev))
     return edges
 
 
-def _shortest(topo: Topology, edges, src: str) -> dict[str, tuple[float, int, list]]:
+def _hops(e: _Edge) -> list[Hop]:
+    out = []
+    n = e.to
+    while (h := e.prev.get(n)) is not None:
+        out.append(h)
+        n = h.frm
+    return out[::-1]
+
+
+def _shortest(topo: Topology, edges: dict[str, list[_Edge]], src: str) -> dict[str, tuple[float, int, list[_Edge]]]:
     """Dijkstra from src by (delay, hops); only routers are passed through. Returns
-    node -> (delay, hops, [(edge), ...])."""
-    best: dict[str, tuple[float, int, list]] = {src: (0.0, 0, [])}
+    node -> (delay, hops, the edges taken)."""
+    best: dict[str, tuple[float, int, list[_Edge]]] = {src: (0.0, 0, [])}
     heap = [(0.0, 0, src)]
     done = set()
     while heap:
@@ -257,37 +286,38 @@ def _shortest(topo: Topology, edges, src: str) -> dict[str, tuple[float, int, li
         if n != src and topo.nodes[n] != "router":
             continue
         for e in edges.get(n, []):
-            m, ed, eh = e[0], e[1], e[2]
-            cand = (d + ed, h + eh)
-            if m not in best or cand < best[m][:2]:
-                best[m] = (cand[0], cand[1], best[n][2] + [e])
-                heapq.heappush(heap, (cand[0], cand[1], m))
+            cand = (d + e.delay, h + e.hops)
+            if e.to not in best or cand < best[e.to][:2]:
+                best[e.to] = (cand[0], cand[1], best[n][2] + [e])
+                heapq.heappush(heap, (cand[0], cand[1], e.to))
     return best
 
 
 def _routes(topo: Topology, ifaces, segments) -> dict[str, list[Route]]:
     edges = _l3_graph(topo, ifaces, segments)
+    routers = [n for n, k in topo.nodes.items() if k == "router"]
     routes: dict[str, list[Route]] = {}
     for node, kind in topo.nodes.items():
         if kind == "switch" or not ifaces[node]:
             continue
+        routes[node] = []
+        if not routers:
+            continue  # no router: every host reaches only its own segment
         own = {segments[i.segment].subnet for i in ifaces[node]}
         best = _shortest(topo, edges, node)
         table: list[Route] = []
         for seg in segments:
             if seg.subnet is None or seg.subnet in own or not seg.ifaces:
                 continue
-            # Reach the segment through whichever of its members is closest.
+            # Reach the segment through whichever of its members is closest; the first
+            # step must be a router (hosts do not forward).
             reach = [best[i.node] for i in seg.ifaces if i.node in best and best[i.node][2]]
             if not reach:
                 continue
             first = min(reach, key=lambda b: b[:2])[2][0]
-            _, _, _, _, out_if, next_if = first
-            if topo.nodes[next_if.node] != "router" and len(min(reach, key=lambda b: b[:2])[2]) > 1:
+            if topo.nodes[first.to] != "router":
                 continue
-            if topo.nodes[next_if.node] != "router":
-                continue
-            table.append(Route(seg.subnet, next_if.addr.ip, out_if.name))
+            table.append(Route(seg.subnet, first.peer.addr.ip, first.out.name))
         if kind == "host" and table and len({(r.via, r.dev) for r in table}) == 1:
             table = [Route(ipaddress.IPv4Network("0.0.0.0/0"), table[0].via, table[0].dev)]
         routes[node] = table
@@ -308,4 +338,4 @@ def path(plan: Plan, src: str, dst: str) -> list[Hop]:
     best = _shortest(topo, edges, src)
     if dst not in best:
         raise TopologyError([f"no route from {src} to {dst}"])
-    return [h for e in best[dst][2] for h in e[3]]
+    return [h for e in best[dst][2] for h in _hops(e)]
