@@ -22,6 +22,8 @@ from netrig.errors import NetrigError
 
 NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
+MS_BIND = 4096
+MNT_DETACH = 2
 SIOCETHTOOL = 0x8946
 # Legacy ethtool "set" commands (struct ethtool_value {u32 cmd; u32 data}).
 _OFFLOADS = (0x15, 0x17, 0x19, 0x1F, 0x24, 0x2B)  # rx/tx csum, sg, tso, gso, gro
@@ -50,30 +52,81 @@ def ip_batch(lines: Iterable[str], ns: str | None = None, what: str = "ip") -> N
 
 
 def add(names: list[str]) -> None:
-    for ns in names:
-        p = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True, timeout=30)
-        if p.returncode != 0:
-            raise NetnsError(f"ip netns add {ns}: {p.stderr.strip()}")
+    """Creates the namespaces as `ip netns add` does, the first with ip itself (it makes
+    /run/netns a shared mount once), the rest in-process: a thread unshares its network
+    namespace and bind-mounts it on /run/netns/NAME (no process per namespace)."""
+    for k, ns in enumerate(names):
+        if k == 0 or not (NETNS_DIR / ".").exists():
+            p = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True, timeout=30)
+            if p.returncode != 0:
+                raise NetnsError(f"ip netns add {ns}: {p.stderr.strip()}")
+            continue
+        _add_one(ns)
+
+
+def _add_one(ns: str) -> None:
+    target = NETNS_DIR / ns
+    try:
+        os.close(os.open(target, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
+    except FileExistsError:
+        raise NetnsError(f"namespace {ns} exists") from None
+    err: list[str] = []
+
+    def body() -> None:
+        if _libc.unshare(CLONE_NEWNET) != 0:
+            err.append(f"unshare: {os.strerror(ctypes.get_errno())}")
+            return
+        if _libc.mount(b"/proc/thread-self/ns/net", str(target).encode(), None, MS_BIND, None) != 0:
+            err.append(f"mount: {os.strerror(ctypes.get_errno())}")
+
+    t = threading.Thread(target=body, name=f"netns-add-{ns}")
+    t.start()
+    t.join()
+    if err:
+        target.unlink(missing_ok=True)
+        raise NetnsError(f"creating namespace {ns}: {err[0]}")
 
 
 def delete(names: Iterable[str]) -> list[str]:
-    """Deletes the namespaces that exist; returns the errors (never raises)."""
+    """Deletes the namespaces that exist (unmount and unlink, as `ip netns del`);
+    returns the errors (never raises)."""
     errors = []
     for ns in names:
-        if not exists(ns):
+        target = NETNS_DIR / ns
+        if not target.exists():
             continue
-        p = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, timeout=30)
-        if p.returncode != 0:
-            errors.append(f"ip netns del {ns}: {p.stderr.strip()}")
+        if _libc.umount2(str(target).encode(), MNT_DETACH) != 0:
+            e = ctypes.get_errno()
+            if e != 22:  # EINVAL: not mounted (a half-made namespace): just unlink
+                errors.append(f"umount {target}: {os.strerror(e)}")
+                continue
+        try:
+            target.unlink()
+        except OSError as e:
+            errors.append(f"rm {target}: {e.strerror}")
     return errors
 
 
-def pids(ns: str) -> list[int]:
-    """Processes whose network namespace is ns (what `ip netns pids` prints)."""
-    if not exists(ns):
-        return []
-    p = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30)
-    return [int(x) for x in p.stdout.split() if x.isdigit()]
+def _inode(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def pids(names: Iterable[str]) -> dict[str, list[int]]:
+    """Processes in each namespace (what `ip netns pids` prints), in one pass over /proc."""
+    want = {ino: ns for ns in names if (ino := _inode(str(NETNS_DIR / ns))) is not None}
+    out: dict[str, list[int]] = {ns: [] for ns in want.values()}
+    if not want:
+        return out
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            ns = want.get(_inode(f"/proc/{entry}/ns/net"))  # type: ignore[arg-type]
+            if ns is not None:
+                out[ns].append(int(entry))
+    return out
 
 
 def run_in(ns: str, fn: Callable[[], T]) -> T:
