@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from netrig import binary
+from netrig.link.userspace import exchange
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -52,19 +53,7 @@ class Pair:
         return subprocess.Popen(["ip", "netns", "exec", self.b_ns, *cmd], **kw)
 
     def request(self, req: dict, timeout: float = 5) -> dict:
-        import socket
-
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(timeout)
-            s.connect(str(self.control))
-            s.sendall((json.dumps(req) + "\n").encode())
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        return json.loads(buf)
+        return exchange(self.control, req, timeout)
 
     def ping(self, count: int = 10, interval: float = 0.05) -> list[float]:
         p = self.in_a("ping", "-c", str(count), "-i", str(interval), "-W", "1", self.b_ip)

@@ -89,7 +89,16 @@ def start(ns: str, config: dict[str, Any], workdir: Path, timeout: float = 15) -
 
 
 def request(control: str | Path, req: dict[str, Any], timeout: float = 5) -> dict[str, Any]:
-    """One request on the daemon's control socket; its one-line answer."""
+    """One request on the daemon's control socket; its answer, or LinkDaemonError with
+    the daemon's complaint."""
+    answer = exchange(control, req, timeout)
+    if isinstance(answer, dict) and answer.get("error"):
+        raise LinkDaemonError(f"netrig-link: {answer['error']}")
+    return answer
+
+
+def exchange(control: str | Path, req: dict[str, Any], timeout: float = 5) -> dict[str, Any]:
+    """One request on the daemon's control socket; its one-line answer as it is."""
     try:
         with socket.socket(socket.AF_UNIX) as s:
             s.settimeout(timeout)
@@ -107,6 +116,4 @@ def request(control: str | Path, req: dict[str, Any], timeout: float = 5) -> dic
         answer = json.loads(buf)
     except json.JSONDecodeError:
         raise LinkDaemonError(f"netrig-link answered {buf[:200]!r}") from None
-    if isinstance(answer, dict) and answer.get("error"):
-        raise LinkDaemonError(f"netrig-link: {answer['error']}")
     return answer
