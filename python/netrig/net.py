@@ -197,7 +197,7 @@ class Network:
     def __getitem__(self, name: str) -> Node:
         if name not in self.topo.nodes:
             raise TopologyError([f"no node named '{name}'"])
-        return Node(self, name, builder.ns_of(self._lab().prefix, name))
+        return Node(self, name, self._lab().node_ns[name])
 
     def addr(self, name: str) -> str:
         return str(self.plan.addr(name))

@@ -188,6 +188,29 @@ def test_two_labs_at_once_and_a_taken_prefix_is_refused():
     assert leftovers(p1) == [] and leftovers(p2) == []
 
 
+def test_switches_share_one_namespace_with_a_bridge_each():
+    """All switches are bridges in PREFIX--sw; a name too long for `NAME-pK` ports gets
+    `sw.J`; every host still reaches every other through the chain of bridges."""
+    needs_root()
+    text = json.dumps({"nodes": {"h1": "host", "h2": "host", "h3": "host",
+                                 "access_switch_1": "switch", "s2": "switch", "s3": "switch"},
+                       "links": [["h1", "access_switch_1"], ["access_switch_1", "s2"],
+                                 ["s2", "s3"], ["h3", "s3"], ["h2", "s2"]]})
+    prefix = f"sw{os.getpid() % 100000}"
+    with Network(loads(text), prefix=prefix) as net:
+        assert sorted(net.state.namespaces) == sorted(f"{prefix}-{n}" for n in ("h1", "h2", "h3", "-sw"))
+        sw = net["s2"]
+        assert sw.ns == f"{prefix}--sw" and net["access_switch_1"].ns == sw.ns
+        out = sw.run("bridge -o link show").stdout
+        masters = sorted(line.split()[1].split("@")[0].rstrip(":") + " " + line.split("master")[1].split()[0]
+                         for line in out.splitlines())
+        assert masters == ["s2-p0 s2", "s2-p1 s2", "s2-p2 s2", "s3-p0 s3", "s3-p1 s3",
+                           "sw.0-p0 sw.0", "sw.0-p1 sw.0"], out
+        results = net.pingall(count=1)
+        assert all(r.received == 1 for r in results.values()), results
+    assert leftovers(prefix) == []
+
+
 def test_python_api_run_popen_perf_ping():
     needs_root()
     from netrig.topo.model import Topology

@@ -1,7 +1,8 @@
 """Building a lab from its plan, and taking it down.
 
-A namespace per node (`PREFIX-NODE`); a Linux bridge `br0` per switch, in the switch's
-own namespace; routers forward, with reverse-path filtering off; veth pairs for links,
+A namespace per host and router (`PREFIX-NODE`); the switches share one, `PREFIX--sw`,
+a Linux bridge each (named as the switch, ports `SWITCH-pK`; a bridge needs no namespace
+of its own, and namespaces are what a lab's set-up and teardown cost); routers forward, with reverse-path filtering off; veth pairs for links,
 created straight into their namespaces; offloads off; `lo` up; `/etc/netns/NS/hosts`
 so names resolve inside the lab. A shaped link under the user-space backend is two veth
 pairs meeting in `PREFIX--emu`, where netrig-link forwards between them.
@@ -27,6 +28,8 @@ from netrig.topo.plan import Plan
 from netrig.topo.state import LabError, LabState, alive, check_prefix
 
 EMU = "-emu"  # namespace suffix: PREFIX--emu (node names cannot contain '-')
+SW = "-sw"  # all of a lab's switches: PREFIX--sw
+IFNAMSIZ = 15
 
 
 @dataclass(frozen=True)
@@ -39,21 +42,35 @@ def ns_of(prefix: str, node: str) -> str:
     return f"{prefix}-{node}"
 
 
+def node_namespaces(plan: Plan, prefix: str) -> dict[str, str]:
+    return {n: prefix + "-" + SW if k == "switch" else ns_of(prefix, n)
+            for n, k in plan.topo.nodes.items()}
+
+
+def bridge_names(plan: Plan) -> dict[str, str]:
+    """Each switch's bridge: its own name where `NAME-pK` port names fit in IFNAMSIZ, else
+    `sw.J` (a '.' no node name has)."""
+    switches = [n for n, k in plan.topo.nodes.items() if k == "switch"]
+    return {n: n if len(n) <= IFNAMSIZ - 5 else f"sw.{j}" for j, n in enumerate(switches)}
+
+
 def _ends(plan: Plan, prefix: str) -> dict[int, tuple[End, End]]:
     """Each link's two interfaces: the node's ethN, or a switch port pK."""
     ports: dict[str, int] = {}
     ends: dict[int, tuple[End, End]] = {}
+    node_ns = node_namespaces(plan, prefix)
+    bridges = bridge_names(plan)
     for i, link in enumerate(plan.topo.links):
         pair = []
         for e, node in enumerate((link.a, link.b)):
             if plan.topo.nodes[node] == "switch":
                 k = ports.get(node, 0)
                 ports[node] = k + 1
-                pair.append(End(ns_of(prefix, node), f"p{k}"))
+                pair.append(End(node_ns[node], f"{bridges[node]}-p{k}"))
             else:
                 iface = plan.iface(link, e)
                 assert iface is not None
-                pair.append(End(ns_of(prefix, node), iface.name))
+                pair.append(End(node_ns[node], iface.name))
         ends[i] = (pair[0], pair[1])
     return ends
 
@@ -65,8 +82,9 @@ def _uses_emulator(plan: Plan, link: Link) -> bool:
 def summary(plan: Plan, prefix: str) -> dict:
     """What `netrig status` shows without asking the system."""
     nodes = {}
+    node_ns = node_namespaces(plan, prefix)
     for node, kind in plan.topo.nodes.items():
-        nodes[node] = {"kind": kind, "ns": ns_of(prefix, node), "ifaces": [
+        nodes[node] = {"kind": kind, "ns": node_ns[node], "ifaces": [
             {"name": i.name, "addr": str(i.addr), "link": i.link.name} for i in plan.ifaces[node]]}
     links = [{"name": l.name, "a": l.a, "b": l.b, "emulated": _uses_emulator(plan, l),
               "a_to_b": l.shaping(0).model_dump(exclude_none=True),
@@ -79,10 +97,10 @@ def build(plan: Plan, prefix: str | None = None, progress=None) -> LabState:
     topo = plan.topo
     prefix = check_prefix(prefix or topo.lab_prefix)
     say = progress or (lambda msg: None)
-    node_ns = {n: ns_of(prefix, n) for n in topo.nodes}
+    node_ns = node_namespaces(plan, prefix)
     emulated = [i for i, l in enumerate(topo.links) if _uses_emulator(plan, l)]
     emu_ns = prefix + EMU
-    names = list(node_ns.values()) + ([emu_ns] if emulated else [])
+    names = list(dict.fromkeys(node_ns.values())) + ([emu_ns] if emulated else [])
     st = LabState(prefix, topo.source or "<python>", namespaces=names, node_ns=node_ns,
                   owner_pid=os.getpid(), backend=topo.backend, plan=summary(plan, prefix))
     taken = [ns for ns in names if netns.exists(ns)]
@@ -128,12 +146,14 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             root.append(f"link add name {x.dev} netns {x.ns} type veth peer name {y.dev} netns {y.ns}")
             for e in (x, y):
                 devs[e.ns].append(e.dev)
+    bridges = bridge_names(plan)
     for node, kind in topo.nodes.items():
         ns = node_ns[node]
         if kind == "switch":
-            per_ns[ns] += ["link add br0 type bridge stp_state 0 forward_delay 0"]
-            per_ns[ns] += [f"link set {d} master br0" for d in devs[ns]]
-            per_ns[ns] += ["link set br0 up"]
+            br = bridges[node]
+            per_ns[ns] += [f"link add {br} type bridge stp_state 0 forward_delay 0"]
+            per_ns[ns] += [f"link set {d} master {br}" for d in devs[ns] if d.startswith(br + "-p")]
+            per_ns[ns] += [f"link set {br} up"]
         for iface in plan.ifaces[node]:
             per_ns[ns].append(f"addr add {iface.addr} dev {iface.name}")
     for ns, ds in devs.items():
@@ -144,23 +164,23 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             for r in routes]
     netns.ip_batch(root)
     say(f"{len(root)} veth pairs")
-    for node, kind in topo.nodes.items():
-        ns = node_ns[node]
+    for ns, kind in {node_ns[n]: k for n, k in topo.nodes.items()}.items():
         values = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
                   "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
         if kind == "router":
             values["net.ipv4.ip_forward"] = "1"
-        for d in devs[ns]:
-            values[f"net.ipv4.conf.{d}.rp_filter"] = "0"
+        if kind != "switch":  # bridge ports carry no IP
+            for d in devs[ns]:
+                values[f"net.ipv4.conf.{d}.rp_filter"] = "0"
         netns.sysctls(ns, values)
         if devs[ns]:
             netns.offloads_off(ns, devs[ns])
     # One `ip -batch` per namespace; a few at once (most of their time is process start).
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda item: netns.ip_batch(item[1], item[0]), per_ns.items()))
-    _wait_bridges([node_ns[n] for n, k in topo.nodes.items() if k == "switch"])
+    _wait_bridges(sorted({node_ns[n] for n, k in topo.nodes.items() if k == "switch"}))
     hosts = plan.hosts_file()
-    for ns in node_ns.values():
+    for ns in dict.fromkeys(node_ns.values()):
         netns.write_hosts(ns, hosts)
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
     if topo.backend == "kernel":
@@ -182,17 +202,17 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
         say(f"netrig-link (pid {proc.pid}) emulating {len(emu_links)} links")
 
 
-def _wait_bridges(switches: list[str], timeout: float = 5.0) -> None:
+def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
     """Until every bridge port forwards: a port learns its carrier through the kernel's
     linkwatch, which batches events up to a second apart; a frame sent before is lost
     (a first ping then waits a second for ARP to retry)."""
-    pending = set(switches)
+    pending = set(namespaces)
     deadline = time.monotonic() + timeout
     while pending:
         for ns in list(pending):
             p = subprocess.run(["bridge", "-n", ns, "link", "show"], capture_output=True, text=True,
                                timeout=10)
-            ports = [line for line in p.stdout.splitlines() if "master br0" in line]
+            ports = [line for line in p.stdout.splitlines() if " master " in line]
             if p.returncode == 0 and all("state forwarding" in line for line in ports):
                 pending.discard(ns)
         if not pending:
