@@ -106,24 +106,43 @@ def loads(text: str, source: str = "<string>") -> Topology:
     if not isinstance(data, dict):
         msg = f"the file should be a mapping with nodes: and links: (it holds {_kind(data)})"
         raise TopologyError([f"{source}:1: {msg}"])
+    topo, problems = check(data, lines, source)
+    found += problems
+    if topo is not None and not found:
+        return topo
+    raise TopologyError(where(found, source))
+
+
+def check(data: Any, lines: dict[Key, int], source: str,
+          base: Key = ()) -> tuple[Topology | None, list[tuple[int, Key, str]]]:
+    """A topology from parsed YAML `data` that sits at `base` in a file whose keys are
+    at `lines` (a scenario holds one under `topology:`): the Topology, or None and its
+    problems as (line, path, message)."""
+    if not isinstance(data, dict):
+        msg = f"the topology should be a mapping with nodes: and links: (it holds {_kind(data)})"
+        return None, [(_line(lines, base), base, msg)]
+    found: list[tuple[int, Key, str]] = []
     short = _short_forms(data)
-    found += [(_line(lines, p.path), p.path, p.message) for p in short]
+    found += [(_line(lines, base + p.path), base + p.path, p.message) for p in short]
     skip = [p.path for p in short]
     try:
         spec = TopologyFile.model_validate(data)
     except ValidationError as e:
         problems = [p for p in _tidy(_problems_of(e), data)
                     if not any(p.path[: len(s)] == s for s in skip)]
-        found += [(_line(lines, p.path), p.path, p.message) for p in problems]
-    else:
-        if not found:
-            topo = _build(spec, source)
-            found = [(_line(lines, p.path), p.path, _one_line(p.message))
-                     for p in topo.problems()]
-            if not found:
-                return topo
-    found.sort(key=lambda f: f[0])
-    raise TopologyError([f"{source}:{line}: {_key(path)}: {msg}" for line, path, msg in found])
+        found += [(_line(lines, base + p.path), base + p.path, p.message) for p in problems]
+        return None, found
+    if found:
+        return None, found
+    topo = _build(spec, source)
+    found = [(_line(lines, base + p.path), base + p.path, _one_line(p.message))
+             for p in topo.problems()]
+    return (None if found else topo), found
+
+
+def where(found: list[tuple[int, Key, str]], source: str) -> list[str]:
+    """Problems as `FILE:LINE: KEY.PATH: message`, in line order."""
+    return [f"{source}:{line}: {_key(path)}: {msg}" for line, path, msg in sorted(found, key=lambda f: f[0])]
 
 
 def _parse(text: str, source: str) -> tuple[Any, dict[Key, int], list[tuple[int, Key, str]]]:
