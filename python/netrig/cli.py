@@ -5,6 +5,8 @@ Subcommands hand over to the component that owns the work:
   netrig up FILE                 build the lab a topology file describes, and leave it up
   netrig down | status | pingall | exec NODE -- CMD | link set A B k=v | clean
   netrig explain FILE SRC DST    what theory expects between two nodes
+  netrig run SCENARIO            an experiment: sweeps, repetitions, results, report
+  netrig report DIR | compare DIR1 DIR2
   netrig version                 versions of netrig and its binaries
 """
 
@@ -37,6 +39,12 @@ commands:
   clean [--all]                remove labs left by a crashed netrig or netrig-link
   explain FILE SRC DST [--window W] [--loss P] [--flows SRC:DST[xN] ...]
                                the path, bottleneck, base RTT, BDP and expected goodput
+  run SCENARIO [--quick] [--set KEY=VALUE ...] [--out DIR] [--resume DIR]
+                               run an experiment: every sweep point, every repetition,
+                               on a fresh network each; results, figures and report.html
+                               in results/<scenario>/<time>/ (or --out)
+  report DIR                   rebuild a results directory's figures and report
+  compare DIR1 DIR2 [--out D]  two runs of an experiment side by side
   version                      versions of netrig and its binaries
 """
 
@@ -249,6 +257,72 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from netrig.exp import results as res
+    from netrig.exp import runner
+    from netrig.exp.scenario import load_scenario
+
+    if args.resume:
+        out = Path(args.resume)
+        if not (out / "meta.json").exists() or not (out / "scenario.yaml").exists():
+            raise NetrigError(f"--resume {out}: not a netrig results directory "
+                              "(it lacks meta.json or scenario.yaml)")
+        if args.scenario or args.quick or args.set:
+            raise NetrigError("--resume DIR runs the scenario saved in DIR: give no scenario, --quick or --set")
+        scenario = load_scenario(out / "scenario.yaml")
+    else:
+        if not args.scenario:
+            raise NetrigError("netrig run SCENARIO (or --resume DIR)")
+        scenario = load_scenario(args.scenario, quick=args.quick, sets=args.set)
+        out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name)
+        if args.out and (out / "meta.json").exists():
+            raise NetrigError(f"--out {out}: it already holds results (use --resume {out} to finish them)")
+    if os.geteuid() != 0:
+        raise NetrigError("netrig run builds namespaces: run it as root")
+    if not args.quiet:
+        print(f"netrig: {scenario.name}: {len(scenario.points)} point(s) x {scenario.repeat} "
+              f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} min; "
+              f"results in {out}", file=sys.stderr)
+    out, status = runner.run(scenario, out, resume=bool(args.resume), progress=not args.quiet,
+                             argv=sys.argv)
+    code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
+    try:
+        from netrig.exp import report
+
+        page = report.build(out)
+        print(f"netrig: report: {page}", file=sys.stderr)
+    except ImportError:
+        pass
+    except Exception as e:  # the measurements are kept whatever the report does
+        print(f"netrig: the report failed ({e}); the results are in {out}", file=sys.stderr)
+        code = code or 1
+    if status == "interrupted":
+        print(f"netrig: interrupted; what was measured is in {out}; "
+              f"'netrig run --resume {out}' finishes it", file=sys.stderr)
+    print(out)
+    return code
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from netrig.exp import report
+
+    print(report.build(Path(args.dir)))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from netrig.exp import report
+
+    print(report.compare(Path(args.a), Path(args.b), Path(args.out) if args.out else None))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="netrig")
     sub = ap.add_subparsers(dest="command")
@@ -292,6 +366,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--loss", help="random loss (e.g. 1%%): adds the Mathis limit")
     p.add_argument("--flows", nargs="+", metavar="SRC:DST[xN]",
                    help="concurrent flows: their max-min fair shares")
+    p = cmd("run", _run, "run an experiment")
+    p.add_argument("scenario", nargs="?")
+    p.add_argument("--quick", action="store_true", help="the scenario's quick: variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one value (e.g. links.r2-r3.delay=40ms, flows.bulk.window=64KB)")
+    p.add_argument("--out", help="results directory (default: RESULTS/<scenario>/<time>)")
+    p.add_argument("--results", default="results", help="where results go (default: ./results)")
+    p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p = cmd("report", _report, "rebuild the figures and report of a results directory")
+    p.add_argument("dir")
+    p = cmd("compare", _compare, "two results directories side by side")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--out", help="where to write the comparison (default: beside A)")
     cmd("version", _version, "versions")
     return ap
 

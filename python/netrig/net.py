@@ -141,7 +141,8 @@ _RTT = re.compile(r"time=([0-9.]+) ms")
 
 
 class Network:
-    def __init__(self, topo: Topology | str | Path, prefix: str | None = None, progress=None) -> None:
+    def __init__(self, topo: Topology | str | Path, prefix: str | None = None, progress=None,
+                 seed: int = 1) -> None:
         if not isinstance(topo, Topology):
             from netrig.topo.load import load
 
@@ -149,13 +150,14 @@ class Network:
         self.topo = topo.check()
         self.prefix = prefix or topo.lab_prefix
         self.progress = progress
+        self.seed = seed
         self.plan: Plan = make_plan(topo)
         self.state: LabState | None = None
         self._port = 5201
 
     # Life.
     def start(self) -> Network:
-        self.state = builder.build(self.plan, self.prefix, self.progress)
+        self.state = builder.build(self.plan, self.prefix, self.progress, self.seed)
         return self
 
     def stop(self) -> list[str]:

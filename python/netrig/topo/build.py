@@ -92,8 +92,9 @@ def summary(plan: Plan, prefix: str) -> dict:
     return {"name": plan.topo.name, "nodes": nodes, "links": links}
 
 
-def build(plan: Plan, prefix: str | None = None, progress=None) -> LabState:
-    """Builds the lab; on any failure removes whatever it made and re-raises."""
+def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1) -> LabState:
+    """Builds the lab; on any failure removes whatever it made and re-raises. `seed`
+    seeds the link emulator's random elements (loss, jitter, ...)."""
     topo = plan.topo
     prefix = check_prefix(prefix or topo.lab_prefix)
     say = progress or (lambda msg: None)
@@ -111,7 +112,7 @@ def build(plan: Plan, prefix: str | None = None, progress=None) -> LabState:
         kernel.check(topo, prefix + "-probe")
     st.save()
     try:
-        _build(plan, st, node_ns, emu_ns, emulated, say)
+        _build(plan, st, node_ns, emu_ns, emulated, say, seed)
     except BaseException:
         teardown(st)
         raise
@@ -121,7 +122,7 @@ def build(plan: Plan, prefix: str | None = None, progress=None) -> LabState:
 
 
 def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emulated: list[int],
-           say) -> None:
+           say, seed: int) -> None:
     topo = plan.topo
     t0 = time.monotonic()
     netns.add(st.namespaces)
@@ -194,7 +195,7 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     if emu_links:
         st.control = str(st.dir / "link.sock")
         cfg = {"links": emu_links, "stats_interval_ms": 10, "control_path": st.control,
-               "stats_path": str(st.dir / "link-stats.jsonl"), "seed": 1}
+               "stats_path": str(st.dir / "link-stats.jsonl"), "seed": seed}
         st.save()
         proc = userspace.start(emu_ns, cfg, st.dir)
         st.pids["netrig-link"] = proc.pid

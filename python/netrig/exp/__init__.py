@@ -1,0 +1,13 @@
+"""Experiments: scenario files, running them (sweeps, repetitions), results and reports.
+
+    scenario.py  the file format: load, check (FILE:LINE: key: message), sweep points
+    flows.py     one flow of a run: the command it is, and what its output means
+    expect.py    what theory expects of each flow (via `netrig.theory`)
+    results.py   the results directory: atomic writes, host facts, the tidy CSV
+    runner.py    runs every point and repetition, with progress; resumes; tears down
+    figures.py   matplotlib figures from a results directory
+    report.py    report.html / report.md from a results directory; `netrig compare`
+
+Does not own building networks (`netrig.net`, `netrig.topo`) or the formulas
+(`netrig.theory`).
+"""

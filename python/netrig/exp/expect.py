@@ -1,0 +1,229 @@
+"""What theory expects of each flow of a sweep point, beside what was measured.
+
+bulk TCP   min(max-min fair share of its bottleneck after headers, W/RTT, Mathis)
+bulk UDP   received = min(offered, fair share after headers) × (1 − random loss)
+ping/probe median RTT = the path's idle RTT; with loss-based TCP filling a shared
+           bottleneck, anything up to idle RTT + that queue's delay (the AQM's target)
+fetch      idle: handshake + request + slow-start rounds from IW10 + transfer time
+command    no theory
+
+Flows share links when their planned times overlap (by more than half the flow's
+duration). A TCP flow's own window or loss limit caps its demand in the fair share,
+and a UDP flow's offered rate caps its.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from netrig import units
+from netrig.exp.scenario import FlowSpec, Point
+from netrig.theory import Flow, analyse, formulas as fm, max_min_fair
+from netrig.theory.path import hops, link_key
+from netrig.topo.plan import Plan, make_plan
+
+AQM_TARGET_S = {"pie": 0.015, "codel": 0.005, "fq_codel": 0.005}
+IW = 10  # Linux's initial window, segments
+
+
+@dataclass
+class Expected:
+    metric: str  # the summary column this is compared with
+    value: float | None
+    limit: str  # what sets it
+    detail: str
+    hi: float | None = None  # a range's top (RTT under load); None: a point value
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def judge(self, measured: float | None, tolerance: float) -> tuple[float | None, bool]:
+        """(measured ÷ expected, whether it is outside the tolerance / the range)."""
+        if measured is None or self.value is None or not self.value or math.isinf(self.value):
+            return None, False
+        ratio = measured / self.value
+        top = (self.hi or self.value) * (1 + tolerance)
+        return ratio, not (self.value * (1 - tolerance) <= measured <= top)
+
+
+def _dir(f: FlowSpec) -> tuple[str, str]:
+    """Where the data goes: (sender, receiver)."""
+    assert f.to is not None
+    return (f.to, f.src) if f.reverse else (f.src, f.to)
+
+
+def _window(f: FlowSpec) -> int | None:
+    return f.nbytes("window")
+
+
+def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
+    sa, sb = a.seconds("start"), b.seconds("start")
+    da, db = point.flow_duration(a), point.flow_duration(b)
+    both = min(sa + da, sb + db) - max(sa, sb)
+    return both > 0.5 * da
+
+
+def expectations(point: Point, plan: Plan | None = None) -> dict[str, Expected]:
+    plan = plan or make_plan(point.topology)
+    flows = point.spec.flows
+    out: dict[str, Expected] = {}
+    for name, f in flows.items():
+        if f.kind == "command":
+            continue
+        concurrent = {n: g for n, g in flows.items()
+                      if g.kind in ("tcp", "udp") and (n == name or _overlaps(point, f, g))}
+        if f.kind in ("tcp", "udp"):
+            out[name] = _bulk(plan, name, f, concurrent)
+        elif f.kind in ("ping", "probe"):
+            out[name] = _rtt(plan, f, concurrent)
+        elif f.kind == "fetch":
+            out[name] = _fetch(plan, f, concurrent)
+    return out
+
+
+def _own(plan: Plan, f: FlowSpec):
+    src, dst = _dir(f)
+    size = f.nbytes("length") if f.kind == "udp" else None
+    return analyse(plan, src, dst, window=_window(f), proto=f.kind, udp_rate=f.rate_bps,
+                   udp_size=size)
+
+
+def _shares(plan: Plan, concurrent: dict[str, FlowSpec]) -> tuple[dict[str, float], dict[str, str], dict]:
+    """Each flow's total max-min fair rate (wire bits), what limited it, and the
+    reports. Elastic TCP connections are capped by their own window/loss limits."""
+    fl: list[Flow] = []
+    capacity: dict[str, float] = {}
+    reports = {}
+    for n, g in concurrent.items():
+        r = _own(plan, g)
+        reports[n] = r
+        src, dst = _dir(g)
+        route = hops(plan, src, dst)
+        for h in route:
+            if h.rate_bps is not None:
+                capacity[link_key(h)] = h.rate_bps
+        keys = tuple(link_key(h) for h in route if h.rate_bps is not None)
+        eff = (r.udp if g.kind == "udp" else r.tcp).efficiency
+        if g.kind == "udp":
+            demand = (g.rate_bps or 0) / eff
+        else:
+            caps = [v for k, v in r.tcp_expected.limits.items() if k != "link"]
+            demand = min(caps) / eff if caps else None
+        for c in range(g.parallel):
+            fl.append(Flow(f"{n}#{c}", keys, demand))
+    got = max_min_fair(fl, capacity)
+    total = {n: sum(got[f"{n}#{c}"].rate for c in range(g.parallel)) for n, g in concurrent.items()}
+    limit = {n: got[f"{n}#0"].limit for n in concurrent}
+    return total, limit, reports
+
+
+def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
+    share, limit, reports = _shares(plan, concurrent)
+    r = reports[name]
+    eff = (r.udp if f.kind == "udp" else r.tcp).efficiency
+    fair = share[name] * eff
+    others = len(concurrent) - 1
+    extra = {"base_rtt_ms": r.base_rtt_s * 1e3, "bottleneck_bps": r.bottleneck.rate_bps if r.bottleneck else None}
+    if f.kind == "udp":
+        offered = f.rate_bps or 0.0
+        got = min(offered, fair) * (1 - r.loss_out)
+        extra["expected_loss_pct"] = 100 * (1 - got / offered) if offered else None
+        why = "its offered rate" if limit[name] == "demand" else f"link {limit[name]}"
+        return Expected("throughput_bps", got, "offered rate" if limit[name] == "demand" else "link",
+                        f"UDP at {offered / 1e6:.4g} Mbit/s: receives min(offered, "
+                        f"{fair / 1e6:.4g} Mbit/s share) × (1 − {r.loss_out:.3g} loss) = "
+                        f"{got / 1e6:.4g} Mbit/s ({why})", extra=extra)
+    e = r.tcp_expected
+    cands = dict(e.limits)
+    if math.isinf(fair):
+        cands.pop("link", None)
+    else:
+        cands["link"] = fair
+    if not cands:
+        return Expected("throughput_bps", None, "none", "nothing on the path limits TCP", extra=extra)
+    key = min(cands, key=lambda k: cands[k])
+    label = {"link": "link" if not others else "fair share", "window": "window (W/RTT)",
+             "loss": "loss (Mathis)"}[key]
+    if key == "link" and others and math.isclose(fair, (r.tcp_goodput_bps or 0), rel_tol=1e-6):
+        label = "link"
+    parts = ", ".join(f"{k} {v / 1e6:.4g}" for k, v in cands.items())
+    share_txt = f" (max-min fair share beside {others} other flow{'s' * (others > 1)})" if others else ""
+    detail = f"min({parts}) Mbit/s{share_txt}: {label}, at bottleneck {limit[name]}"
+    return Expected("throughput_bps", cands[key], label, detail, extra=extra)
+
+
+def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, FlowSpec]):
+    """The shared rate-limited hop where TCP flows queue, and the most queueing delay
+    they can hold there (s): a full queue (or the AQM's target) for unlimited windows;
+    for a window W, W − BDP bytes at most. (None, 0) when no TCP flow queues."""
+    found, total = None, 0.0
+    for g in concurrent.values():
+        if g.kind != "tcp":
+            continue
+        src, dst = _dir(g)
+        for h in hops(plan, src, dst):
+            if h.rate_bps is None or link_key(h) not in route_keys:
+                continue
+            r = analyse(plan, src, dst)
+            full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, r.data_frame) or 0.0
+            target = _aqm_target(plan, h)
+            cap = min(full, target) if target is not None else full
+            w = _window(g)
+            mine = cap if w is None else min(cap, max(0.0, w * g.parallel - (r.bdp_bytes or 0))
+                                              * 8 / h.rate_bps)
+            if found is None or link_key(h) == link_key(found):
+                found, total = h, min(cap, total + mine)
+    return (found, total) if found is not None and total > 0 else (None, 0.0)
+
+
+def _aqm_target(plan: Plan, h) -> float | None:
+    """The queueing delay an AQM aims at on this hop (its `target`, else the default)."""
+    if h.aqm not in AQM_TARGET_S:
+        return None
+    link = plan.topo.link_named(h.link)
+    d = link.direction(0 if h.frm == link.a else 1)
+    t = d.aqm_params.get("target")
+    if t is None:
+        return AQM_TARGET_S[h.aqm]
+    return float(t) if isinstance(t, (int, float)) else units.seconds(t)
+
+
+def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
+    assert f.to is not None
+    size = f.nbytes("size")
+    ping_size = size if size is not None else (fm.PING_DATA if f.kind == "ping" else 64)
+    r = analyse(plan, f.src, f.to, ping_size=ping_size)
+    base = r.base_rtt_s * 1e3
+    keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
+    h, q = _standing_queue(plan, keys, concurrent)
+    if h is None:
+        return Expected("rtt_ms_p50", base, "idle path", f"idle RTT {base:.4g} ms (propagation "
+                        f"{r.propagation_s * 1e3:.4g} ms + serialization)", extra={"base_rtt_ms": base})
+    hi = base + q * 1e3
+    why = (f"{h.aqm} holds {h.link}'s queue near {q * 1e3:.4g} ms" if _aqm_target(plan, h) is not None
+           else f"TCP's standing queue on {h.link} adds up to {q * 1e3:.4g} ms")
+    return Expected("rtt_ms_p50", base, "loaded path", f"between idle {base:.4g} ms and {hi:.4g} ms: "
+                    f"{why}", hi=hi, extra={"base_rtt_ms": base, "rtt_hi_ms": hi})
+
+
+def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
+    assert f.to is not None
+    size = f.nbytes("size") or 100_000
+    # the response flows to -> from
+    r = analyse(plan, f.to, f.src)
+    rtt = r.data_rtt_s
+    mss = r.tcp.payload
+    rounds = math.ceil(math.log2(size / (IW * mss) + 1))
+    rate = r.tcp_goodput_bps
+    transfer = size * 8 / rate if rate else 0.0
+    t = rtt * ((1 if f.new_conn else 0) + rounds) + transfer
+    detail = (f"{'handshake + ' if f.new_conn else ''}{rounds} round(s) of slow start from IW{IW} × "
+              f"RTT {rtt * 1e3:.4g} ms + {size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s = "
+              f"{t * 1e3:.4g} ms on an idle path")
+    keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
+    h, extra_rtt = _standing_queue(plan, keys, concurrent)
+    hi = None
+    if h is not None:
+        hi = t + extra_rtt * ((1 if f.new_conn else 0) + rounds) + transfer * len(concurrent)
+        detail += f"; with the queue and {len(concurrent)} flow(s) sharing, up to {hi * 1e3:.4g} ms"
+    return Expected("fetch_s_mean", t, "idle path" if h is None else "loaded path", detail, hi=hi)

@@ -1,0 +1,266 @@
+"""One flow of a run: the command it is, and what its output says.
+
+Every flow runs as a process inside its `from` node: netrig-perf (tcp, udp, probe, and
+fetch as request/response transactions) against a one-off server on `to`, the system
+`ping`, or a user's command. `Flow.summary()` is its row in the tidy CSV (measured
+numbers only; theory is added by the runner), `Flow.series()` its time series (seconds
+from the run's start).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from netrig import units
+from netrig._bins import binary
+from netrig.exp.scenario import FlowSpec
+
+_PING = re.compile(r"^\[([0-9.]+)\].*icmp_seq=(\d+).*time=([0-9.]+) ms")
+
+
+def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: float,
+              tcp_info_ms: int | None) -> list[str]:
+    """netrig-perf's client command line for a tcp, udp, probe or fetch flow."""
+    argv = [str(binary("netrig-perf")), "-c", addr, "-p", str(port), "-J",
+            "-i", f"{interval:g}", "--connect-timeout", "5000"]
+    if f.kind in ("tcp", "udp"):
+        argv += ["-n", str(f.nbytes("bytes"))] if f.bytes is not None else ["-t", _secs(duration)]
+        if f.kind == "udp":
+            argv.append("-u")
+        if f.parallel > 1:
+            argv += ["-P", str(f.parallel)]
+        for flag, v in (("-w", f.nbytes("window")), ("-l", f.nbytes("length")),
+                        ("-b", None if f.rate is None else int(f.rate_bps or 0)),
+                        ("-C", f.cc), ("-M", f.mss)):
+            if v is not None:
+                argv += [flag, str(v)]
+        if f.omit is not None:
+            argv += ["-O", str(int(f.seconds("omit")))]
+        if f.reverse:
+            argv.append("-R")
+        if f.nodelay:
+            argv.append("-N")
+        if tcp_info_ms:
+            argv += ["--tcp-info-interval", str(tcp_info_ms)]
+    elif f.kind == "probe":
+        argv += ["-t", _secs(duration), "--probe",
+                 "--probe-interval", f"{f.seconds('interval', 0.01) * 1e3:g}"]
+        if f.size is not None:
+            argv += ["--probe-size", str(f.nbytes("size"))]
+    elif f.kind == "fetch":
+        argv += ["-t", _secs(duration), "--rr", str(f.nbytes("size") or 100_000),
+                 "--rr-interval", f"{f.seconds('interval', 1.0) * 1e3:g}"]
+        if f.new_conn:
+            argv.append("--rr-new-conn")
+    return argv
+
+
+def _secs(s: float) -> str:
+    # netrig-perf's -t takes whole seconds
+    return str(max(1, int(math.ceil(s - 1e-9))))
+
+
+def ping_argv(f: FlowSpec, addr: str, duration: float) -> list[str]:
+    interval = f.seconds("interval", 1.0)
+    count = max(1, int(duration / interval))
+    argv = ["ping", "-n", "-D", "-i", f"{interval:g}", "-c", str(count), "-w", f"{duration + 3:g}"]
+    if f.size is not None:
+        argv += ["-s", str(f.nbytes("size"))]
+    return [*argv, addr]
+
+
+@dataclass
+class Outcome:
+    """What a flow's process left: its output and how it ended."""
+
+    name: str
+    spec: FlowSpec
+    start_s: float  # when it was started, seconds from the run's start
+    end_s: float = 0.0
+    code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    planned_s: float = 0.0  # how long it was meant to run
+    doc: dict[str, Any] | None = field(default=None, repr=False)
+
+    def parse(self) -> None:
+        if self.spec.kind in ("tcp", "udp", "probe", "fetch"):
+            try:
+                self.doc = json.loads(self.stdout) if self.stdout.strip() else None
+            except json.JSONDecodeError:
+                self.doc = None
+            if self.doc is None:
+                self.error = self.error or f"no JSON from netrig-perf: {(self.stderr or self.stdout)[-300:]}"
+            elif self.doc.get("error"):
+                self.error = f"netrig-perf: {self.doc['error']}"
+        elif self.spec.kind == "ping" and self.code not in (0, 1) and self.error is None:
+            self.error = f"ping exited {self.code}: {self.stderr.strip()[-300:]}"
+
+    @property
+    def end(self) -> dict[str, Any]:
+        return (self.doc or {}).get("end") or {}
+
+    # Measured numbers.
+    def summary(self) -> dict[str, Any]:
+        k = self.spec.kind
+        out: dict[str, Any] = {"status": "error" if self.error else "ok", "error": self.error or ""}
+        if k in ("tcp", "udp"):
+            out.update(self._bulk())
+        elif k == "ping":
+            rtts = [r for _, r in self.ping_samples()]
+            sent = max(1, int(self.planned_s / self.spec.seconds("interval", 1.0)))
+            out.update(_stats("rtt_ms", rtts))
+            out["loss_pct"] = 100.0 * (1 - len(rtts) / sent) if rtts or not self.error else None
+        elif k == "probe" and self.doc:
+            p = self.end.get("probe") or {}
+            r = p.get("rtt_ms") or {}
+            out.update({"rtt_ms_mean": r.get("mean"), "rtt_ms_p50": r.get("p50"),
+                        "rtt_ms_p99": r.get("p99"), "rtt_ms_std": r.get("stddev"),
+                        "rtt_ms_min": r.get("min"), "loss_pct": p.get("loss_percent")})
+        elif k == "fetch" and self.doc:
+            rr = self.end.get("rr") or {}
+            t = rr.get("time_ms") or {}
+            out.update({"fetch_s_mean": _ms(t.get("mean")), "fetch_s_p50": _ms(t.get("p50")),
+                        "fetch_s_std": _ms(t.get("stddev")), "fetch_s_max": _ms(t.get("max")),
+                        "fetches": rr.get("transactions"), "fetches_failed": rr.get("failed")})
+        elif k == "command":
+            out.update({"command_s": self.end_s - self.start_s, "exit_code": self.code})
+            if self.code not in (0, None) and not self.error:
+                out["status"], out["error"] = "error", f"exit code {self.code}"
+        return out
+
+    def _bulk(self) -> dict[str, Any]:
+        e = self.end
+        if not e:
+            return {}
+        rcv = e.get("sum_received") or e.get("sum") or {}
+        snd = e.get("sum_sent") or e.get("sum") or {}
+        out: dict[str, Any] = {"throughput_bps": rcv.get("bits_per_second"),
+                               "sent_bps": snd.get("bits_per_second"),
+                               "bytes": rcv.get("bytes"), "seconds": rcv.get("seconds")}
+        if self.spec.kind == "tcp":
+            retr = snd.get("retransmits")
+            out["retransmits"] = retr
+            mss = self._mss()
+            segs = (snd.get("bytes") or 0) / mss if mss else 0
+            out["retrans_pct"] = 100.0 * retr / segs if retr is not None and segs else None
+            rtts = [s["sender"].get("mean_rtt") for s in e.get("streams", [])
+                    if isinstance(s.get("sender"), dict) and s["sender"].get("mean_rtt")]
+            out["rtt_ms_mean"] = statistics.fmean(rtts) / 1e3 if rtts else None
+        else:
+            s = e.get("sum") or {}
+            out.update({"loss_pct": rcv.get("lost_percent", s.get("lost_percent")),
+                        "jitter_ms": rcv.get("jitter_ms", s.get("jitter_ms")),
+                        "packets": rcv.get("packets", s.get("packets"))})
+        return out
+
+    def _mss(self) -> float:
+        for x in (self.doc or {}).get("netrig", {}).get("tcp_info", []) or []:
+            if x.get("snd_mss"):
+                return float(min(x["snd_mss"], 1448))
+        return 1448.0
+
+    # Time series.
+    def series(self) -> list[dict[str, Any]]:
+        """Samples: {"t": s from the run's start, ...} in time order."""
+        k, t0 = self.spec.kind, self.start_s
+        out: list[dict[str, Any]] = []
+        if k in ("tcp", "udp") and self.doc:
+            for iv in self.doc.get("intervals", []):
+                s = iv.get("sum") or {}
+                if s.get("omitted"):
+                    continue
+                row = {"t": t0 + s.get("end", 0), "bps": s.get("bits_per_second")}
+                if "retransmits" in s:
+                    row["retransmits"] = s["retransmits"]
+                if "lost_percent" in s:
+                    row["loss_pct"] = s["lost_percent"]
+                if "jitter_ms" in s:
+                    row["jitter_ms"] = s["jitter_ms"]
+                out.append(row)
+            for x in self.doc.get("netrig", {}).get("tcp_info", []) or []:
+                out.append({"t": t0 + x["t"], "cwnd_bytes": x.get("snd_cwnd"),
+                            "rtt_ms": x.get("rtt_us", 0) / 1e3, "socket": x.get("socket")})
+        elif k == "ping":
+            out = [{"t": t, "rtt_ms": r} for t, r in self.ping_samples()]
+        elif k == "probe" and self.doc:
+            p = self.end.get("probe") or {}
+            cols = p.get("samples_columns") or ["seq", "t", "rtt_ms"]
+            for row in p.get("samples", []):
+                d = dict(zip(cols, row))
+                if d.get("rtt_ms") is not None:
+                    out.append({"t": t0 + d["t"], "rtt_ms": d["rtt_ms"]})
+        elif k == "fetch" and self.doc:
+            rr = self.end.get("rr") or {}
+            cols = rr.get("samples_columns") or ["t", "time_ms"]
+            for row in rr.get("samples", []):
+                d = dict(zip(cols, row))
+                out.append({"t": t0 + d["t"], "fetch_s": _ms(d.get("time_ms"))})
+        out.sort(key=lambda r: r["t"])
+        return out
+
+    def ping_samples(self) -> list[tuple[float, float]]:
+        """(seconds from the run's start, RTT ms) per reply; ping -D stamps wall time."""
+        rows = []
+        for line in self.stdout.splitlines():
+            m = _PING.match(line)
+            if m:
+                rows.append((float(m.group(1)), float(m.group(3))))
+        if not rows:
+            return []
+        first_wall = rows[0][0]
+        return [(self.start_s + (w - first_wall), r) for w, r in rows]
+
+
+def _ms(v: float | None) -> float | None:
+    return None if v is None else v / 1e3
+
+
+def _stats(prefix: str, xs: list[float]) -> dict[str, Any]:
+    if not xs:
+        return {f"{prefix}_mean": None, f"{prefix}_p50": None, f"{prefix}_p99": None,
+                f"{prefix}_std": None, f"{prefix}_min": None}
+    s = sorted(xs)
+    return {f"{prefix}_mean": statistics.fmean(s), f"{prefix}_p50": statistics.median(s),
+            f"{prefix}_p99": s[min(len(s) - 1, int(math.ceil(0.99 * len(s))) - 1)],
+            f"{prefix}_std": statistics.pstdev(s), f"{prefix}_min": s[0]}
+
+
+def run_process(outcome: Outcome, argv: list[str], timeout: float, started: float,
+                stop) -> None:
+    """Runs argv (already wrapped for its namespace) to its end or the timeout, or
+    until `stop` is set; fills in the outcome."""
+    outcome.start_s = time.monotonic() - started
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        outcome.error = f"could not start {argv[0]}: {e}"
+        return
+    deadline = time.monotonic() + timeout
+    out = err = ""
+    while True:
+        try:
+            out, err = p.communicate(timeout=0.1)  # reads as it waits: no full pipe
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if stop.is_set() or time.monotonic() > deadline:
+            if not stop.is_set():
+                outcome.error = f"did not finish within {timeout:g} s: stopped"
+            p.terminate()
+            try:
+                out, err = p.communicate(timeout=3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+            break
+    outcome.end_s = time.monotonic() - started
+    outcome.code, outcome.stdout, outcome.stderr = p.returncode, out or "", err or ""

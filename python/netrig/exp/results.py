@@ -1,0 +1,194 @@
+"""The results directory of one experiment, and reading it back.
+
+    results/<scenario>/<YYYYmmdd-HHMMSS>/
+      scenario.yaml            the scenario as run: --quick and --set applied, topology inline
+      meta.json                netrig version, host facts, command line, points, status
+      runs/pNNN-rMM/run.json   one run: its point, seed, times, each flow's summary + expected
+      runs/pNNN-rMM/flows/NAME.json     the flow's raw output (netrig-perf JSON, ping text)
+      runs/pNNN-rMM/series/NAME.jsonl   its time series; monitors as monitor-K.jsonl
+      results.csv              tidy: one row per flow per run, measured beside expected
+      figures/*.png, report.html, report.md
+
+Every file is written atomically (a temporary file renamed into place), and every JSON
+document carries `"schema": SCHEMA`. A run's run.json is written last: a run without one
+did not finish, and `--resume` runs it again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from netrig.exp.scenario import SCHEMA
+
+CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
+             "measured", "expected", "ratio", "flag", "limit", "expected_hi", "detail"]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    atomic_write(path, json.dumps({"schema": SCHEMA, **doc}, indent=1, default=_plain) + "\n")
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    atomic_write(path, "".join(json.dumps(r, default=_plain) + "\n" for r in rows))
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _plain(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    if isinstance(o, float) and o != o:
+        return None
+    return str(o)
+
+
+def new_dir(root: Path, name: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    d = root / name / stamp
+    k = 1
+    while d.exists():
+        k += 1
+        d = root / name / f"{stamp}-{k}"
+    d.mkdir(parents=True)
+    return d
+
+
+def run_id(point: int, rep: int) -> str:
+    return f"p{point:03d}-r{rep:02d}"
+
+
+def _cmd(*argv: str) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (p.stdout or p.stderr).strip().splitlines()[0] if (p.stdout or p.stderr).strip() else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def host_facts() -> dict[str, Any]:
+    """What a reader needs to judge the numbers: kernel, CPU, memory, tools, qdiscs."""
+    from netrig import __version__
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    qdiscs = {}
+    kernel_mods = Path(f"/lib/modules/{platform.release()}/kernel/net/sched")
+    for q in ("htb", "tbf", "netem", "pie", "codel", "fq_codel", "fq", "red", "cake"):
+        builtin = Path(f"/sys/module/sch_{q}").exists()
+        module = any(kernel_mods.glob(f"sch_{q}.ko*")) if kernel_mods.is_dir() else False
+        qdiscs[q] = builtin or module
+    return {
+        "netrig": __version__, "python": sys.version.split()[0], "kernel": platform.release(),
+        "machine": platform.machine(), "hostname": platform.node(), "cpu": cpu,
+        "cpus": os.cpu_count(), "memory_bytes": mem,
+        "kernel_qdiscs_seen": qdiscs,
+        "offloads": "off on every lab interface (GSO/GRO/TSO), as netrig builds labs",
+        "link_emulator": "netrig-link (user space): delay, loss, jitter and AQMs",
+        "iperf3": _cmd("iperf3", "--version"), "ping": _cmd("ping", "-V"),
+        "tcp_congestion_control_default": _read("/proc/sys/net/ipv4/tcp_congestion_control"),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def runs(out: Path) -> list[dict[str, Any]]:
+    """Every finished run's run.json, in run order."""
+    return [read_json(p) for p in sorted((out / "runs").glob("*/run.json"))]
+
+
+def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """The tidy table: one row per flow per run (columns: CSV_FIRST, the sweep keys,
+    then every measured number)."""
+    meta = read_json(out / "meta.json")
+    keys = meta.get("sweep_keys", [])
+    rows: list[dict[str, Any]] = []
+    extra: list[str] = []
+    for r in runs(out):
+        for name, fl in r["flows"].items():
+            row = {"run": r["run"], "point": r["point"], "rep": r["rep"], "seed": r["seed"],
+                   "flow": name, "kind": fl["kind"], "from": fl["from"], "to": fl.get("to") or "",
+                   "status": fl["summary"].get("status", "ok")}
+            for k in keys:
+                row[k] = r["params"].get(k)
+            e = fl.get("expected") or {}
+            row.update({"metric": e.get("metric", ""), "measured": e.get("measured"),
+                        "expected": e.get("value"), "ratio": e.get("ratio"),
+                        "flag": "yes" if e.get("flag") else "", "limit": e.get("limit", ""),
+                        "expected_hi": e.get("hi"), "detail": e.get("detail", "")})
+            for k, v in fl["summary"].items():
+                if k in ("status",):
+                    continue
+                row[k] = v
+                if k not in extra:
+                    extra.append(k)
+            for k, v in (e.get("extra") or {}).items():
+                col = k if k.startswith("expected") else f"expected_{k}"
+                row[col] = v
+                if col not in extra:
+                    extra.append(col)
+            rows.append(row)
+    cols = CSV_FIRST[:4] + keys + CSV_FIRST[4:] + [c for c in extra if c not in CSV_FIRST]
+    return cols, rows
+
+
+def write_csv(out: Path) -> Path:
+    cols, rows = csv_rows(out)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: _cell(r.get(k)) for k in cols})
+    atomic_write(out / "results.csv", buf.getvalue())
+    return out / "results.csv"
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "" if v is None else v

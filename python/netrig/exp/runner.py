@@ -1,0 +1,451 @@
+"""Running a scenario: every sweep point, `repeat` times, each run on a fresh network.
+
+A run: build the point's network (seeded), start a one-off netrig-perf server for each
+flow that needs one, start each flow at its `start` in its own thread, sample the
+monitors, wait for the flows (the network is torn down whatever happens), then write
+the run's files and, last, its run.json. Ctrl-C or SIGTERM stops the flows, tears the
+network down, writes what was measured (the run marked "interrupted") and the CSV, and
+leaves the directory resumable: `run(..., resume=True)` runs only the runs that lack a
+finished run.json.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from netrig import units
+from netrig._bins import binary
+from netrig.errors import NetrigError
+from netrig.exp import results as res
+from netrig.exp.expect import Expected, expectations
+from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process
+from netrig.exp.scenario import Point, Scenario
+from netrig.net import Network, _tcp_listening
+from netrig.topo import netns
+from netrig.topo.plan import make_plan
+
+SERVED = ("tcp", "udp", "probe", "fetch")
+BASE_PORT = 5301
+
+
+class RunFailed(NetrigError):
+    pass
+
+
+class Interrupted(KeyboardInterrupt):
+    pass
+
+
+def _sigterm(signum, frame):  # noqa: ARG001
+    raise Interrupted()
+
+
+class Display:
+    """Progress on stderr: a rich live display on a terminal, plain lines otherwise."""
+
+    def __init__(self, scenario: Scenario, enabled: bool = True) -> None:
+        self.total = scenario.runs
+        self.left_s = scenario.estimate_s()
+        self.enabled = enabled
+        self.live = enabled and sys.stderr.isatty()
+        self.t0 = time.monotonic()
+        self.progress = None
+        if self.live:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn)
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
+                                     console=Console(stderr=True), transient=False)
+            self.all = self.progress.add_task("runs", total=self.total, eta="")
+            self.one = self.progress.add_task("", total=1, eta="")
+
+    def __enter__(self) -> Display:
+        if self.progress:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress:
+            self.progress.stop()
+
+    def eta(self) -> str:
+        return f"~{_mmss(self.left_s)} left"
+
+    def start_run(self, k: int, point: Point, rep: int, repeat: int, npoints: int) -> None:
+        params = ", ".join(f"{key.split('.')[-1] if key.count('.') else key}={v}"
+                           for key, v in point.params.items())
+        flows = ", ".join(point.spec.flows)
+        text = (f"point {point.index + 1}/{npoints}{' (' + params + ')' if params else ''}, "
+                f"repetition {rep + 1}/{repeat}: {flows}")
+        if self.progress:
+            self.progress.update(self.all, completed=k, eta=self.eta())
+            self.progress.update(self.one, description=text, total=max(point.length_s, 0.1),
+                                 completed=0, eta="")
+        elif self.enabled:
+            print(f"[{_mmss(time.monotonic() - self.t0)}] run {k + 1}/{self.total}: {text} "
+                  f"({self.eta()})", file=sys.stderr, flush=True)
+
+    def tick(self, elapsed: float) -> None:
+        if self.progress:
+            self.progress.update(self.one, completed=elapsed)
+
+    def end_run(self, k: int, point: Point, settle: float, note: str = "") -> None:
+        self.left_s = max(0.0, self.left_s - (point.length_s + settle + 1.5))
+        if self.progress:
+            self.progress.update(self.all, completed=k + 1, eta=self.eta())
+            if note:
+                self.progress.console.print(note)
+        elif self.enabled and note:
+            print(note, file=sys.stderr, flush=True)
+
+
+def _mmss(s: float) -> str:
+    s = int(s)
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
+        argv: list[str] | None = None) -> tuple[Path, str]:
+    """Runs what is not yet done in `out`; returns (out, status) with status one of
+    "complete", "interrupted" or "failed" (some runs failed; the rest are kept)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False))
+    meta = res.read_json(out / "meta.json") if resume and (out / "meta.json").exists() else {
+        "scenario": scenario.name, "source": scenario.source, "quick": scenario.quick,
+        "sets": scenario.sets, "sweep_keys": scenario.sweep_keys, "repeat": scenario.repeat,
+        "seed": scenario.seed, "command": argv or [], "host": res.host_facts(),
+        "points": [{"index": p.index, "params": p.params, "length_s": p.length_s}
+                   for p in scenario.points]}
+    meta.pop("schema", None)
+    meta["status"] = "running"
+    meta.setdefault("resumed", [])
+    if resume:
+        meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    res.write_json(out / "meta.json", meta)
+    old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
+    status = "complete"
+    failures = 0
+    try:
+        with Display(scenario, progress) as shown:
+            k = 0
+            settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
+            for point in scenario.points:
+                for rep in range(scenario.repeat):
+                    rid = res.run_id(point.index, rep)
+                    done = out / "runs" / rid / "run.json"
+                    if done.exists() and res.read_json(done).get("status") == "ok":
+                        shown.end_run(k, point, settle)
+                        k += 1
+                        continue
+                    shown.start_run(k, point, rep, scenario.repeat, len(scenario.points))
+                    seed = scenario.seed + point.index * scenario.repeat + rep
+                    note = ""
+                    try:
+                        doc = run_one(point, rep, seed, out / "runs" / rid, shown.tick)
+                        bad = [n for n, f in doc["flows"].items() if f["summary"].get("status") != "ok"]
+                        if bad:
+                            note = f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
+                                doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
+                            status = "failed"
+                        failures = 0
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception as e:  # the run is recorded as failed; the rest go on
+                        status = "failed"
+                        failures += 1
+                        note = f"run {rid} failed: {e}"
+                        res.write_json(out / "runs" / rid / "run.json", {
+                            "run": rid, "point": point.index, "rep": rep, "seed": seed,
+                            "params": point.params, "status": "failed", "error": str(e), "flows": {}})
+                        if failures >= 3:
+                            raise RunFailed(f"three runs in a row failed; the last: {e}") from e
+                    shown.end_run(k, point, settle, note)
+                    k += 1
+                    if settle and k < scenario.runs:
+                        time.sleep(settle)
+    except KeyboardInterrupt:
+        status = "interrupted"
+    except RunFailed:
+        status = "failed"
+        raise
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+        meta["status"] = status
+        meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        res.write_json(out / "meta.json", meta)
+        res.write_csv(out)
+    return out, status
+
+
+def _lab_prefix() -> str:
+    return f"nx{os.getpid() % 100000}"
+
+
+def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[str, Any]:
+    """One run of one point; writes rdir (run.json last) and returns run.json's content."""
+    if rdir.exists():
+        for p in sorted(rdir.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+    rdir.mkdir(parents=True, exist_ok=True)
+    plan = make_plan(point.topology)
+    expected = expectations(point, plan)
+    spec = point.spec
+    interval = units.seconds(spec.interval)
+    tcp_info = {m.flow: int(units.seconds(m.interval or "100ms") * 1e3)
+                for m in spec.monitors if m.kind == "tcp_info"}
+    outcomes: dict[str, Outcome] = {}
+    monitors: list[dict[str, Any]] = []
+    started_wall = time.time()
+    interrupted = False
+    net = Network(point.topology, prefix=_lab_prefix(), seed=seed)
+    net.start()
+    servers = []
+    try:
+        ports = {}
+        for i, (name, f) in enumerate(spec.flows.items()):
+            if f.kind in SERVED:
+                port = BASE_PORT + i
+                ports[name] = port
+                servers.append((name, port, net[f.to].popen(
+                    [str(binary("netrig-perf")), "-s", "-1", "-p", str(port)],
+                    stdout=open(os.devnull, "w"), stderr=open(rdir / f"server-{name}.log", "w"))))
+        deadline = time.monotonic() + 10
+        for name, port, p in servers:
+            while not _tcp_listening(p.pid, port):
+                if p.poll() is not None or time.monotonic() > deadline:
+                    raise RunFailed(f"the netrig-perf server for flow {name} did not start "
+                                    f"({(rdir / f'server-{name}.log').read_text()[-300:]})")
+                time.sleep(0.01)
+        stop = threading.Event()
+        qmon = _QueueMonitor(net, point, spec.monitors)
+        imon = [_IfaceMonitor(net, m, i) for i, m in enumerate(spec.monitors) if m.kind == "iface"]
+        t0 = time.monotonic()
+        qmon.mark()
+        for m in imon:
+            m.start(t0, stop)
+        threads = []
+        for name, f in spec.flows.items():
+            o = Outcome(name, f, f.seconds("start"))
+            o.planned_s = point.flow_duration(f)
+            outcomes[name] = o
+            threads.append(threading.Thread(target=_flow, daemon=True, args=(
+                net, point, o, ports.get(name), interval, tcp_info.get(name), t0, stop)))
+        for t in threads:
+            t.start()
+        limit = point.length_s + 30
+        try:
+            while any(t.is_alive() for t in threads):
+                if time.monotonic() - t0 > limit + 15:
+                    stop.set()
+                for t in threads:
+                    t.join(timeout=0.1)
+                if tick:
+                    tick(min(time.monotonic() - t0, point.length_s))
+        except KeyboardInterrupt:
+            interrupted = True
+            stop.set()
+            for t in threads:
+                t.join(timeout=10)
+        stop.set()
+        for m in imon:
+            m.join()
+        monitors = qmon.collect(time.monotonic() - t0) + [row for m in imon for row in m.rows]
+    finally:
+        for _, _, p in servers:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=5)
+        errors = net.stop()
+    doc = _write_run(rdir, point, rep, seed, outcomes, expected, monitors, started_wall,
+                     "interrupted" if interrupted else "ok", errors)
+    if interrupted:
+        raise KeyboardInterrupt
+    return doc
+
+
+def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: float,
+          tcp_info_ms: int | None, t0: float, stop: threading.Event) -> None:
+    f = o.spec
+    if stop.wait(max(0.0, t0 + f.seconds("start") - time.monotonic())):
+        o.error = "not started: the run was stopped"
+        return
+    dur = point.flow_duration(f)
+    node = net[f.src]
+    if f.kind in SERVED:
+        argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
+        timeout = (dur if f.bytes is None else 3600) + 30
+    elif f.kind == "ping":
+        argv = ping_argv(f, net.addr(f.to), dur)
+        timeout = dur + 10
+    else:
+        argv = ["sh", "-c", f.command or "true"]
+        timeout = dur if f.duration is not None else f.seconds("timeout", 60.0)
+    run_process(o, ["ip", "netns", "exec", node.ns, *argv], timeout, t0, stop)
+    if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
+        o.error = None  # a command with a duration is stopped at its end
+    o.parse()
+
+
+class _QueueMonitor:
+    """Queue monitors: netrig-link's own 100 Hz stats lines, cut to the run."""
+
+    def __init__(self, net: Network, point: Point, specs) -> None:
+        self.net = net
+        self.want: list[tuple[int, str, set[str]]] = []
+        for i, m in enumerate(specs):
+            if m.kind == "queue":
+                link = point.topology.link_named(*_ends(point, m.link))
+                dirs = {"a_to_b", "b_to_a"} if m.dir == "both" else {m.dir}
+                self.want.append((i, link.name, dirs))
+        self.t0 = 0.0
+
+    def mark(self) -> None:
+        if not self.want:
+            return
+        stats = self.net.link_stats()
+        self.t0 = _first_t(stats)
+        st = self.net.state
+        assert st is not None
+        self.path = st.dir / "link-stats.jsonl"
+
+    def collect(self, length: float) -> list[dict[str, Any]]:
+        if not self.want:
+            return []
+        import json
+
+        rows = []
+        for line in self.path.read_text().splitlines():
+            try:
+                v = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line being written
+            t = v.get("t")
+            if t is None or not self.t0 <= t <= self.t0 + length:
+                continue
+            for i, name, dirs in self.want:
+                if v.get("link") == name and v.get("dir") in dirs:
+                    rows.append({"monitor": i, "kind": "queue", "t": round(t - self.t0, 6), "link": name,
+                                 "dir": v["dir"], "queue_packets": v.get("queue_packets"),
+                                 "queue_bytes": v.get("queue_bytes"),
+                                 "sojourn_ms": (v.get("sojourn_mean_us") or 0) / 1e3,
+                                 "sojourn_max_ms": (v.get("sojourn_max_us") or 0) / 1e3,
+                                 "drops_overflow": v.get("drops_overflow"), "drops_aqm": v.get("drops_aqm"),
+                                 "lost": v.get("lost"), "ecn_marks": v.get("ecn_marks"),
+                                 "rate_bps": v.get("rate_bps"), "dequeued": v.get("dequeued")})
+        return rows
+
+
+def _ends(point: Point, name: str) -> tuple[str, ...]:
+    topo = point.topology
+    if any(l.name == name for l in topo.links) or "-" not in name:
+        return (name,)
+    a, b = name.split("-", 1)
+    return (a, b)
+
+
+def _first_t(v: Any) -> float:
+    if isinstance(v, dict):
+        if isinstance(v.get("t"), (int, float)):
+            return float(v["t"])
+        for x in v.values():
+            t = _first_t(x)
+            if not math.isnan(t):
+                return t
+    elif isinstance(v, list):
+        for x in v:
+            t = _first_t(x)
+            if not math.isnan(t):
+                return t
+    return math.nan
+
+
+class _IfaceMonitor:
+    """Interface counters of a node (all its interfaces, or `iface`), every interval."""
+
+    def __init__(self, net: Network, spec, index: int) -> None:
+        self.index = index
+        self.ns = net[spec.node].ns
+        self.node, self.iface = spec.node, spec.iface
+        self.every = units.seconds(spec.interval or "100ms")
+        self.rows: list[dict[str, Any]] = []
+        self.thread: threading.Thread | None = None
+
+    def start(self, t0: float, stop: threading.Event) -> None:
+        def loop() -> None:
+            while not stop.is_set():
+                t = time.monotonic() - t0
+                for dev, c in _net_dev().items():
+                    if dev != "lo" and (self.iface is None or dev == self.iface):
+                        self.rows.append({"monitor": self.index, "kind": "iface", "t": round(t, 6), "node": self.node,
+                                          "iface": dev, **c})
+                stop.wait(self.every)
+
+        self.thread = threading.Thread(target=lambda: netns.run_in(self.ns, loop), daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        if self.thread:
+            self.thread.join(timeout=5)
+
+
+def _net_dev() -> dict[str, dict[str, int]]:
+    """This thread's namespace's /proc/net/dev: bytes, packets, errors, drops each way."""
+    out = {}
+    lines = Path("/proc/thread-self/net/dev").read_text().splitlines()[2:]
+    for line in lines:
+        dev, _, rest = line.partition(":")
+        v = [int(x) for x in rest.split()]
+        out[dev.strip()] = {"rx_bytes": v[0], "rx_packets": v[1], "rx_errors": v[2], "rx_drops": v[3],
+                            "tx_bytes": v[8], "tx_packets": v[9], "tx_errors": v[10], "tx_drops": v[11]}
+    return out
+
+
+def _write_run(rdir: Path, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],
+               expected: dict[str, Expected], monitors: list[dict[str, Any]], started: float,
+               status: str, teardown_errors: list[str]) -> dict[str, Any]:
+    tol = units.fraction(point.spec.tolerance)
+    flows = {}
+    for name, o in outcomes.items():
+        raw = o.stdout if o.spec.kind in ("ping", "command") else o.stdout or "{}"
+        res.atomic_write(rdir / "flows" / f"{name}.{'txt' if o.spec.kind in ('ping', 'command') else 'json'}",
+                         raw if raw.endswith("\n") or not raw else raw + "\n")
+        if o.stderr.strip():
+            res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr)
+        res.write_jsonl(rdir / "series" / f"{name}.jsonl", o.series())
+        summary = o.summary()
+        entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
+                                 "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
+                                 "planned_s": o.planned_s, "summary": summary}
+        e = expected.get(name)
+        if e is not None:
+            measured = summary.get(e.metric)
+            ratio, flag = e.judge(measured if isinstance(measured, (int, float)) else None, tol)
+            entry["expected"] = {"metric": e.metric, "value": e.value, "hi": e.hi, "limit": e.limit,
+                                 "detail": e.detail, "measured": measured, "ratio": ratio, "flag": flag,
+                                 "extra": e.extra}
+        flows[name] = entry
+    by_monitor: dict[str, list[dict[str, Any]]] = {}
+    for row in monitors:
+        key = f"monitor-{row['monitor']}"
+        by_monitor.setdefault(key, []).append(row)
+    for key, rows in by_monitor.items():
+        res.write_jsonl(rdir / "series" / f"{key}.jsonl", rows)
+    doc = {"run": rdir.name, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
+           "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+           "seconds": round(time.time() - started, 3), "flows": flows,
+           "monitors": sorted(by_monitor), "teardown_errors": teardown_errors}
+    res.write_json(rdir / "run.json", doc)
+    return doc

@@ -1,0 +1,510 @@
+"""Scenario files: a topology, the flows to run on it, what to watch, what to sweep.
+
+    name: bufferbloat
+    topology: bufferbloat-topo.yaml   # a topology file (beside this one), or inline
+    duration: 30s                     # each flow's, unless it says otherwise
+    repeat: 3                         # runs per sweep point
+    seed: 1                           # run k of the experiment uses seed + k
+    flows:
+      bulk: {kind: tcp, from: h1, to: h2, cc: cubic}
+      rtt:  {kind: ping, from: h1, to: h2, interval: 100ms}
+    monitors:
+      - {kind: queue, link: s0-h2}
+    sweep:                            # the cross product of these lists
+      links.s0-h2.aqm: [droptail, pie]
+      flows.bulk.window: [16KB, 64KB]
+    quick: {duration: 8s, repeat: 1}  # what `--quick` changes
+
+Sweep keys and `--set KEY=VALUE` name a value by path: `links.NAME.KEY` (a link of the
+topology, by its name or as `a-b`), `topology.KEY...` (anything else in the topology),
+`flows.NAME.KEY`, or a top-level key (`duration`). Every point of the sweep is checked
+before anything runs; a problem names the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from netrig import units
+from netrig.errors import NetrigError
+from netrig.topo import load as tload
+from netrig.topo.model import Problem, Topology, _problems_of
+
+Key = tuple[str | int, ...]
+SCHEMA = 1
+
+FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "command"]
+# Which keys each kind of flow takes (besides kind, from, start, duration).
+TAKES: dict[str, set[str]] = {
+    "tcp": {"to", "bytes", "cc", "window", "length", "parallel", "reverse", "rate", "nodelay",
+            "mss", "omit"},
+    "udp": {"to", "bytes", "window", "length", "parallel", "reverse", "rate", "omit"},
+    "probe": {"to", "interval", "size"},
+    "ping": {"to", "interval", "size"},
+    "fetch": {"to", "interval", "size", "new_conn"},
+    "command": {"command", "timeout"},
+}
+COMMON = {"kind", "src", "start", "duration"}
+
+
+class ScenarioError(NetrigError):
+    """Every problem of a scenario, one per line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _check(parse, value):
+    if value is not None:
+        try:
+            parse(value)
+        except units.UnitError as e:
+            raise ValueError(str(e)) from None
+    return value
+
+
+class FlowSpec(BaseModel):
+    """One flow. `from` is where it starts (a command's node); `to` its peer."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    kind: FlowKind
+    src: str = Field(alias="from")
+    to: str | None = None
+    start: str | int = "0s"
+    duration: str | int | None = None
+    bytes: str | int | None = None
+    cc: str | None = None
+    window: str | int | None = None
+    length: str | int | None = None
+    parallel: int = Field(1, ge=1, le=128)
+    reverse: bool = False
+    rate: str | int | None = None
+    nodelay: bool = False
+    mss: int | None = Field(None, ge=88, le=9000)
+    omit: str | int | None = None
+    interval: str | int | None = None
+    size: str | int | None = None
+    new_conn: bool = True
+    command: str | None = None
+    timeout: str | int | None = None
+
+    _seconds = field_validator("start", "duration", "omit", "interval", "timeout")(
+        classmethod(lambda cls, v: _check(units.seconds, v)))
+    _sizes = field_validator("bytes", "window", "length", "size")(
+        classmethod(lambda cls, v: _check(units.size_bytes, v)))
+    _rates = field_validator("rate")(classmethod(lambda cls, v: _check(units.rate_bps, v)))
+
+    # Resolved numbers.
+    def seconds(self, key: str, default: float = 0.0) -> float:
+        v = getattr(self, key)
+        return default if v is None else units.seconds(v)
+
+    def nbytes(self, key: str) -> int | None:
+        v = getattr(self, key)
+        return None if v is None else units.size_bytes(v)
+
+    @property
+    def rate_bps(self) -> float | None:
+        return None if self.rate is None else units.rate_bps(self.rate)
+
+
+class MonitorSpec(BaseModel):
+    """`queue` of a link (both directions, or `dir`), `tcp_info` of a tcp flow, or
+    `iface` counters of a node's interface, every `interval`."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["queue", "tcp_info", "iface"]
+    link: str | None = None
+    dir: Literal["a_to_b", "b_to_a", "both"] = "both"
+    flow: str | None = None
+    node: str | None = None
+    iface: str | None = None
+    interval: str | int | None = None
+
+    _seconds = field_validator("interval")(classmethod(lambda cls, v: _check(units.seconds, v)))
+
+
+class ScenarioFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str = ""
+    topology: str | dict[str, Any]
+    duration: str | int = "10s"
+    interval: str | int = "500ms"
+    settle: str | int = "1s"
+    repeat: int = Field(1, ge=1, le=1000)
+    seed: int = Field(1, ge=0)
+    tolerance: str = "10%"
+    flows: dict[str, FlowSpec]
+    monitors: list[MonitorSpec] = Field(default_factory=list)
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    quick: dict[str, Any] | None = None
+
+    _seconds = field_validator("duration", "interval", "settle")(
+        classmethod(lambda cls, v: _check(units.seconds, v)))
+    _pct = field_validator("tolerance")(classmethod(lambda cls, v: _check(units.fraction, v)))
+
+
+@dataclass
+class Point:
+    """One point of the sweep: its values (sweep key -> value), topology and spec."""
+
+    index: int
+    params: dict[str, Any]
+    topology: Topology
+    spec: ScenarioFile
+    data: dict[str, Any]  # the resolved scenario (topology inline), for results
+
+    def flow_duration(self, f: FlowSpec) -> float:
+        return f.seconds("duration", units.seconds(self.spec.duration))
+
+    @property
+    def length_s(self) -> float:
+        """From the first start to the last flow's planned end."""
+        ends = []
+        for f in self.spec.flows.values():
+            d = f.seconds("timeout", 60.0) if f.kind == "command" and f.duration is None \
+                else self.flow_duration(f)
+            ends.append(f.seconds("start") + d)
+        return max(ends, default=0.0)
+
+
+@dataclass
+class Scenario:
+    name: str
+    source: str
+    points: list[Point]
+    repeat: int
+    seed: int
+    quick: bool = False
+    sets: list[str] = field(default_factory=list)
+    sweep_keys: list[str] = field(default_factory=list)
+    resolved: dict[str, Any] = field(default_factory=dict)  # --quick/--set applied, topology inline
+
+    @property
+    def runs(self) -> int:
+        return len(self.points) * self.repeat
+
+    def estimate_s(self) -> float:
+        settle = units.seconds(self.points[0].spec.settle) if self.points else 0
+        return sum((p.length_s + settle + 1.5) * self.repeat for p in self.points)
+
+
+# Loading.
+def load_scenario(path: str | Path, quick: bool = False, sets: list[str] | None = None) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError([f"{path}: cannot read the file: {e}"]) from None
+    return loads_scenario(text, str(path), quick, sets or [], base_dir=path.parent)
+
+
+def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
+                   sets: list[str] | None = None, base_dir: Path | None = None) -> Scenario:
+    sets = sets or []
+    try:
+        data, lines, found = tload._parse(text, source)
+    except tload.TopologyError as e:
+        raise ScenarioError(e.problems) from None
+    if not isinstance(data, dict):
+        raise ScenarioError([f"{source}:1: a scenario is a mapping with topology: and flows: "
+                             f"(it holds {tload._kind(data)})"])
+    if found:
+        raise ScenarioError(tload.where(found, source))
+    # --quick: the quick: mapping's keys replace the file's (sweep lists whole).
+    if quick:
+        over = data.get("quick")
+        if over is None:
+            raise ScenarioError([f"{source}:1: --quick: this scenario has no quick: section"])
+        if not isinstance(over, dict):
+            raise ScenarioError([f"{source}:{lines.get(('quick',), 1)}: quick: should be a "
+                                 f"mapping of the keys --quick changes"])
+        for k, v in over.items():
+            _merge_into(data, lines, (k,), v, ("quick", k))
+    data.pop("quick", None) if quick else None
+    # --set KEY=VALUE, applied like one-point sweeps.
+    set_values: dict[str, Any] = {}
+    for s in sets:
+        key, eq, raw = s.partition("=")
+        if not eq or not key.strip():
+            raise ScenarioError([f"--set {s}: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"])
+        try:
+            set_values[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as e:
+            raise ScenarioError([f"--set {s}: the value is not YAML: {e}"]) from None
+    # The topology: a file beside the scenario, or inline.
+    topo_src, topo_lines, topo_base = source, lines, ("topology",)
+    t = data.get("topology")
+    if isinstance(t, str):
+        tpath = (base_dir or Path(".")) / t
+        try:
+            ttext = tpath.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ScenarioError([f"{source}:{lines.get(('topology',), 1)}: topology: cannot read "
+                                 f"{tpath}: {e}"]) from None
+        try:
+            tdata, topo_lines, tfound = tload._parse(ttext, str(tpath))
+        except tload.TopologyError as e:
+            raise ScenarioError(e.problems) from None
+        if tfound:
+            raise ScenarioError(tload.where(tfound, str(tpath)))
+        data["topology"] = tdata
+        topo_src, topo_base = str(tpath), ()
+    problems: list[str] = []
+    for key, value in set_values.items():
+        msg = _apply(data, key, value)
+        if msg:
+            problems.append(f"--set {key}: {msg}")
+    if problems:
+        raise ScenarioError(problems)
+    # Check the file as written (all problems at once), then each point.
+    base = _check_point(data, lines, source, topo_lines, topo_src, topo_base, None)
+    if isinstance(base, list):
+        raise ScenarioError(base)
+    spec0 = base[1]
+    sweep = dict(spec0.sweep)
+    for key, values in sweep.items():
+        if not values:
+            problems.append(f"{source}:{lines.get(('sweep', key), 1)}: sweep.{key}: an empty list")
+        msg = _apply(data, key, values[0] if values else None, probe=True)
+        if msg:
+            problems.append(f"{source}:{lines.get(('sweep', key), 1)}: sweep.{key}: {msg}")
+    if problems:
+        raise ScenarioError(problems)
+    # Each swept value on its own, blamed on its own item; then the combinations.
+    for key, values in sweep.items():
+        for j, v in enumerate(values):
+            d = copy.deepcopy(data)
+            _apply(d, key, v)
+            got = _check_point(d, lines, source, topo_lines, topo_src, topo_base, None)
+            if isinstance(got, list):
+                line = lines.get(("sweep", key, j), lines.get(("sweep", key), 1))
+                problems.append(f"{source}:{line}: sweep.{key}[{j}]: {v!r}: "
+                                + "; ".join(_strip(x) for x in got))
+    if problems:
+        raise ScenarioError(problems)
+    points: list[Point] = []
+    keys = list(sweep)
+    for i, combo in enumerate(itertools.product(*(sweep[k] for k in keys)) if keys else [()]):
+        d = copy.deepcopy(data)
+        for k, v in zip(keys, combo):
+            _apply(d, k, v)
+        d.pop("sweep", None)
+        d.pop("quick", None)
+        at = [(k, sweep[k].index(v)) for k, v in zip(keys, combo)]
+        got = _check_point(d, lines, source, topo_lines, topo_src, topo_base, (source, lines, at))
+        if isinstance(got, list):
+            problems += [p for p in got if p not in problems]
+            continue
+        topo, spec = got
+        points.append(Point(i, dict(zip(keys, combo)), topo, spec, d))
+    if problems:
+        raise ScenarioError(problems)
+    name = spec0.name or Path(source).stem
+    resolved = {k: v for k, v in data.items() if k != "quick"}
+    resolved["name"] = name
+    return Scenario(name, source, points, spec0.repeat, spec0.seed, quick, list(sets), keys,
+                    resolved)
+
+
+def _merge_into(data: dict, lines: dict, path: Key, value: Any, from_path: Key) -> None:
+    """data[path] = value (mappings merged key by key, except sweep and flows' lists),
+    with the lines of `from_path` recorded at `path`."""
+    cur = data
+    for p in path[:-1]:
+        cur = cur.setdefault(p, {})
+    k = path[-1]
+    if isinstance(value, dict) and isinstance(cur.get(k), dict) and path != ("sweep",):
+        for kk, vv in value.items():
+            _merge_into(data, lines, (*path, kk), vv, (*from_path, kk))
+        return
+    cur[k] = copy.deepcopy(value)
+    for lk, line in list(lines.items()):
+        if lk[: len(from_path)] == from_path:
+            lines[path + lk[len(from_path):]] = line
+
+
+def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: str,
+                 topo_base: Key, sweep_at) -> tuple[Topology, ScenarioFile] | list[str]:
+    """The point's topology and spec, or its problems. In a sweep point, a problem in a
+    value the sweep set is reported at that sweep item."""
+    found: list[tuple[int, Key, str]] = []
+    topo_found: list[tuple[int, Key, str]] = []
+    spec = None
+    try:
+        spec = ScenarioFile.model_validate(d)
+    except ValidationError as e:
+        for p in tload._tidy(_problems_of(e), d):
+            if p.path[:1] == ("topology",) and isinstance(d.get("topology"), dict):
+                continue  # the topology's own check below says it better
+            found.append((tload._line(lines, p.path), p.path, p.message))
+    topo = None
+    if isinstance(d.get("topology"), dict):
+        tdata = d["topology"]
+        topo, tprobs = tload.check(tdata, topo_lines, topo_src, topo_base)
+        topo_found += tprobs
+    if spec is not None and topo is not None:
+        found += [(tload._line(lines, p.path), p.path, p.message) for p in _cross_check(spec, topo)]
+    out = tload.where(found, source) + tload.where(topo_found, topo_src)
+    if out and sweep_at:
+        src, lns, at = sweep_at
+        vals = ", ".join(f"{k}={_show(d, k)}" for k, _ in at)
+        return [f"{src}:{lns.get(('sweep', k), 1)}: sweep.{k}[{j}]: at the point {vals}: "
+                + "; ".join(_strip(x) for x in out) for k, j in at[:1]]
+    return out or (topo, spec)
+
+
+def _strip(problem: str) -> str:
+    """`FILE:LINE: key: msg` -> `key: msg`."""
+    parts = problem.split(": ", 1)
+    return parts[1] if len(parts) == 2 else problem
+
+
+def _show(d: dict, key: str) -> str:
+    try:
+        return str(_get(d, key))
+    except (KeyError, IndexError, TypeError):
+        return "?"
+
+
+def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
+    """What the schema cannot see: flows and monitors against the topology."""
+    out: list[Problem] = []
+    nodes = topo.nodes
+    for name, f in spec.flows.items():
+        given = set(f.model_fields_set) - COMMON
+        for k in sorted(given - TAKES[f.kind]):
+            out.append(Problem(("flows", name, k), f"'{k}' does not apply to a {f.kind} flow "
+                                                  f"(it takes {', '.join(sorted(TAKES[f.kind]))})"))
+        for end, node in (("from", f.src), ("to", f.to)):
+            if node is None:
+                continue
+            if node not in nodes:
+                out.append(Problem(("flows", name, end), f"no node named '{node}' in the topology"))
+            elif nodes[node] == "switch":
+                out.append(Problem(("flows", name, end), f"'{node}' is a switch: it has no address "
+                                                         "(flows run between hosts and routers)"))
+        if f.kind != "command" and f.to is None:
+            out.append(Problem(("flows", name), f"a {f.kind} flow needs to: (its destination)"))
+        if f.kind == "command" and not f.command:
+            out.append(Problem(("flows", name), "a command flow needs command: (what to run)"))
+        if f.to is not None and f.to == f.src:
+            out.append(Problem(("flows", name, "to"), "a flow from a node to itself"))
+        if f.bytes is not None and f.duration is not None:
+            out.append(Problem(("flows", name, "bytes"), "give duration or bytes, not both"))
+        if f.duration is not None and f.seconds("duration") <= 0:
+            out.append(Problem(("flows", name, "duration"), "should be more than 0"))
+        if f.kind in ("tcp", "udp") and f.omit is not None and f.seconds("omit") % 1:
+            out.append(Problem(("flows", name, "omit"), "whole seconds (netrig-perf -O)"))
+        if f.kind == "udp" and f.rate is None:
+            out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
+    if units.seconds(spec.duration) <= 0:
+        out.append(Problem(("duration",), "should be more than 0"))
+    if not 0.1 <= units.seconds(spec.interval) <= 10:
+        out.append(Problem(("interval",), "between 100ms and 10s (the flows' report interval)"))
+    if not spec.flows:
+        out.append(Problem(("flows",), "no flows: a scenario runs at least one"))
+    for i, m in enumerate(spec.monitors):
+        if m.kind == "queue":
+            if m.link is None:
+                out.append(Problem(("monitors", i), "a queue monitor needs link: (a link's name, or a-b)"))
+            else:
+                try:
+                    link = topo.link_named(*m.link.split("-", 1)) if "-" in m.link and not any(
+                        l.name == m.link for l in topo.links) else topo.link_named(m.link)
+                except Exception:
+                    out.append(Problem(("monitors", i, "link"), f"no link '{m.link}' in the topology"))
+                else:
+                    if topo.backend != "userspace" or not link.shaped:
+                        out.append(Problem(("monitors", i, "link"),
+                                           f"link {link.name} is not emulated by netrig-link (give it a "
+                                           "rate, delay or loss): its queue cannot be watched"))
+        elif m.kind == "tcp_info":
+            fl = spec.flows.get(m.flow or "")
+            if fl is None:
+                out.append(Problem(("monitors", i, "flow"), f"no flow named '{m.flow}'"))
+            elif fl.kind != "tcp":
+                out.append(Problem(("monitors", i, "flow"), f"flow '{m.flow}' is {fl.kind}: "
+                                                            "TCP_INFO is a tcp flow's"))
+        elif m.kind == "iface":
+            if m.node not in nodes:
+                out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
+    return out
+
+
+# Paths: sweep keys and --set.
+def _resolve(d: dict, key: str) -> tuple[Any, str | int]:
+    """The container and the final key a path names (creating mappings on the way)."""
+    parts = key.split(".")
+    if parts[0] == "links":
+        if len(parts) < 3:
+            raise KeyError("links.NAME.KEY names a value of a link")
+        topo = d.get("topology")
+        if not isinstance(topo, dict):
+            raise KeyError("the topology is not loaded")
+        links = topo.get("links") or []
+        i = _link_index(links, parts[1])
+        if isinstance(links[i], list):
+            links[i] = {"a": links[i][0], "b": links[i][1]}
+        cur: Any = links[i]
+        rest = parts[2:]
+    elif parts[0] == "topology":
+        cur, rest = d.get("topology"), parts[1:]
+        if not isinstance(cur, dict) or not rest:
+            raise KeyError("topology.KEY names a value in the topology")
+    elif parts[0] == "flows":
+        if len(parts) < 3:
+            raise KeyError("flows.NAME.KEY names a value of a flow")
+        flows = d.get("flows") or {}
+        if parts[1] not in flows:
+            raise KeyError(f"no flow named '{parts[1]}' (flows: {', '.join(flows) or 'none'})")
+        cur, rest = flows[parts[1]], parts[2:]
+    else:
+        cur, rest = d, parts
+        if parts[0] in ("sweep", "quick", "flows", "monitors"):
+            raise KeyError(f"'{parts[0]}' cannot be swept or set")
+    for p in rest[:-1]:
+        if not isinstance(cur, dict):
+            raise KeyError(f"'{p}' is not inside a mapping")
+        cur = cur.setdefault(p, {})
+    if not isinstance(cur, dict):
+        raise KeyError(f"'{rest[-1]}' is not inside a mapping")
+    return cur, rest[-1]
+
+
+def _link_index(links: list, name: str) -> int:
+    for i, l in enumerate(links):
+        if isinstance(l, dict):
+            if l.get("name") == name:
+                return i
+    for i, l in enumerate(links):
+        a, b = (l[0], l[1]) if isinstance(l, list) and len(l) == 2 else (
+            (l.get("a"), l.get("b")) if isinstance(l, dict) else (None, None))
+        if name in (f"{a}-{b}", f"{b}-{a}"):
+            return i
+    raise KeyError(f"no link '{name}' in the topology (a link's name, or its ends as a-b)")
+
+
+def _get(d: dict, key: str) -> Any:
+    cur, k = _resolve(copy.deepcopy(d), key)
+    return cur.get(k)
+
+
+def _apply(d: dict, key: str, value: Any, probe: bool = False) -> str | None:
+    """Sets the value a path names; returns what is wrong with the path, if anything.
+    With probe, only checks (on a copy)."""
+    try:
+        cur, k = _resolve(copy.deepcopy(d) if probe else d, key)
+    except (KeyError, IndexError) as e:
+        return str(e.args[0]) if e.args else "no such key"
+    cur[k] = value
+    return None
