@@ -52,7 +52,13 @@ def _dir(f: FlowSpec) -> tuple[str, str]:
     return (f.to, f.src) if f.reverse else (f.src, f.to)
 
 
-def _window(f: FlowSpec) -> int | None:
+def _window(f: FlowSpec, seen: dict[str, float] | None = None, name: str | None = None) -> float | None:
+    """The TCP window theory uses: what the receiver advertised, when a run saw it
+    (Linux makes a window of `-w`'s buffer by its own rules), else the buffer given."""
+    if f.window is None:
+        return None
+    if seen and name in seen:
+        return seen[name]
     return f.nbytes("window")
 
 
@@ -63,8 +69,11 @@ def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
     return both > 0.5 * da
 
 
-def expectations(point: Point, plan: Plan | None = None) -> dict[str, Expected]:
+def expectations(point: Point, plan: Plan | None = None,
+                 windows: dict[str, float] | None = None) -> dict[str, Expected]:
+    """Each flow's expectation; `windows`: windows the run saw advertised, by flow."""
     plan = plan or make_plan(point.topology)
+    seen = windows or {}
     flows = point.spec.flows
     out: dict[str, Expected] = {}
     for name, f in flows.items():
@@ -73,29 +82,30 @@ def expectations(point: Point, plan: Plan | None = None) -> dict[str, Expected]:
         concurrent = {n: g for n, g in flows.items()
                       if g.kind in ("tcp", "udp") and (n == name or _overlaps(point, f, g))}
         if f.kind in ("tcp", "udp"):
-            out[name] = _bulk(plan, name, f, concurrent)
+            out[name] = _bulk(plan, name, f, concurrent, seen)
         elif f.kind in ("ping", "probe"):
-            out[name] = _rtt(plan, f, concurrent)
+            out[name] = _rtt(plan, f, concurrent, seen)
         elif f.kind == "fetch":
-            out[name] = _fetch(plan, f, concurrent)
+            out[name] = _fetch(plan, f, concurrent, seen)
     return out
 
 
-def _own(plan: Plan, f: FlowSpec):
+def _own(plan: Plan, name: str, f: FlowSpec, seen: dict[str, float]):
     src, dst = _dir(f)
     size = f.nbytes("length") if f.kind == "udp" else None
-    return analyse(plan, src, dst, window=_window(f), proto=f.kind, udp_rate=f.rate_bps,
+    return analyse(plan, src, dst, window=_window(f, seen, name), proto=f.kind, udp_rate=f.rate_bps,
                    udp_size=size)
 
 
-def _shares(plan: Plan, concurrent: dict[str, FlowSpec]) -> tuple[dict[str, float], dict[str, str], dict]:
+def _shares(plan: Plan, concurrent: dict[str, FlowSpec],
+            seen: dict[str, float]) -> tuple[dict[str, float], dict[str, str], dict]:
     """Each flow's total max-min fair rate (wire bits), what limited it, and the
     reports. Elastic TCP connections are capped by their own window/loss limits."""
     fl: list[Flow] = []
     capacity: dict[str, float] = {}
     reports = {}
     for n, g in concurrent.items():
-        r = _own(plan, g)
+        r = _own(plan, n, g, seen)
         reports[n] = r
         src, dst = _dir(g)
         route = hops(plan, src, dst)
@@ -117,8 +127,9 @@ def _shares(plan: Plan, concurrent: dict[str, FlowSpec]) -> tuple[dict[str, floa
     return total, limit, reports
 
 
-def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
-    share, limit, reports = _shares(plan, concurrent)
+def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
+          seen: dict[str, float]) -> Expected:
+    share, limit, reports = _shares(plan, concurrent, seen)
     r = reports[name]
     eff = (r.udp if f.kind == "udp" else r.tcp).efficiency
     fair = share[name] * eff
@@ -142,22 +153,32 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec]) -
     if not cands:
         return Expected("throughput_bps", None, "none", "nothing on the path limits TCP", extra=extra)
     key = min(cands, key=lambda k: cands[k])
+    own = {k: v for k, v in cands.items() if k != "link"}
+    if limit[name] == "demand" and own:  # its own window or loss, not the link, held it
+        key = min(own, key=lambda k: own[k])
     label = {"link": "link" if not others else "fair share", "window": "window (W/RTT)",
              "loss": "loss (Mathis)"}[key]
     if key == "link" and others and math.isclose(fair, (r.tcp_goodput_bps or 0), rel_tol=1e-6):
         label = "link"
     parts = ", ".join(f"{k} {v / 1e6:.4g}" for k, v in cands.items())
     share_txt = f" (max-min fair share beside {others} other flow{'s' * (others > 1)})" if others else ""
-    detail = f"min({parts}) Mbit/s{share_txt}: {label}, at bottleneck {limit[name]}"
+    detail = f"min({parts}) Mbit/s{share_txt}: {label}"
+    if key == "link":
+        detail += f", at {limit[name]}"
+    w = _window(f, seen, name)
+    if w is not None and f.window is not None:
+        src = "advertised by the receiver in the run" if name in seen else "as given"
+        detail += f"; window {w / 1e3:.4g} KB {src} (-w {f.window}), RTT {r.data_rtt_s * 1e3:.4g} ms"
     return Expected("throughput_bps", cands[key], label, detail, extra=extra)
 
 
-def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, FlowSpec]):
+def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, FlowSpec],
+                    seen: dict[str, float]):
     """The shared rate-limited hop where TCP flows queue, and the most queueing delay
     they can hold there (s): a full queue (or the AQM's target) for unlimited windows;
     for a window W, W − BDP bytes at most. (None, 0) when no TCP flow queues."""
     found, total = None, 0.0
-    for g in concurrent.values():
+    for n, g in concurrent.items():
         if g.kind != "tcp":
             continue
         src, dst = _dir(g)
@@ -168,7 +189,7 @@ def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, Flow
             full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, r.data_frame) or 0.0
             target = _aqm_target(plan, h)
             cap = min(full, target) if target is not None else full
-            w = _window(g)
+            w = _window(g, seen, n)
             mine = cap if w is None else min(cap, max(0.0, w * g.parallel - (r.bdp_bytes or 0))
                                               * 8 / h.rate_bps)
             if found is None or link_key(h) == link_key(found):
@@ -188,14 +209,14 @@ def _aqm_target(plan: Plan, h) -> float | None:
     return float(t) if isinstance(t, (int, float)) else units.seconds(t)
 
 
-def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
+def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float]) -> Expected:
     assert f.to is not None
     size = f.nbytes("size")
     ping_size = size if size is not None else (fm.PING_DATA if f.kind == "ping" else 64)
     r = analyse(plan, f.src, f.to, ping_size=ping_size)
     base = r.base_rtt_s * 1e3
     keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
-    h, q = _standing_queue(plan, keys, concurrent)
+    h, q = _standing_queue(plan, keys, concurrent, seen)
     if h is None:
         return Expected("rtt_ms_p50", base, "idle path", f"idle RTT {base:.4g} ms (propagation "
                         f"{r.propagation_s * 1e3:.4g} ms + serialization)", extra={"base_rtt_ms": base})
@@ -206,7 +227,7 @@ def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
                     f"{why}", hi=hi, extra={"base_rtt_ms": base, "rtt_hi_ms": hi})
 
 
-def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected:
+def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float]) -> Expected:
     assert f.to is not None
     size = f.nbytes("size") or 100_000
     # the response flows to -> from
@@ -221,7 +242,7 @@ def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec]) -> Expected
               f"RTT {rtt * 1e3:.4g} ms + {size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s = "
               f"{t * 1e3:.4g} ms on an idle path")
     keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
-    h, extra_rtt = _standing_queue(plan, keys, concurrent)
+    h, extra_rtt = _standing_queue(plan, keys, concurrent, seen)
     hi = None
     if h is not None:
         hi = t + extra_rtt * ((1 if f.new_conn else 0) + rounds) + transfer * len(concurrent)

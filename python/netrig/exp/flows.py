@@ -155,12 +155,23 @@ class Outcome:
             rtts = [s["sender"].get("mean_rtt") for s in e.get("streams", [])
                     if isinstance(s.get("sender"), dict) and s["sender"].get("mean_rtt")]
             out["rtt_ms_mean"] = statistics.fmean(rtts) / 1e3 if rtts else None
+            out["window_bytes"] = self.advertised_window()
         else:
             s = e.get("sum") or {}
             out.update({"loss_pct": rcv.get("lost_percent", s.get("lost_percent")),
                         "jitter_ms": rcv.get("jitter_ms", s.get("jitter_ms")),
                         "packets": rcv.get("packets", s.get("packets"))})
         return out
+
+    def advertised_window(self) -> float | None:
+        """The window the receiver advertised, as the sender saw it (median of its
+        TCP_INFO snd_wnd after the first second): what `-w` became in the kernel."""
+        if self.spec.kind != "tcp" or self.spec.reverse:
+            return None
+        xs = [(x.get("t", 0), x["snd_wnd"]) for x in (self.doc or {}).get("netrig", {}).get("tcp_info", []) or []
+              if x.get("sender") and x.get("snd_wnd")]
+        late = [w for t, w in xs if t >= 1.0] or [w for _, w in xs]
+        return float(statistics.median(late)) if late else None
 
     def _mss(self) -> float:
         for x in (self.doc or {}).get("netrig", {}).get("tcp_info", []) or []:

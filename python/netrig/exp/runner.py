@@ -201,11 +201,13 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
             p.unlink() if p.is_file() else p.rmdir()
     rdir.mkdir(parents=True, exist_ok=True)
     plan = make_plan(point.topology)
-    expected = expectations(point, plan)
     spec = point.spec
     interval = units.seconds(spec.interval)
-    tcp_info = {m.flow: int(units.seconds(m.interval or "100ms") * 1e3)
-                for m in spec.monitors if m.kind == "tcp_info"}
+    # Every TCP flow samples TCP_INFO (theory needs the window it was given); a tcp_info
+    # monitor sets how often.
+    tcp_info = {n: 100 for n, f in spec.flows.items() if f.kind == "tcp"}
+    tcp_info.update({m.flow: int(units.seconds(m.interval or "100ms") * 1e3)
+                     for m in spec.monitors if m.kind == "tcp_info"})
     outcomes: dict[str, Outcome] = {}
     monitors: list[dict[str, Any]] = []
     started_wall = time.time()
@@ -269,6 +271,8 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
                 p.kill()
             p.wait(timeout=5)
         errors = net.stop()
+    seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
+    expected = expectations(point, plan, seen)
     doc = _write_run(rdir, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "interrupted" if interrupted else "ok", errors)
     if interrupted:

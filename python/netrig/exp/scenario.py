@@ -82,7 +82,7 @@ class FlowSpec(BaseModel):
     duration: str | int | None = None
     bytes: str | int | None = None
     cc: str | None = None
-    window: str | int | None = None
+    window: str | int | None = None  # socket buffers, as iperf's -w (TCP's window follows)
     length: str | int | None = None
     parallel: int = Field(1, ge=1, le=128)
     reverse: bool = False
