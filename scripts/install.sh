@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool)
+APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()

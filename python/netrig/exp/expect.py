@@ -21,7 +21,7 @@ from typing import Any
 from netrig import units
 from netrig.exp.scenario import FlowSpec, Point
 from netrig.theory import Flow, analyse, formulas as fm, max_min_fair
-from netrig.theory.path import hops, link_key
+from netrig.theory.path import bottleneck, hops, link_key
 from netrig.topo.plan import Plan, make_plan
 
 AQM_TARGET_S = {"pie": 0.015, "codel": 0.005, "fq_codel": 0.005}
@@ -182,18 +182,18 @@ def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, Flow
         if g.kind != "tcp":
             continue
         src, dst = _dir(g)
-        for h in hops(plan, src, dst):
-            if h.rate_bps is None or link_key(h) not in route_keys:
-                continue
-            r = analyse(plan, src, dst)
-            full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, r.data_frame) or 0.0
-            target = _aqm_target(plan, h)
-            cap = min(full, target) if target is not None else full
-            w = _window(g, seen, n)
-            mine = cap if w is None else min(cap, max(0.0, w * g.parallel - (r.bdp_bytes or 0))
-                                              * 8 / h.rate_bps)
-            if found is None or link_key(h) == link_key(found):
-                found, total = h, min(cap, total + mine)
+        h = bottleneck(hops(plan, src, dst))
+        if h is None or h.rate_bps is None or link_key(h) not in route_keys:
+            continue
+        r = analyse(plan, src, dst)
+        full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, r.data_frame) or 0.0
+        target = _aqm_target(plan, h)
+        cap = min(full, target) if target is not None else full
+        w = _window(g, seen, n)
+        mine = cap if w is None else min(cap, max(0.0, w * g.parallel - (r.bdp_bytes or 0))
+                                          * 8 / h.rate_bps)
+        if found is None or link_key(h) == link_key(found):
+            found, total = h, min(cap, total + mine)
     return (found, total) if found is not None and total > 0 else (None, 0.0)
 
 

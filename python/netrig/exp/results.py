@@ -80,6 +80,17 @@ def new_dir(root: Path, name: str) -> Path:
     return d
 
 
+def label(value: Any) -> str:
+    """A swept value as a table or a legend shows it: `pie(target=20ms)` for a mapping."""
+    if isinstance(value, dict):
+        head = value.get("type") or value.get("kind") or ""
+        rest = ", ".join(f"{k}={v}" for k, v in value.items() if k not in ("type", "kind"))
+        return f"{head}({rest})" if head and rest else head or rest
+    if isinstance(value, list):
+        return "[" + ", ".join(label(v) for v in value) + "]"
+    return "" if value is None else str(value)
+
+
 def run_id(point: int, rep: int) -> str:
     return f"p{point:03d}-r{rep:02d}"
 
@@ -155,7 +166,7 @@ def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
                    "flow": name, "kind": fl["kind"], "from": fl["from"], "to": fl.get("to") or "",
                    "status": fl["summary"].get("status", "ok")}
             for k in keys:
-                row[k] = r["params"].get(k)
+                row[k] = label(r["params"].get(k))
             e = fl.get("expected") or {}
             row.update({"metric": e.get("metric", ""), "measured": e.get("measured"),
                         "expected": e.get("value"), "ratio": e.get("ratio"),

@@ -1,0 +1,413 @@
+"""report.html and report.md of a results directory, and two directories compared.
+
+    build(out)     rewrites results.csv, draws the figures (`netrig.exp.figures`), writes
+                   report.html (one file: figures as data URIs, inline CSS, no scripts, no
+                   external URLs) and report.md (the same tables, figures linked)
+    compare(a, b)  compare.html: the two summaries joined on (point, flow, metric), B/A,
+                   and both directories' sweep curves on shared axes
+
+A summary row is one flow at one sweep point: the metric theory predicts for it
+(`expected.metric`) as the mean ± 95 % CI over the repetitions whose flow ended well,
+the expected value (or range), their ratio, the limit that applied and theory's
+working. A row is far from theory when any repetition was outside the scenario's
+tolerance (the runner's `expected.flag`).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netrig.exp.figures import (Figure, Figures, Results, compare_figures, load, make_figures,
+                                mean_ci, metric)
+from netrig.exp.results import atomic_write, write_csv
+from netrig.exp.results import label as value_text
+
+# What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
+# has nothing to say about.
+ALSO = {"tcp": ("retrans_pct", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
+        "ping": ("rtt_ms_p99", "loss_pct"), "probe": ("rtt_ms_p99", "loss_pct"),
+        "fetch": ("fetch_s_p50", "fetch_s_max"), "command": ("exit_code",)}
+PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
+         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "command": "command_s"}
+NONE = "—"
+
+
+@dataclass
+class Row:
+    """One flow at one sweep point, over its repetitions."""
+
+    label: str  # the point's sweep values
+    params: dict[str, Any]
+    flow: str
+    metric: str
+    values: list[float]  # the metric in each repetition that measured it
+    expected: float | None
+    hi: float | None
+    limit: str
+    detail: str
+    ran: int  # repetitions that ran the flow
+    flagged: int  # of them, outside the tolerance
+    also: str
+
+    @property
+    def mean(self) -> float | None:
+        return mean_ci(self.values)[0] if self.values else None
+
+    @property
+    def ci(self) -> float | None:
+        return mean_ci(self.values)[1] if self.values else None
+
+    @property
+    def ratio(self) -> float | None:
+        finite = self.expected is not None and self.expected != 0 and math.isfinite(self.expected)
+        return self.mean / self.expected if self.mean is not None and finite else None
+
+
+def summary(res: Results) -> list[Row]:
+    """Every flow at every sweep point that ran it, in point then scenario order."""
+    rows = []
+    flows = res.flows()
+    for p in res.points:
+        i = p["index"]
+        for flow, first in flows.items():
+            entries = [r["flows"][flow] for r in res.runs_of(i) if flow in r.get("flows", {})]
+            if not entries:
+                continue
+            e = next((x["expected"] for x in entries if x.get("expected")), {})
+            m = e.get("metric") or PLAIN.get(first["kind"], "")
+            also = ", ".join(f"{metric(k).label} {_fmt(k, mean_ci(v)[0])}"
+                             for k in ALSO.get(first["kind"], ()) if (v := res.values(i, flow, k)))
+            flagged = sum(bool((x.get("expected") or {}).get("flag")) for x in entries)
+            rows.append(Row(res.label(i), p["params"], flow, m, res.values(i, flow, m),
+                            e.get("value"), e.get("hi"), e.get("limit") or "",
+                            e.get("detail") or "", len(entries), flagged, also))
+    return rows
+
+
+# Numbers with units.
+def _fmt(m: str, v: float | None, ci: float | None = None) -> str:
+    if v is None:
+        return NONE
+    info = metric(m)
+    pm = f" ± {ci * info.scale:.3g}" if ci is not None else ""
+    return f"{v * info.scale:.4g}{pm}{' ' + info.unit if info.unit else ''}"
+
+
+def measured(r: Row) -> str:
+    """`1.425 ± 0.0123 Mbit/s (n=3)`."""
+    if not r.values:
+        return "not measured"
+    return f"{_fmt(r.metric, r.mean, r.ci)} (n={len(r.values)})"
+
+
+def expected(r: Row) -> str:
+    """`9.5 Mbit/s`, or a range: `21.05–77.95 ms`."""
+    if r.expected is None:
+        return NONE
+    if r.hi is None:
+        return _fmt(r.metric, r.expected)
+    info = metric(r.metric)
+    return f"{r.expected * info.scale:.4g}–{r.hi * info.scale:.4g} {info.unit}".strip()
+
+
+def _ratio(v: float | None) -> str:
+    return NONE if v is None else f"{v:.3g}"
+
+
+# A document: sections of blocks, written as HTML or Markdown.
+@dataclass
+class Table:
+    head: list[str]
+    rows: list[list[str]]
+    marked: set[int] = field(default_factory=set)  # rows to highlight
+
+
+@dataclass
+class Note:
+    text: str
+    warn: bool = False
+
+
+@dataclass
+class Pre:
+    text: str
+
+
+Block = Table | Note | Pre | Figure | list[str]  # a list: bullet points
+Section = tuple[str, list[Block]]
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 1200px; padding: 0 1em; color: #1b1f24; line-height: 1.45; }
+h1 { font-size: 1.6em; }
+h2 { border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
+th, td { border: 1px solid #d0d7de; padding: .3em .55em; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+tr.far td { background: #ffe3e0; }
+p.warn { background: #fff4d6; border-left: 4px solid #d4a72c; padding: .5em .8em; }
+pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: .85em; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; border: 1px solid #eaeef2; }
+figcaption { font-size: .9em; color: #424a53; max-width: 900px; }
+"""
+
+
+def _esc(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def _html_block(b: Block) -> str:
+    if isinstance(b, Table):
+        head = "".join(f"<th>{_esc(h)}</th>" for h in b.head)
+        rows = "".join(('<tr class="far">' if i in b.marked else "<tr>")
+                       + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>\n"
+                       for i, row in enumerate(b.rows))
+        thead = f"<thead><tr>{head}</tr></thead>\n" if any(b.head) else ""
+        return f"<table>\n{thead}<tbody>\n{rows}</tbody>\n</table>"
+    if isinstance(b, Note):
+        tag = '<p class="warn">' if b.warn else "<p>"
+        return f"{tag}{_esc(b.text)}</p>"
+    if isinstance(b, Pre):
+        return f"<pre>{_esc(b.text)}</pre>"
+    if isinstance(b, Figure):
+        data = base64.b64encode(b.path.read_bytes()).decode("ascii")
+        return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(b.title)}">'
+                f"<figcaption><b>{_esc(b.title)}.</b> {_esc(b.caption)}</figcaption></figure>")
+    return "<ul>\n" + "".join(f"<li>{_esc(x)}</li>\n" for x in b) + "</ul>"
+
+
+def to_html(title: str, sections: list[Section]) -> str:
+    """One self-contained page: inline CSS, figures as data URIs, every text escaped."""
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>",
+             f"<h1>{_esc(title)}</h1>"]
+    for head, blocks in sections:
+        parts.append(f"<h2>{_esc(head)}</h2>")
+        parts += [_html_block(b) for b in blocks]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _md_text(s: Any) -> str:
+    return html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_block(b: Block, base: Path) -> str:
+    if isinstance(b, Table):
+        def cell(c: str, marked: bool) -> str:
+            return f"**{_md_text(c)}**" if marked and c else _md_text(c)
+
+        lines = ["| " + " | ".join(map(_md_text, b.head)) + " |", "|" + " --- |" * len(b.head)]
+        lines += ["| " + " | ".join(cell(c, i in b.marked) for c in row) + " |"
+                  for i, row in enumerate(b.rows)]
+        return "\n".join(lines)
+    if isinstance(b, Note):
+        return f"> **{_md_text(b.text)}**" if b.warn else _md_text(b.text)
+    if isinstance(b, Pre):
+        return f"```yaml\n{b.text.rstrip()}\n```"
+    if isinstance(b, Figure):
+        rel = b.path.relative_to(base).as_posix()
+        return f"![{_md_text(b.title)}]({rel})\n\n*{_md_text(b.title)}.* {_md_text(b.caption)}"
+    return "\n".join(f"- {_md_text(x)}" for x in b)
+
+
+def to_markdown(title: str, sections: list[Section], base: Path) -> str:
+    """GitHub Markdown; figures as links relative to `base`."""
+    parts = [f"# {_md_text(title)}"]
+    for head, blocks in sections:
+        parts.append(f"## {_md_text(head)}")
+        parts += [_md_block(b, base) for b in blocks]
+    return "\n\n".join(parts) + "\n"
+
+
+# The report.
+def build(out: Path) -> Path:
+    """Rewrites results.csv, the figures, report.html and report.md; returns report.html."""
+    res = load(out)
+    write_csv(out)
+    drawn = make_figures(out)
+    rows = summary(res)
+    problems = _problems(res)
+    title = f"netrig report: {res.meta.get('scenario') or out.name}"
+    sections: list[Section] = [
+        ("Scenario", _scenario(res)),
+        ("Host and status", [_verdict(res), *([problems] if problems else []), _host(res)]),
+        ("Results", _results(res, rows)),
+        ("Far from theory", _far(rows)),
+        ("Figures", _figures(drawn)),
+    ]
+    atomic_write(out / "report.md", to_markdown(title, sections, out))
+    atomic_write(out / "report.html", to_html(title, sections))
+    return out / "report.html"
+
+
+def _planned(res: Results) -> int:
+    return len(res.points) * int(res.meta.get("repeat") or 1)
+
+
+def _scenario(res: Results) -> list[Block]:
+    m, s = res.meta, res.scenario
+    sweep = "; ".join(f"{k}: {', '.join(map(value_text, res.key_values(k)))}" for k in res.keys)
+    facts = [["name", m.get("scenario") or s.get("name") or ""], ["file", m.get("source", "")],
+             ["sweep", sweep or "none"],
+             ["points × repetitions", f"{len(res.points)} × {m.get('repeat', 1)}"],
+             ["seed", str(m.get("seed", ""))], ["tolerance", str(s.get("tolerance", "10%"))],
+             ["--quick", "yes" if m.get("quick") else "no"],
+             ["--set", ", ".join(m.get("sets") or []) or "none"],
+             ["command", " ".join(map(str, m.get("command") or []))]]
+    path = res.out / "scenario.yaml"
+    text = path.read_text(encoding="utf-8") if path.is_file() else "(no scenario.yaml)"
+    blocks: list[Block] = [Note(s["description"])] if s.get("description") else []
+    return blocks + [Table(["", ""], facts),
+                     Note("The scenario as run (--quick and --set applied, topology inline):"),
+                     Pre(text)]
+
+
+def _problems(res: Results) -> list[str]:
+    """Failed, interrupted and missing runs; flows that failed."""
+    out = [f"run {r['run']} ({res.label(r['point']) or 'the only point'}) failed: "
+           f"{r.get('error', '')}" for r in res.runs if r.get("status") == "failed"]
+    out += [f"run {r['run']} was interrupted: its flows' numbers cover part of the run"
+            for r in res.runs if r.get("status") == "interrupted"]
+    out += [f"run {r['run']}: flow {n} failed: {f['summary'].get('error') or 'no reason given'}"
+            for r in res.runs for n, f in r.get("flows", {}).items()
+            if f["summary"].get("status", "ok") != "ok"]
+    if _planned(res) > len(res.runs):
+        out.append(f"{_planned(res) - len(res.runs)} of {_planned(res)} runs did not run")
+    return out
+
+
+def _verdict(res: Results) -> Note:
+    """One sentence on what ran: a warning for anything short of complete."""
+    status = res.meta.get("status", "unknown")
+    planned = _planned(res)
+    ok = sum(r.get("status") == "ok" for r in res.runs)
+    if status == "complete" and not _problems(res):
+        return Note(f"Complete: all {planned} runs finished.")
+    text = {"interrupted": f"Interrupted: {ok} of {planned} runs finished. `netrig run --resume "
+                           f"{res.out}` runs the rest.",
+            "failed": f"Failed runs: {ok} of {planned} runs finished well; the numbers below "
+                      "leave the failures out.",
+            "running": "Unfinished: meta.json says the experiment is still running (or it was "
+                       "killed)."}
+    return Note(text.get(status, f"Status {status}: {ok} of {planned} runs finished well."),
+                warn=True)
+
+
+def _host(res: Results) -> Table:
+    h, m = res.meta.get("host") or {}, res.meta
+    mem = h.get("memory_bytes")
+    facts = [("status", m.get("status", "unknown")), ("started", h.get("started")),
+             ("finished", m.get("finished")), ("netrig", h.get("netrig")),
+             ("kernel", h.get("kernel")), ("machine", h.get("machine")),
+             ("CPU", f"{h.get('cpu', '')} × {h.get('cpus', '?')}"),
+             ("memory", f"{mem / 1e9:.1f} GB" if mem else None), ("python", h.get("python")),
+             ("default congestion control", h.get("tcp_congestion_control_default")),
+             ("link emulator", h.get("link_emulator")), ("offloads", h.get("offloads")),
+             ("iperf3", h.get("iperf3")), ("ping", h.get("ping")), ("host name", h.get("hostname"))]
+    return Table(["", ""], [[k, str(v)] for k, v in facts if v])
+
+
+def _results(res: Results, rows: list[Row]) -> list[Block]:
+    if not rows:
+        return [Note("No flow was measured: no run finished with any flow.", warn=True)]
+    keys = bool(res.keys)
+    head = (["point"] if keys else []) + [
+        "flow", "metric", "measured (mean ± 95 % CI)", "expected", "ratio", "vs theory", "limit",
+        "theory's working", "also measured"]
+    table = Table(head, [])
+    for k, r in enumerate(rows):
+        verdict = f"far ({r.flagged} of {r.ran})" if r.flagged else \
+            "within" if r.ratio is not None else NONE
+        table.rows.append(([r.label] if keys else []) + [
+            r.flow, metric(r.metric).label, measured(r), expected(r), _ratio(r.ratio), verdict,
+            r.limit or NONE, r.detail or NONE, r.also or NONE])
+        if r.flagged:
+            table.marked.add(k)
+    tol = res.scenario.get("tolerance", "10%")
+    return [Note("One row per flow at each sweep point: the metric theory predicts, as the mean "
+                 "over the repetitions with the half-width of its 95 % confidence interval "
+                 "(Student t), beside theory's value (a range when a queue may add delay) and "
+                 "measured ÷ expected (÷ the low end of a range). 'far' marks (and the highlight "
+                 f"shows) a flow outside the {tol} tolerance in some repetitions."), table]
+
+
+def _far(rows: list[Row]) -> list[Block]:
+    far = [r for r in rows if r.flagged]
+    if not far:
+        judged = any(r.ratio is not None for r in rows)
+        return [Note("Every measurement is within the tolerance of theory." if judged
+                     else "No flow had a value from theory to be judged against.")]
+    return [[f"{r.label + ': ' if r.label else ''}{r.flow}'s {metric(r.metric).label} measured "
+             f"{measured(r)} against {expected(r)} expected (ratio {_ratio(r.ratio)}; outside "
+             f"the tolerance in {r.flagged} of {r.ran} repetitions). The limit that applied: "
+             f"{r.limit or 'none'}: {r.detail or 'no working given'}." for r in far]]
+
+
+def _figures(drawn: Figures) -> list[Block]:
+    if not drawn:
+        return [Note("No figures: nothing was measured that a figure could show.")]
+    blocks: list[Block] = list(drawn)
+    if drawn.omitted:
+        blocks.append(Note(f"{drawn.omitted} more figures were not drawn: at most {len(drawn)} "
+                           "are, and time series of the later sweep points are the first left "
+                           "out.", warn=True))
+    return blocks
+
+
+# Two directories compared.
+def compare(a: Path, b: Path, out: Path | None = None) -> Path:
+    """compare.html (in `out`, by default a new directory beside a); returns its path."""
+    ra, rb = load(a), load(b)
+    out = out or a.parent / f"compare-{a.name}-vs-{b.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    sa, sb = ({_join_key(r): r for r in summary(x)} for x in (ra, rb))
+    table = Table(["point", "flow", "metric", "A measured", "B measured", "B/A", "expected"],
+                  [_joined(sa.get(k), sb.get(k)) for k in [*sa, *(k for k in sb if k not in sa)]])
+    drawn = compare_figures(ra, rb, out / "figures")
+    warnings: list[Block] = [Note(f"{side}: {v.text}", warn=True)
+                             for side, r in (("A", ra), ("B", rb)) if (v := _verdict(r)).warn]
+    sections: list[Section] = [
+        ("Directories", [_sides(ra, rb), *warnings]),
+        ("Summaries side by side", [Note("Joined on (sweep point, flow, metric); measured as "
+                                         "mean ± 95 % CI over the repetitions; B/A the ratio of "
+                                         "the means."), table]),
+        ("Sweep curves", list(drawn) or [Note("No sweep curves: A has no sweep.")]),
+    ]
+    atomic_write(out / "compare.html", to_html(f"netrig compare: {a.name} vs {b.name}", sections))
+    return out / "compare.html"
+
+
+def _join_key(r: Row) -> tuple[str, str, str]:
+    return json.dumps(r.params, sort_keys=True, default=str), r.flow, r.metric
+
+
+def _joined(x: Row | None, y: Row | None) -> list[str]:
+    """A's row beside B's (either may be missing): measured, B/A and expected."""
+    r = x or y
+    assert r is not None
+    ea, eb = expected(x) if x else None, expected(y) if y else None
+    both = ea if eb in (None, ea) else eb if ea is None else f"A {ea}; B {eb}"
+    ratio = y.mean / x.mean if x and y and x.mean and y.mean is not None else None
+    return [r.label or NONE, r.flow, metric(r.metric).label, measured(x) if x else "not in A",
+            measured(y) if y else "not in B", _ratio(ratio), both or NONE]
+
+
+def _sides(ra: Results, rb: Results) -> Table:
+    def facts(r: Results) -> list[str]:
+        h = r.meta.get("host") or {}
+        ok = sum(x.get("status") == "ok" for x in r.runs)
+        return [str(r.out), str(r.meta.get("scenario", "")), str(r.meta.get("status", "unknown")),
+                f"{ok} of {_planned(r)}", str(h.get("netrig", "")), str(h.get("kernel", "")),
+                str(h.get("started", ""))]
+
+    names = ["directory", "scenario", "status", "runs finished well", "netrig", "kernel", "started"]
+    return Table(["", "A", "B"], [[n, x, y] for n, x, y in
+                                  zip(names, facts(ra), facts(rb), strict=True)])

@@ -1,0 +1,121 @@
+"""Scenario files: the schema's errors at FILE:LINE: key, sweeps, --quick, --set, and
+theory per flow for a point (no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from netrig.exp.expect import expectations
+from netrig.exp.scenario import ScenarioError, load_scenario, loads_scenario
+from netrig.theory import analyse
+from netrig.topo.plan import make_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = """\
+name: demo
+topology:
+  nodes: {h1: host, s0: switch, h2: host}
+  links:
+    - [h1, s0]
+    - {a: s0, b: h2, rate: 1.5Mbit, delay: 10ms, queue: 100}
+duration: 20s
+flows:
+  bulk: {kind: tcp, from: h1, to: h2, cc: cubic}
+  rtt: {kind: ping, from: h1, to: h2, interval: 100ms}
+monitors:
+  - {kind: queue, link: s0-h2}
+sweep:
+  links.s0-h2.aqm: [droptail, pie]
+  flows.bulk.window: [16KB, 64KB]
+quick: {duration: 5s, repeat: 1}
+"""
+
+
+def problems(text: str, **kw) -> list[str]:
+    with pytest.raises(ScenarioError) as e:
+        loads_scenario(text, "s.yaml", **kw)
+    return e.value.problems
+
+
+def test_a_sweep_is_the_cross_product_in_order():
+    s = loads_scenario(BASE, "s.yaml")
+    assert s.runs == 4 and s.sweep_keys == ["links.s0-h2.aqm", "flows.bulk.window"]
+    assert [tuple(p.params.values()) for p in s.points] == [
+        ("droptail", "16KB"), ("droptail", "64KB"), ("pie", "16KB"), ("pie", "64KB")]
+    p = s.points[3]
+    assert p.topology.link_named("s0", "h2").direction(0).aqm == "pie"
+    assert p.spec.flows["bulk"].nbytes("window") == 64_000
+    assert p.length_s == 20.0
+
+
+def test_quick_and_set_change_the_scenario():
+    s = loads_scenario(BASE, "s.yaml", quick=True, sets=["repeat=3", "flows.bulk.cc=reno",
+                                                          "links.s0-h2.delay=40ms"])
+    assert s.repeat == 3 and s.points[0].length_s == 5.0
+    assert s.points[0].spec.flows["bulk"].cc == "reno"
+    assert s.points[0].topology.link_named("s0-h2").direction(0).delay_s == 0.040
+    assert s.resolved["duration"] == "5s" and "quick" not in s.resolved
+
+
+def test_errors_name_file_line_and_key():
+    text = BASE.replace("duration: 20s", "duration: 20").replace("cc: cubic}", "cc: cubic, colour: red}")
+    assert problems(text) == [
+        "s.yaml:7: duration: '20' is not a duration (expected e.g. 10ms, 1.5s, 250us)",
+        "s.yaml:9: flows.bulk.colour: unknown key",
+    ]
+
+
+def test_flows_and_monitors_are_checked_against_the_topology():
+    text = BASE.replace("to: h2, cc: cubic}", "to: h3, cc: cubic, interval: 1s}") \
+        .replace("link: s0-h2", "link: h1-s0")
+    assert problems(text) == [
+        "s.yaml:9: flows.bulk.interval: 'interval' does not apply to a tcp flow (it takes bytes, cc, "
+        "length, mss, nodelay, omit, parallel, rate, reverse, to, window)",
+        "s.yaml:9: flows.bulk.to: no node named 'h3' in the topology",
+        "s.yaml:12: monitors[0].link: link h1-s0 is not emulated by netrig-link (give it a rate, "
+        "delay or loss): its queue cannot be watched",
+    ]
+
+
+def test_a_bad_swept_value_is_blamed_on_its_item():
+    text = BASE.replace("flows.bulk.window: [16KB, 64KB]", "flows.bulk.window: [16KB, 64KB]\n"
+                        "  links.s0-h2.delay: [10ms, 10]")
+    assert problems(text) == ["s.yaml:16: sweep.links.s0-h2.delay[1]: 10: topology.links[1].delay: "
+                              "'10' is not a duration (expected e.g. 10ms, 1.5s, 250us)"]
+
+
+def test_bad_paths_in_sweep_and_set_are_refused():
+    assert problems(BASE, sets=["flows.zz.window=3"]) == [
+        "--set flows.zz.window: no flow named 'zz' (flows: bulk, rtt)"]
+    assert problems(BASE, sets=["links.a-b.rate=1Mbit"]) == [
+        "--set links.a-b.rate: no link 'a-b' in the topology (a link's name, or its ends as a-b)"]
+    assert problems(BASE, sets=["nonsense"]) == [
+        "--set nonsense: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"]
+    assert problems(BASE.replace("quick: {duration: 5s, repeat: 1}\n", ""), quick=True) == [
+        "s.yaml:1: --quick: this scenario has no quick: section"]
+
+
+def test_theory_per_flow_window_link_and_loaded_rtt():
+    s = loads_scenario(BASE, "s.yaml")
+    e = expectations(s.points[0])  # droptail, 16 KB
+    assert e["bulk"].limit == "link" and e["bulk"].value == pytest.approx(1.5e6 * 1448 / 1514)
+    assert e["rtt"].limit == "loaded path" and e["rtt"].value == pytest.approx(21.05, abs=0.01)
+    assert e["rtt"].hi > e["rtt"].value + 50  # the 16 KB window's standing queue
+    e = expectations(s.points[2])  # pie
+    assert e["rtt"].hi == pytest.approx(e["rtt"].value + 15)  # PIE's default target
+    # a window the run saw advertised replaces the buffer size given
+    small = expectations(s.points[0], windows={"bulk": 2000})
+    assert small["bulk"].limit == "window (W/RTT)"
+    rtt = analyse(make_plan(s.points[0].topology), "h1", "h2").data_rtt_s  # 20 ms + 8 ms of a frame
+    assert small["bulk"].value == pytest.approx(2000 * 8 / rtt) and 0.028 < rtt < 0.029
+
+
+@pytest.mark.parametrize("name", ["002-paths", "002-multiplex", "003-window", "004-bufferbloat"])
+def test_every_example_loads_with_and_without_quick(name):
+    for quick in (False, True):
+        s = load_scenario(ROOT / "examples" / f"{name}.yaml", quick=quick)
+        assert s.runs >= 1
+        if quick:
+            assert s.estimate_s() < 120, s.estimate_s()
