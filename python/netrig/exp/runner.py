@@ -28,7 +28,7 @@ from netrig.errors import NetrigError
 from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process
-from netrig.exp.scenario import Point, Scenario
+from netrig.exp.scenario import Point, Scenario, find_link
 from netrig.net import Network, _tcp_listening
 from netrig.topo import netns
 from netrig.topo.plan import make_plan
@@ -311,7 +311,7 @@ class _QueueMonitor:
         self.want: list[tuple[int, str, set[str]]] = []
         for i, m in enumerate(specs):
             if m.kind == "queue":
-                link = point.topology.link_named(*_ends(point, m.link))
+                link = find_link(point.topology, m.link)
                 dirs = {"a_to_b", "b_to_a"} if m.dir == "both" else {m.dir}
                 self.want.append((i, link.name, dirs))
         self.t0 = 0.0
@@ -350,14 +350,6 @@ class _QueueMonitor:
                                  "lost": v.get("lost"), "ecn_marks": v.get("ecn_marks"),
                                  "rate_bps": v.get("rate_bps"), "dequeued": v.get("dequeued")})
         return rows
-
-
-def _ends(point: Point, name: str) -> tuple[str, ...]:
-    topo = point.topology
-    if any(l.name == name for l in topo.links) or "-" not in name:
-        return (name,)
-    a, b = name.split("-", 1)
-    return (a, b)
 
 
 def _first_t(v: Any) -> float:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from netrig import units
 from netrig.errors import NetrigError
 from netrig.topo import load as tload
-from netrig.topo.model import Problem, Topology, _problems_of
+from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
 
 Key = tuple[str | int, ...]
 SCHEMA = 1
@@ -60,15 +60,6 @@ class ScenarioError(NetrigError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
-
-
-def _check(parse, value):
-    if value is not None:
-        try:
-            parse(value)
-        except units.UnitError as e:
-            raise ValueError(str(e)) from None
-    return value
 
 
 class FlowSpec(BaseModel):
@@ -419,9 +410,8 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                 out.append(Problem(("monitors", i), "a queue monitor needs link: (a link's name, or a-b)"))
             else:
                 try:
-                    link = topo.link_named(*m.link.split("-", 1)) if "-" in m.link and not any(
-                        l.name == m.link for l in topo.links) else topo.link_named(m.link)
-                except Exception:
+                    link = find_link(topo, m.link)
+                except TopologyError:
                     out.append(Problem(("monitors", i, "link"), f"no link '{m.link}' in the topology"))
                 else:
                     if topo.backend != "userspace" or not link.shaped:
@@ -439,6 +429,16 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
     return out
+
+
+def find_link(topo: Topology, name: str) -> Link:
+    """A link by its name, or by its ends as `a-b` (either order)."""
+    try:
+        return topo.link_named(name)
+    except TopologyError:
+        if "-" not in name:
+            raise
+        return topo.link_named(*name.split("-", 1))
 
 
 # Paths: sweep keys and --set.
