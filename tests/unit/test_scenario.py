@@ -119,3 +119,42 @@ def test_every_example_loads_with_and_without_quick(name):
         assert s.runs >= 1
         if quick:
             assert s.estimate_s() < 120, s.estimate_s()
+
+
+def test_count_makes_copies_of_a_flow_and_zero_leaves_it_out():
+    text = BASE.replace("  rtt: {kind: ping", "  mice: {kind: udp, from: h1, to: h2, rate: 100Kbit, count: 2}\n"
+                        "  rtt: {kind: ping").replace(
+        "  flows.bulk.window: [16KB, 64KB]", "  flows.bulk.count: [0, 3]").replace(
+        "monitors:\n", "monitors:\n  - {kind: tcp_info, flow: bulk}\n")
+    s = loads_scenario(text, "s.yaml")
+    none, three = s.points[0].spec, s.points[1].spec
+    assert list(none.flows) == ["mice.1", "mice.2", "rtt"]
+    assert [m.kind for m in none.monitors] == ["queue"]  # no bulk flow to watch
+    assert list(three.flows) == ["bulk.1", "bulk.2", "bulk.3", "mice.1", "mice.2", "rtt"]
+    assert three.monitors[0].flow == "bulk.1"
+    # theory shares the bottleneck between every copy
+    e = expectations(s.points[1])
+    assert e["bulk.1"].value == pytest.approx(e["bulk.3"].value)
+    assert "4 other flows" in e["bulk.1"].detail  # 2 more bulk, 2 mice
+
+
+def test_count_zero_everywhere_is_no_flows():
+    text = BASE.replace("cc: cubic}", "cc: cubic, count: 0}").replace(
+        "interval: 100ms}", "interval: 100ms, count: 0}").replace(
+        "  flows.bulk.window: [16KB, 64KB]\n", "")
+    assert any("every count: is 0" in p for p in problems(text))
+    assert any("count" in p and "less than or equal to 64" in p
+               for p in problems(BASE.replace("cc: cubic}", "cc: cubic, count: 65}")))
+
+
+def test_a_star_path_sets_every_flow_that_takes_the_key():
+    text = BASE.replace("  rtt: {kind: ping", "  mice: {kind: udp, from: h1, to: h2, rate: 100Kbit}\n"
+                        "  rtt: {kind: ping").replace(
+        "  flows.bulk.window: [16KB, 64KB]", "  flows.*.rate: [200Kbit, 1Mbit]")
+    s = loads_scenario(text, "s.yaml", sets=["flows.*.start=2s"])
+    f = s.points[1].spec.flows
+    assert f["mice"].rate == "1Mbit" and f["bulk"].rate == "1Mbit"  # tcp takes rate too
+    assert f["rtt"].rate is None  # ping does not
+    assert all(x.start == "2s" for x in f.values())
+    assert any("no flow takes 'command'" in p
+               for p in problems(BASE, sets=["flows.*.command=ls"]))

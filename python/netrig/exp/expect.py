@@ -54,12 +54,11 @@ def _dir(f: FlowSpec) -> tuple[str, str]:
 
 def _window(f: FlowSpec, seen: dict[str, float] | None = None, name: str | None = None) -> float | None:
     """The TCP window theory uses: what the receiver advertised, when a run saw it
-    (Linux makes a window of `-w`'s buffer by its own rules), else the buffer given."""
-    if f.window is None:
-        return None
+    (Linux makes a window of `-w`'s buffer by its own rules, and without `-w` grows it
+    up to tcp_rmem's limit), else the buffer given (None: no window limit known)."""
     if seen and name in seen:
         return seen[name]
-    return f.nbytes("window")
+    return None if f.window is None else f.nbytes("window")
 
 
 def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
@@ -166,35 +165,58 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
     if key == "link":
         detail += f", at {limit[name]}"
     w = _window(f, seen, name)
-    if w is not None and f.window is not None:
-        src = "advertised by the receiver in the run" if name in seen else "as given"
-        detail += f"; window {w / 1e3:.4g} KB {src} (-w {f.window}), RTT {r.data_rtt_s * 1e3:.4g} ms"
+    if w is not None:
+        src = ("advertised by the receiver in the run" if name in seen else "as given") + (
+            f" (-w {f.window})" if f.window is not None else ", autotuned")
+        detail += f"; window {w / 1e3:.4g} KB {src}, RTT {r.data_rtt_s * 1e3:.4g} ms"
     return Expected("throughput_bps", cands[key], label, detail, extra=extra)
 
 
 def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, FlowSpec],
-                    seen: dict[str, float]):
-    """The shared rate-limited hop where TCP flows queue, and the most queueing delay
-    they can hold there (s): a full queue (or the AQM's target) for unlimited windows;
-    for a window W, W − BDP bytes at most. (None, 0) when no TCP flow queues."""
-    found, total = None, 0.0
+                    seen: dict[str, float]) -> tuple[list, float]:
+    """The rate-limited hops on a route where the concurrent flows hold a queue, and
+    the queueing delay they add up to (s). Loss-based TCP queues at its bottleneck: a
+    full queue (or the AQM's target) for an unlimited window, W − BDP bytes at most for
+    a window W. UDP offered above a hop's rate fills that hop's queue (what is left
+    goes on at the hop's rate). ([], 0) when nothing queues."""
+    held: dict[str, float] = {}
+    where: dict[str, Any] = {}
+    offered: dict[str, float] = {}  # UDP wire bits arriving at each hop
+
+    def cap(h, frame: float) -> float:
+        full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, frame) or 0.0
+        target = _aqm_target(plan, h)
+        return min(full, target) if target is not None else full
+
     for n, g in concurrent.items():
-        if g.kind != "tcp":
+        if g.kind not in ("tcp", "udp"):
             continue
         src, dst = _dir(g)
-        h = bottleneck(hops(plan, src, dst))
-        if h is None or h.rate_bps is None or link_key(h) not in route_keys:
+        route = hops(plan, src, dst)
+        if g.kind == "udp":
+            r = analyse(plan, src, dst, proto="udp", udp_rate=g.rate_bps,
+                        udp_size=g.nbytes("length"))
+            rate = (g.rate_bps or 0.0) * g.parallel / r.udp.efficiency
+            for h in route:
+                if h.rate_bps is None:
+                    continue
+                k = link_key(h)
+                offered[k] = offered.get(k, 0.0) + rate
+                if offered[k] > h.rate_bps:
+                    held[k], where[k] = cap(h, r.udp.frame), h
+                rate = min(rate, h.rate_bps)
+            continue
+        h = bottleneck(route)
+        if h is None or h.rate_bps is None:
             continue
         r = analyse(plan, src, dst)
-        full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, r.data_frame) or 0.0
-        target = _aqm_target(plan, h)
-        cap = min(full, target) if target is not None else full
+        k, most = link_key(h), cap(h, r.data_frame)
         w = _window(g, seen, n)
-        mine = cap if w is None else min(cap, max(0.0, w * g.parallel - (r.bdp_bytes or 0))
+        mine = most if w is None else min(most, max(0.0, w * g.parallel - (r.bdp_bytes or 0))
                                           * 8 / h.rate_bps)
-        if found is None or link_key(h) == link_key(found):
-            found, total = h, min(cap, total + mine)
-    return (found, total) if found is not None and total > 0 else (None, 0.0)
+        held[k], where[k] = min(most, held.get(k, 0.0) + mine), h
+    on = [k for k in held if k in route_keys and held[k] > 0]
+    return [where[k] for k in on], sum(held[k] for k in on)
 
 
 def _aqm_target(plan: Plan, h) -> float | None:
@@ -216,13 +238,17 @@ def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[st
     r = analyse(plan, f.src, f.to, ping_size=ping_size)
     base = r.base_rtt_s * 1e3
     keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
-    h, q = _standing_queue(plan, keys, concurrent, seen)
-    if h is None:
+    queued, q = _standing_queue(plan, keys, concurrent, seen)
+    if not queued:
         return Expected("rtt_ms_p50", base, "idle path", f"idle RTT {base:.4g} ms (propagation "
                         f"{r.propagation_s * 1e3:.4g} ms + serialization)", extra={"base_rtt_ms": base})
     hi = base + q * 1e3
-    why = (f"{h.aqm} holds {h.link}'s queue near {q * 1e3:.4g} ms" if _aqm_target(plan, h) is not None
-           else f"TCP's standing queue on {h.link} adds up to {q * 1e3:.4g} ms")
+    h = queued[0]
+    if len(queued) == 1 and _aqm_target(plan, h) is not None:
+        why = f"{h.aqm} holds {h.link}'s queue near {q * 1e3:.4g} ms"
+    else:
+        why = (f"the standing queue{'s' * (len(queued) > 1)} on "
+               f"{', '.join(x.link for x in queued)} add{'s' * (len(queued) == 1)} up to {q * 1e3:.4g} ms")
     return Expected("rtt_ms_p50", base, "loaded path", f"between idle {base:.4g} ms and {hi:.4g} ms: "
                     f"{why}", hi=hi, extra={"base_rtt_ms": base, "rtt_hi_ms": hi})
 
@@ -242,9 +268,9 @@ def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[
               f"RTT {rtt * 1e3:.4g} ms + {size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s = "
               f"{t * 1e3:.4g} ms on an idle path")
     keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
-    h, extra_rtt = _standing_queue(plan, keys, concurrent, seen)
+    queued, extra_rtt = _standing_queue(plan, keys, concurrent, seen)
     hi = None
-    if h is not None:
+    if queued:
         hi = t + extra_rtt * ((1 if f.new_conn else 0) + rounds) + transfer * len(concurrent)
         detail += f"; with the queue and {len(concurrent)} flow(s) sharing, up to {hi * 1e3:.4g} ms"
-    return Expected("fetch_s_mean", t, "idle path" if h is None else "loaded path", detail, hi=hi)
+    return Expected("fetch_s_mean", t, "loaded path" if queued else "idle path", detail, hi=hi)

@@ -70,7 +70,10 @@ def _secs(s: float) -> str:
 def ping_argv(f: FlowSpec, addr: str, duration: float) -> list[str]:
     interval = f.seconds("interval", 1.0)
     count = max(1, int(duration / interval))
-    argv = ["ping", "-n", "-D", "-i", f"{interval:g}", "-c", str(count), "-w", f"{duration + 3:g}"]
+    # -c alone stops after *sending* count requests (with -w it would keep sending until
+    # count replies came back, well past the flow's time when some are lost); -W: how
+    # long the last ones may take.
+    argv = ["ping", "-n", "-D", "-i", f"{interval:g}", "-c", str(count), "-W", "3"]
     if f.size is not None:
         argv += ["-s", str(f.nbytes("size"))]
     return [*argv, addr]
@@ -158,6 +161,13 @@ class Outcome:
             out["window_bytes"] = self.advertised_window()
         else:
             s = e.get("sum") or {}
+            # The receiver's own time runs to the TEST_END message, which crosses the same
+            # full queues (and can be lost there, costing an RTO): the rate the datagrams
+            # came out of the path is what arrived over the time they were being sent.
+            sent_s = snd.get("seconds")
+            if rcv.get("bytes") is not None and sent_s:
+                out["throughput_bps"] = rcv["bytes"] * 8 / sent_s
+                out["receiver_seconds"] = rcv.get("seconds")
             out.update({"loss_pct": rcv.get("lost_percent", s.get("lost_percent")),
                         "jitter_ms": rcv.get("jitter_ms", s.get("jitter_ms")),
                         "packets": rcv.get("packets", s.get("packets"))})
@@ -165,12 +175,14 @@ class Outcome:
 
     def advertised_window(self) -> float | None:
         """The window the receiver advertised, as the sender saw it (median of its
-        TCP_INFO snd_wnd after the first second): what `-w` became in the kernel."""
+        TCP_INFO snd_wnd after the first second, and after `omit`): what `-w` became in
+        the kernel, or how far autotuning grew it."""
         if self.spec.kind != "tcp" or self.spec.reverse:
             return None
         xs = [(x.get("t", 0), x["snd_wnd"]) for x in (self.doc or {}).get("netrig", {}).get("tcp_info", []) or []
               if x.get("sender") and x.get("snd_wnd")]
-        late = [w for t, w in xs if t >= 1.0] or [w for _, w in xs]
+        after = max(1.0, self.spec.seconds("omit"))
+        late = [w for t, w in xs if t >= after] or [w for _, w in xs]
         return float(statistics.median(late)) if late else None
 
     def _mss(self) -> float:

@@ -25,7 +25,7 @@ from typing import Any
 
 from netrig.exp.figures import (Figure, Figures, Results, compare_figures, load, make_figures,
                                 mean_ci, metric)
-from netrig.exp.results import atomic_write, write_csv
+from netrig.exp.results import atomic_write, range_pos, write_csv
 from netrig.exp.results import label as value_text
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
@@ -62,6 +62,11 @@ class Row:
     @property
     def ci(self) -> float | None:
         return mean_ci(self.values)[1] if self.values else None
+
+    @property
+    def position(self) -> float | None:
+        """Where the mean sits in an expected range (0 its low end, 1 its top)."""
+        return range_pos(self.mean, self.expected, self.hi)
 
     @property
     def ratio(self) -> float | None:
@@ -118,6 +123,14 @@ def expected(r: Row) -> str:
 
 def _ratio(v: float | None) -> str:
     return NONE if v is None else f"{v:.3g}"
+
+
+def _versus(r: Row) -> str:
+    """measured ÷ expected; for a range, how far into it (0 % idle, 100 % its top)."""
+    pos = r.position
+    if pos is None:
+        return _ratio(r.ratio)
+    return f"{pos:.0%} of the range"
 
 
 # A document: sections of blocks, written as HTML or Markdown.
@@ -320,14 +333,15 @@ def _results(res: Results, rows: list[Row]) -> list[Block]:
         return [Note("No flow was measured: no run finished with any flow.", warn=True)]
     keys = bool(res.keys)
     head = (["point"] if keys else []) + [
-        "flow", "metric", "measured (mean ± 95 % CI)", "expected", "ratio", "vs theory", "limit",
+        "flow", "metric", "measured (mean ± 95 % CI)", "expected", "ratio (in a range: where)",
+        "vs theory", "limit",
         "theory's working", "also measured"]
     table = Table(head, [])
     for k, r in enumerate(rows):
         verdict = f"far ({r.flagged} of {r.ran})" if r.flagged else \
             "within" if r.ratio is not None else NONE
         table.rows.append(([r.label] if keys else []) + [
-            r.flow, metric(r.metric).label, measured(r), expected(r), _ratio(r.ratio), verdict,
+            r.flow, metric(r.metric).label, measured(r), expected(r), _versus(r), verdict,
             r.limit or NONE, r.detail or NONE, r.also or NONE])
         if r.flagged:
             table.marked.add(k)
@@ -335,7 +349,8 @@ def _results(res: Results, rows: list[Row]) -> list[Block]:
     return [Note("One row per flow at each sweep point: the metric theory predicts, as the mean "
                  "over the repetitions with the half-width of its 95 % confidence interval "
                  "(Student t), beside theory's value (a range when a queue may add delay) and "
-                 "measured ÷ expected (÷ the low end of a range). 'far' marks (and the highlight "
+                 "measured ÷ expected (for a range, where the mean sits in it: 0 % the idle "
+                 "path, 100 % its top). 'far' marks (and the highlight "
                  f"shows) a flow outside the {tol} tolerance in some repetitions."), table]
 
 

@@ -30,7 +30,16 @@ from typing import Any
 from netrig.exp.scenario import SCHEMA
 
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
-             "measured", "expected", "ratio", "flag", "limit", "expected_hi", "detail"]
+             "measured", "expected", "ratio", "flag", "limit", "expected_hi", "range_pos", "detail"]
+
+
+def range_pos(measured: Any, lo: Any, hi: Any) -> float | None:
+    """Where a measurement sits in an expected range: 0 at its low end (the idle
+    path), 1 at its top (a full queue); below 0 or above 1 outside it."""
+    nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (measured, lo, hi))
+    if not nums or hi == lo:
+        return None
+    return (measured - lo) / (hi - lo)
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -171,7 +180,8 @@ def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
             row.update({"metric": e.get("metric", ""), "measured": e.get("measured"),
                         "expected": e.get("value"), "ratio": e.get("ratio"),
                         "flag": "yes" if e.get("flag") else "", "limit": e.get("limit", ""),
-                        "expected_hi": e.get("hi"), "detail": e.get("detail", "")})
+                        "expected_hi": e.get("hi"), "range_pos": range_pos(e.get("measured"), e.get("value"), e.get("hi")),
+                        "detail": e.get("detail", "")})
             for k, v in fl["summary"].items():
                 if k in ("status",):
                     continue

@@ -17,7 +17,8 @@
 
 Sweep keys and `--set KEY=VALUE` name a value by path: `links.NAME.KEY` (a link of the
 topology, by its name or as `a-b`), `topology.KEY...` (anything else in the topology),
-`flows.NAME.KEY`, or a top-level key (`duration`). Every point of the sweep is checked
+`flows.NAME.KEY` (`flows.*.KEY`: every flow that takes KEY), or a top-level key
+(`duration`). A flow with `count: N` runs as N copies, NAME.1 ... NAME.N. Every point of the sweep is checked
 before anything runs; a problem names the file, the line and the key.
 """
 
@@ -51,7 +52,7 @@ TAKES: dict[str, set[str]] = {
     "fetch": {"to", "interval", "size", "new_conn"},
     "command": {"command", "timeout"},
 }
-COMMON = {"kind", "src", "start", "duration"}
+COMMON = {"kind", "src", "start", "duration", "count"}
 
 
 class ScenarioError(NetrigError):
@@ -86,6 +87,7 @@ class FlowSpec(BaseModel):
     new_conn: bool = True
     command: str | None = None
     timeout: str | int | None = None
+    count: int = Field(1, ge=0, le=64)  # copies, NAME.1 ... NAME.N (0: left out)
 
     _seconds = field_validator("start", "duration", "omit", "interval", "timeout")(
         classmethod(lambda cls, v: _check(units.seconds, v)))
@@ -346,6 +348,8 @@ def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: 
     if spec is not None and topo is not None:
         found += [(tload._line(lines, p.path), p.path, p.message) for p in _cross_check(spec, topo)]
     out = tload.where(found, source) + tload.where(topo_found, topo_src)
+    if not out and spec is not None:
+        spec = expand_counts(spec)
     if out and sweep_at:
         src, lns, at = sweep_at
         vals = ", ".join(f"{k}={_show(d, k)}" for k, _ in at)
@@ -402,8 +406,9 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
         out.append(Problem(("duration",), "should be more than 0"))
     if not 0.1 <= units.seconds(spec.interval) <= 10:
         out.append(Problem(("interval",), "between 100ms and 10s (the flows' report interval)"))
-    if not spec.flows:
-        out.append(Problem(("flows",), "no flows: a scenario runs at least one"))
+    if not any(f.count for f in spec.flows.values()):
+        out.append(Problem(("flows",), "no flows: a scenario runs at least one"
+                           + (" (every count: is 0)" if spec.flows else "")))
     for i, m in enumerate(spec.monitors):
         if m.kind == "queue":
             if m.link is None:
@@ -429,6 +434,30 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
     return out
+
+
+def expand_counts(spec: ScenarioFile) -> ScenarioFile:
+    """The flows as they run: a flow with `count: N` (N > 1) becomes NAME.1 ... NAME.N,
+    one with `count: 0` is left out; a tcp_info monitor of it watches NAME.1."""
+    if all(f.count == 1 for f in spec.flows.values()):
+        return spec
+    flows: dict[str, FlowSpec] = {}
+    renamed: dict[str, str | None] = {}
+    for name, f in spec.flows.items():
+        if f.count == 1:
+            flows[name] = f
+            continue
+        renamed[name] = f"{name}.1" if f.count else None
+        for k in range(1, f.count + 1):
+            flows[f"{name}.{k}"] = f.model_copy(update={"count": 1})
+    monitors = []
+    for m in spec.monitors:
+        if m.kind == "tcp_info" and m.flow in renamed:
+            if renamed[m.flow] is None:
+                continue
+            m = m.model_copy(update={"flow": renamed[m.flow]})
+        monitors.append(m)
+    return spec.model_copy(update={"flows": flows, "monitors": monitors})
 
 
 def find_link(topo: Topology, name: str) -> Link:
@@ -494,17 +523,33 @@ def _link_index(links: list, name: str) -> int:
     raise KeyError(f"no link '{name}' in the topology (a link's name, or its ends as a-b)")
 
 
+def _expand_star(d: dict, key: str) -> list[str]:
+    """`flows.*.KEY`: the path in every flow whose kind takes KEY (others as given)."""
+    parts = key.split(".")
+    if len(parts) < 3 or parts[0] != "flows" or parts[1] != "*":
+        return [key]
+    flows = d.get("flows") or {}
+    out = [f"flows.{n}.{'.'.join(parts[2:])}" for n, f in flows.items()
+           if isinstance(f, dict) and parts[2] in TAKES.get(f.get("kind"), set()) | COMMON]
+    if not out:
+        raise KeyError(f"no flow takes '{parts[2]}' (flows.*.{parts[2]} sets it in every flow "
+                       "whose kind takes it)")
+    return out
+
+
 def _get(d: dict, key: str) -> Any:
-    cur, k = _resolve(copy.deepcopy(d), key)
+    cur, k = _resolve(copy.deepcopy(d), _expand_star(d, key)[0])
     return cur.get(k)
 
 
 def _apply(d: dict, key: str, value: Any, probe: bool = False) -> str | None:
-    """Sets the value a path names; returns what is wrong with the path, if anything.
-    With probe, only checks (on a copy)."""
+    """Sets the value a path names (`flows.*.KEY`: in every flow that takes it);
+    returns what is wrong with the path, if anything. With probe, only checks (on a copy)."""
     try:
-        cur, k = _resolve(copy.deepcopy(d) if probe else d, key)
+        target = copy.deepcopy(d) if probe else d
+        for path in _expand_star(target, key):
+            cur, k = _resolve(target, path)
+            cur[k] = copy.deepcopy(value)
     except (KeyError, IndexError) as e:
         return str(e.args[0]) if e.args else "no such key"
-    cur[k] = value
     return None
