@@ -158,3 +158,16 @@ def test_a_star_path_sets_every_flow_that_takes_the_key():
     assert all(x.start == "2s" for x in f.values())
     assert any("no flow takes 'command'" in p
                for p in problems(BASE, sets=["flows.*.command=ls"]))
+
+
+def test_a_sweep_key_of_several_paths_moves_them_together():
+    text = BASE.replace("  flows.bulk.window: [16KB, 64KB]",
+                        "  flows.bulk.kind,flows.bulk.rate,flows.bulk.cc: [[tcp, null, reno], [udp, 1Mbit, null]]")
+    s = loads_scenario(text, "s.yaml")
+    assert s.runs == 4
+    kinds = [(p.spec.flows["bulk"].kind, p.spec.flows["bulk"].rate) for p in s.points[:2]]
+    assert kinds == [("tcp", None), ("udp", "1Mbit")]
+    assert s.points[0].spec.flows["bulk"].cc == "reno" and s.points[1].spec.flows["bulk"].cc is None
+    bad = problems(BASE.replace("  flows.bulk.window: [16KB, 64KB]",
+                                "  flows.bulk.kind,flows.bulk.rate: [[tcp, null], udp]"))
+    assert any("each value is a list of 2" in p for p in bad)

@@ -21,6 +21,7 @@ from netrig.theory import (
     goodput,
     jain,
     mathis,
+    padhye,
     max_min_fair,
     parse_flow,
     queue_delay,
@@ -103,6 +104,18 @@ def test_bdp_window_queue_and_udp_loss():
     assert combined_loss([]) == 0.0
 
 
+def test_padhye_is_mathis_at_low_loss_and_far_below_it_at_high_loss():
+    # T0 = RTT + 200 ms; p = 0.01%: time-outs cost 0.2 % of Mathis's rate
+    assert padhye(1448, 0.040, 1e-4) / mathis(1448, 0.040, 1e-4) == pytest.approx(0.998, abs=0.002)
+    # p = 10 %: 1 / (0.04·√(2·0.1/3) + 0.24·min(1, 3·√(0.3/8))·0.1·1.32) segments/s
+    p = 0.1
+    by_hand = 1448 * 8 / (0.040 * math.sqrt(2 * p / 3) + 0.24 * 3 * math.sqrt(3 * p / 8) * p * 1.32)
+    assert padhye(1448, 0.040, p) == pytest.approx(by_hand)
+    assert padhye(1448, 0.040, p) < 0.45 * mathis(1448, 0.040, p)
+    assert padhye(1448, 0.040, 0.0) == math.inf
+    assert padhye(1448, 0.040, p, rto_s=1.0) < padhye(1448, 0.040, p)
+
+
 def test_mathis():
     expected = 1448 * 8 / 0.040 * math.sqrt(1.5) / math.sqrt(0.01)
     assert mathis(1448, 0.040, 0.01) == pytest.approx(expected, rel=1e-15)
@@ -121,7 +134,7 @@ def test_tcp_expected_names_the_binding_limit():
     e = tcp_expected(link, 0.000637, window_bytes=1_000_000)
     assert (e.value, e.limit) == (link, "link")
     e = tcp_expected(link, 0.040, loss=0.01)
-    assert (e.value, e.limit) == (pytest.approx(mathis(1448, 0.040, 0.01)), "loss")
+    assert (e.value, e.limit) == (pytest.approx(padhye(1448, 0.040, 0.01)), "loss")
     e = tcp_expected(None, 0.040)
     assert (e.value, e.limit) == (math.inf, "none")
 
@@ -243,7 +256,9 @@ def test_portfolio_udp_loss_window_and_mathis(portfolio):
     r = analyse(portfolio, "h1", "h4", window="64KB", loss="1%")
     assert r.window_bps == pytest.approx(64_000 * 8 / r.data_rtt_s)
     assert r.mathis_bps == pytest.approx(mathis(1448, r.data_rtt_s, 0.01))
-    assert r.tcp_expected.limit == "loss" and r.tcp_expected.value == r.mathis_bps
+    assert r.tcp_expected.limit == "loss"
+    assert r.tcp_expected.value == pytest.approx(padhye(1448, r.data_rtt_s, 0.01))
+    assert r.tcp_expected.value < r.mathis_bps
 
 
 def test_configured_link_loss_counts_in_each_direction():

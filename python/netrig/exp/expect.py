@@ -1,6 +1,7 @@
 """What theory expects of each flow of a sweep point, beside what was measured.
 
-bulk TCP   min(max-min fair share of its bottleneck after headers, W/RTT, Mathis)
+bulk TCP   min(max-min fair share of its bottleneck after headers, W/RTT, Mathis /
+           Padhye under loss)
 bulk UDP   received = min(offered, fair share after headers) × (1 − random loss)
 ping/probe median RTT = the path's idle RTT; with loss-based TCP filling a shared
            bottleneck, anything up to idle RTT + that queue's delay (the AQM's target)
@@ -69,10 +70,14 @@ def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
 
 
 def expectations(point: Point, plan: Plan | None = None,
-                 windows: dict[str, float] | None = None) -> dict[str, Expected]:
-    """Each flow's expectation; `windows`: windows the run saw advertised, by flow."""
+                 windows: dict[str, float] | None = None,
+                 send_buffers: dict[str, float] | None = None) -> dict[str, Expected]:
+    """Each flow's expectation; `windows`: windows the run saw advertised, by flow;
+    `send_buffers`: the largest send buffer the sender's kernel gives a TCP flow
+    without -w (tcp_wmem's maximum, by flow)."""
     plan = plan or make_plan(point.topology)
     seen = windows or {}
+    sndbuf = send_buffers or {}
     flows = point.spec.flows
     out: dict[str, Expected] = {}
     for name, f in flows.items():
@@ -81,7 +86,7 @@ def expectations(point: Point, plan: Plan | None = None,
         concurrent = {n: g for n, g in flows.items()
                       if g.kind in ("tcp", "udp") and (n == name or _overlaps(point, f, g))}
         if f.kind in ("tcp", "udp"):
-            out[name] = _bulk(plan, name, f, concurrent, seen)
+            out[name] = _bulk(plan, name, f, concurrent, seen, sndbuf.get(name))
         elif f.kind in ("ping", "probe"):
             out[name] = _rtt(plan, f, concurrent, seen)
         elif f.kind == "fetch":
@@ -127,7 +132,7 @@ def _shares(plan: Plan, concurrent: dict[str, FlowSpec],
 
 
 def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
-          seen: dict[str, float]) -> Expected:
+          seen: dict[str, float], sndbuf: float | None = None) -> Expected:
     share, limit, reports = _shares(plan, concurrent, seen)
     r = reports[name]
     eff = (r.udp if f.kind == "udp" else r.tcp).efficiency
@@ -156,7 +161,7 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
     if limit[name] == "demand" and own:  # its own window or loss, not the link, held it
         key = min(own, key=lambda k: own[k])
     label = {"link": "link" if not others else "fair share", "window": "window (W/RTT)",
-             "loss": "loss (Mathis)"}[key]
+             "loss": "loss (Mathis/Padhye)"}[key]
     if key == "link" and others and math.isclose(fair, (r.tcp_goodput_bps or 0), rel_tol=1e-6):
         label = "link"
     parts = ", ".join(f"{k} {v / 1e6:.4g}" for k, v in cands.items())
@@ -169,7 +174,18 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         src = ("advertised by the receiver in the run" if name in seen else "as given") + (
             f" (-w {f.window})" if f.window is not None else ", autotuned")
         detail += f"; window {w / 1e3:.4g} KB {src}, RTT {r.data_rtt_s * 1e3:.4g} ms"
-    return Expected("throughput_bps", cands[key], label, detail, extra=extra)
+    value, hi = cands[key], None
+    if sndbuf and f.window is None and f.kind == "tcp":
+        # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
+        # flight is that less the kernel's per-packet overhead (between about half and
+        # all of it): a range when that is what holds the flow.
+        lo_bps, top_bps = sndbuf / 2 * 8 / r.data_rtt_s, sndbuf * 8 / r.data_rtt_s
+        if lo_bps < value:
+            value, hi, label = lo_bps, min(value, top_bps), "send buffer"
+            detail += (f"; but the sender's buffer (tcp_wmem max {sndbuf / 1e6:.3g} MB, about half "
+                       f"to all of it in flight) over RTT {r.data_rtt_s * 1e3:.4g} ms allows "
+                       f"{lo_bps / 1e6:.4g}–{top_bps / 1e6:.4g} Mbit/s: send buffer")
+    return Expected("throughput_bps", value, label, detail, hi=hi, extra=extra)
 
 
 def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, FlowSpec],

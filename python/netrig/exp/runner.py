@@ -215,7 +215,11 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
     net = Network(point.topology, prefix=_lab_prefix(), seed=seed)
     net.start()
     servers = []
+    send_buffers: dict[str, float] = {}
     try:
+        for name, f in spec.flows.items():
+            if f.kind == "tcp" and f.window is None and f.to is not None:
+                send_buffers[name] = _tcp_wmem_max(net[f.to if f.reverse else f.src].ns)
         ports = {}
         for i, (name, f) in enumerate(spec.flows.items()):
             if f.kind in SERVED:
@@ -272,12 +276,24 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
             p.wait(timeout=5)
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
-    expected = expectations(point, plan, seen)
+    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
     doc = _write_run(rdir, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "interrupted" if interrupted else "ok", errors)
     if interrupted:
         raise KeyboardInterrupt
     return doc
+
+
+def _tcp_wmem_max(ns: str) -> float:
+    """The largest send buffer TCP autotuning gives a socket in a namespace (bytes;
+    0 if it cannot be read)."""
+    def read() -> float:
+        return float(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
+
+    try:
+        return netns.run_in(ns, read)
+    except (OSError, ValueError, IndexError, NetrigError):
+        return 0.0
 
 
 def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: float,

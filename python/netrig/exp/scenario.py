@@ -18,7 +18,8 @@
 Sweep keys and `--set KEY=VALUE` name a value by path: `links.NAME.KEY` (a link of the
 topology, by its name or as `a-b`), `topology.KEY...` (anything else in the topology),
 `flows.NAME.KEY` (`flows.*.KEY`: every flow that takes KEY), or a top-level key
-(`duration`). A flow with `count: N` runs as N copies, NAME.1 ... NAME.N. Every point of the sweep is checked
+(`duration`); a sweep key `A,B` moves several paths together (`[[tcp, null], [udp,
+10Mbit]]`; null leaves a flow's key unset). A flow with `count: N` runs as N copies, NAME.1 ... NAME.N. Every point of the sweep is checked
 before anything runs; a problem names the file, the line and the key.
 """
 
@@ -277,8 +278,8 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
     for key, values in sweep.items():
         for j, v in enumerate(values):
             d = copy.deepcopy(data)
-            _apply(d, key, v)
-            got = _check_point(d, lines, source, topo_lines, topo_src, topo_base, None)
+            msg = _apply(d, key, v)
+            got = [msg] if msg else _check_point(d, lines, source, topo_lines, topo_src, topo_base, None)
             if isinstance(got, list):
                 line = lines.get(("sweep", key, j), lines.get(("sweep", key), 1))
                 problems.append(f"{source}:{line}: sweep.{key}[{j}]: {v!r}: "
@@ -537,7 +538,22 @@ def _expand_star(d: dict, key: str) -> list[str]:
     return out
 
 
+def _zipped(key: str, value: Any) -> list[tuple[str, Any]] | str:
+    """A sweep key naming several paths, `a,b`, takes a list of as many values per item
+    (the paths move together); a plain key, one value. Returns the (path, value) pairs,
+    or what is wrong."""
+    paths = [k.strip() for k in key.split(",")]
+    if len(paths) == 1:
+        return [(key, value)]
+    if not isinstance(value, list) or len(value) != len(paths):
+        return (f"{key} names {len(paths)} paths: each value is a list of {len(paths)} "
+                f"(got {value!r})")
+    return list(zip(paths, value))
+
+
 def _get(d: dict, key: str) -> Any:
+    if "," in key:
+        return [_get(d, k.strip()) for k in key.split(",")]
     cur, k = _resolve(copy.deepcopy(d), _expand_star(d, key)[0])
     return cur.get(k)
 
@@ -545,11 +561,18 @@ def _get(d: dict, key: str) -> Any:
 def _apply(d: dict, key: str, value: Any, probe: bool = False) -> str | None:
     """Sets the value a path names (`flows.*.KEY`: in every flow that takes it);
     returns what is wrong with the path, if anything. With probe, only checks (on a copy)."""
+    pairs = _zipped(key, value)
+    if isinstance(pairs, str):
+        return pairs
     try:
         target = copy.deepcopy(d) if probe else d
-        for path in _expand_star(target, key):
-            cur, k = _resolve(target, path)
-            cur[k] = copy.deepcopy(value)
+        for one, v in pairs:
+            for path in _expand_star(target, one):
+                cur, k = _resolve(target, path)
+                if v is None and path.startswith("flows."):
+                    cur.pop(k, None)  # null unsets a flow's key
+                else:
+                    cur[k] = copy.deepcopy(v)
     except (KeyError, IndexError) as e:
         return str(e.args[0]) if e.args else "no such key"
     return None

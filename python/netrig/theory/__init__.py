@@ -27,6 +27,7 @@ from netrig.theory.formulas import (
     framing,
     goodput,
     mathis,
+    padhye,
     queue_delay,
     tcp_expected,
     tcp_mss,
@@ -39,7 +40,7 @@ from netrig.theory.path import FlowShare, HopInfo, PathReport, analyse, parse_fl
 __all__ = [
     "ETH_HEADER", "ETH_WIRE", "MATHIS_C", "Expectation", "Flow", "FlowShare", "Framing",
     "HopInfo", "Leg", "PathReport", "Share", "TheoryError", "analyse", "base_rtt", "bdp",
-    "combined_loss", "explain_text", "framing", "goodput", "jain", "mathis", "max_min_fair",
+    "combined_loss", "explain_text", "framing", "goodput", "jain", "mathis", "max_min_fair", "padhye",
     "parse_flow", "queue_delay", "tcp_expected", "tcp_mss", "udp_fragments", "udp_loss",
     "window_limit",
 ]

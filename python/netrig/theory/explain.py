@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from netrig.theory.formulas import ETH_HEADER, MATHIS_C
+from netrig.theory.formulas import ETH_HEADER, MATHIS_C, padhye
 from netrig.theory.path import HopInfo, PathReport
 from netrig.units import format_rate, format_seconds
 
@@ -103,13 +103,14 @@ def _limits(r: PathReport) -> list[str]:
             src.append("the loss given")
         lines.append(f"Loss        p = {_pct(r.loss)} ({' and '.join(src)}): Mathis "
                      f"{r.tcp.payload} × 8 / {rtt} × {MATHIS_C:.3g}/√{r.loss:.4g} = "
-                     f"{format_rate(r.mathis_bps)}")
+                     f"{format_rate(r.mathis_bps)}; with time-outs (Padhye, T0 = RTT + 200 ms) "
+                     f"{format_rate(padhye(r.tcp.payload, r.data_rtt_s, r.loss))}")
     e = r.tcp_expected
     if e.limit == "none":
         lines.append("Expected    TCP: nothing on the path limits it (the hosts' CPUs will)")
     else:
         why = {"link": f"the bottleneck {r.bottleneck.link if r.bottleneck else ''}",
-               "window": "the window", "loss": "loss (Mathis)"}[e.limit]
+               "window": "the window", "loss": "loss (Mathis/Padhye)"}[e.limit]
         cands = ", ".join(f"{k} {format_rate(v)}" for k, v in e.limits.items())
         lines.append(f"Expected    TCP: {format_rate(e.value)}, limited by {why}"
                      + (f"  (min of {cands})" if len(e.limits) > 1 else ""))

@@ -199,6 +199,26 @@ def mathis(mss: float, rtt_s: float, loss: float, c: float = MATHIS_C) -> float:
     return math.inf if loss == 0 else mss * 8 / rtt_s * c / math.sqrt(loss)
 
 
+def padhye(mss: float, rtt_s: float, loss: float, rto_s: float | None = None,
+           b: int = 1) -> float:
+    """Padhye, Firoiu, Towsley, Kurose, "Modeling TCP throughput: a simple model and
+    its empirical validation", SIGCOMM 1998 (eq. 31, no window limit): bit/s =
+    MSS·8 / (RTT·√(2bp/3) + T0·min(1, 3·√(3bp/8))·p·(1 + 32p²)). Mathis's bound plus
+    the time-outs that dominate from a few % of loss. T0, the retransmission timeout:
+    Linux's RTT + 200 ms (its minimum RTO beyond the smoothed RTT) unless given; b:
+    segments per ACK. Infinite when p = 0."""
+    _positive("mss", mss)
+    _positive("rtt_s", rtt_s)
+    if not 0 <= loss <= 1:
+        raise TheoryError(f"loss is a fraction 0 .. 1 (got {loss})")
+    if loss == 0:
+        return math.inf
+    t0 = rtt_s + 0.2 if rto_s is None else rto_s
+    p = loss
+    denom = rtt_s * math.sqrt(2 * b * p / 3) + t0 * min(1.0, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p)
+    return mss * 8 / denom
+
+
 def udp_loss(offered_bps: float, capacity_bps: float) -> float:
     """Fraction of datagrams a bottleneck drops when offered more than it carries:
     max(0, 1 − C/X). Give both in the same terms (payload bit/s: C = `goodput` of the
@@ -227,7 +247,7 @@ class Expectation:
 
 def tcp_expected(capacity_bps: float | None, rtt_s: float, window_bytes: float | None = None,
                  loss: float = 0.0, mss: float = 1448, c: float = MATHIS_C) -> Expectation:
-    """TCP throughput = min(bottleneck goodput, W/RTT, Mathis). `capacity_bps` is the
+    """TCP throughput = min(bottleneck goodput, W/RTT, Mathis/Padhye under loss). `capacity_bps` is the
     bottleneck's payload rate (`goodput`; None: no rate on the path); the window and
     loss limits apply only when a window or a loss above 0 is given."""
     limits: dict[str, float] = {}
@@ -235,8 +255,8 @@ def tcp_expected(capacity_bps: float | None, rtt_s: float, window_bytes: float |
         limits["link"] = capacity_bps
     if window_bytes is not None:
         limits["window"] = window_limit(window_bytes, rtt_s)
-    if loss > 0:
-        limits["loss"] = mathis(mss, rtt_s, loss, c)
+    if loss > 0:  # Mathis's bound with the time-outs that dominate at high loss (PFTK)
+        limits["loss"] = min(mathis(mss, rtt_s, loss, c), padhye(mss, rtt_s, loss))
     if not limits:
         return Expectation(math.inf, "none", "nothing on the path limits TCP", limits)
     limit = min(limits, key=lambda k: limits[k])
