@@ -49,6 +49,23 @@ def test_002_paths_rtt_and_tcp_match_the_portfolio_theory(tmp_path):
         == [38.26, 28.69, 19.13, 28.69, 19.13]
 
 
+def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
+    rows = run_example("002-udp", tmp_path / "r")
+    udp = [r for r in rows if r["kind"] == "udp"]
+    assert len(udp) == 9
+    for r in udp:
+        offered = float(r["flows.*.rate"].removesuffix("Mbit")) * 1e6
+        assert 0.9 <= ratio(r) <= 1.1, (r["flow"], offered, r["measured"], r["expected"])
+        # loss = 1 - C/X above the bottleneck (C = 30 or 20 Mbit/s of 1470/1512), none below
+        assert abs(float(r["loss_pct"]) - float(r["expected_loss_pct"])) < 3, r
+    # above capacity the bottleneck's queue is full: the ping that gets through waits it out
+    # (100 packets at 30 Mbit/s: 40 ms on h1-h4); below it, the idle 60 ms
+    ping = {(r["flow"], r["flows.*.rate"]): r for r in rows if r["kind"] == "ping"}
+    assert float(ping["ping_h1_h4", "15Mbit"]["measured"]) < 65
+    assert float(ping["ping_h1_h4", "35Mbit"]["measured"]) > 90
+    assert float(ping["ping_h1_h4", "35Mbit"]["range_pos"]) > 0.75
+
+
 def test_003_window_sweep_follows_w_over_rtt_then_the_link(tmp_path):
     rows = run_example("003-window", tmp_path / "r")
     by_w = {r["flows.bulk.window"]: r for r in rows}

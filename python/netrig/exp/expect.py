@@ -175,6 +175,12 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
             f" (-w {f.window})" if f.window is not None else ", autotuned")
         detail += f"; window {w / 1e3:.4g} KB {src}, RTT {r.data_rtt_s * 1e3:.4g} ms"
     value, hi = cands[key], None
+    if key == "loss" and r.mathis_bps and r.mathis_bps > value:
+        # Padhye counts every loss burst's time-out; with SACK, RACK and tail-loss probes
+        # Linux recovers many losses without one, up to Mathis's bound: a range.
+        hi = r.mathis_bps
+        detail += (f" (Padhye, T0 = RTT + 200 ms) to {r.mathis_bps / 1e6:.4g} Mbit/s (Mathis, "
+                   "every loss recovered without a time-out)")
     if sndbuf and f.window is None and f.kind == "tcp":
         # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
         # flight is that less the kernel's per-packet overhead (between about half and

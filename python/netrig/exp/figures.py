@@ -1,6 +1,7 @@
 """Figures of a results directory: what a paper would show, chosen from the data.
 
-    sweep       each flow's headline metric (a udp flow's jitter and loss too) against
+    sweep       each flow's headline metric (a udp flow's jitter and loss, a tcp flow's
+                retransmissions when it had any, too) against
                 each numeric sweep key: mean ± 95 % CI over repetitions, theory dashed
                 beside it (its range shaded), one curve per value of the other keys;
                 with no numeric key, grouped bars over the first key
@@ -36,7 +37,7 @@ from matplotlib.ticker import NullFormatter
 from netrig import units
 from netrig.errors import NetrigError
 from netrig.exp.results import label as value_text
-from netrig.exp.results import read_json, read_jsonl, runs
+from netrig.exp.results import read_json, read_jsonl, runs, short
 from netrig.theory import jain
 
 MAX_FIGURES = 30
@@ -153,15 +154,6 @@ def load(out: Path) -> Results:
     return Results(out, meta, done, scen if isinstance(scen, dict) else {})
 
 
-def short(key: str, keys: list[str]) -> str:
-    """A sweep key's last part (`window`), longer only when two keys share it."""
-    for n in range(1, key.count(".") + 2):
-        tail = ".".join(key.split(".")[-n:])
-        if sum(k == tail or k.endswith("." + tail) for k in keys) <= 1:
-            return tail
-    return key
-
-
 def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -262,7 +254,7 @@ _KEY_KIND = {
     **dict.fromkeys(("delay", "jitter", "duration", "interval", "start", "omit", "settle",
                      "target", "tupdate", "timeout"), "seconds"),
     **dict.fromkeys(("loss", "duplicate", "corrupt", "reorder", "tolerance"), "fraction"),
-    "rate": "rate", "queue": "packets", "mss": "number", "parallel": "number",
+    "rate": "rate", "queue": "packets", "mss": "number", "parallel": "number", "count": "number",
 }
 
 
@@ -416,8 +408,10 @@ def _sweep_plans(sets: list[tuple[str, Results]]) -> list[_Plan]:
         e = f.get("expected") or {}
         if not e.get("metric"):
             continue
-        for m in [e["metric"]] + (["jitter_ms", "loss_pct"] if f["kind"] == "udp" else []):
-            if any(base.values(p["index"], flow, m) for p in base.points):
+        also = {"udp": ["jitter_ms", "loss_pct"], "tcp": ["retrans_pct"]}.get(f["kind"], [])
+        for m in [e["metric"]] + [a for a in also if a != e["metric"]]:
+            if any(base.values(p["index"], flow, m) for p in base.points) and (
+                    m == e["metric"] or any(v for p in base.points for v in base.values(p["index"], flow, m))):
                 plans += [_curve_plan(sets, flow, m, a) for a in axes] \
                     or [_bar_plan(sets, flow, m, base.keys[0])]
     return plans

@@ -31,7 +31,10 @@ def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: floa
     argv = [str(binary("netrig-perf")), "-c", addr, "-p", str(port), "-J",
             "-i", f"{interval:g}", "--connect-timeout", "5000"]
     if f.kind in ("tcp", "udp"):
-        argv += ["-n", str(f.nbytes("bytes"))] if f.bytes is not None else ["-t", _secs(duration)]
+        # iperf's -O comes before -t's time; a scenario's omit is the first part of the
+        # flow's duration, so that flows with one duration end together.
+        measured = duration - f.seconds("omit")
+        argv += ["-n", str(f.nbytes("bytes"))] if f.bytes is not None else ["-t", _secs(measured)]
         if f.kind == "udp":
             argv.append("-u")
         if f.parallel > 1:

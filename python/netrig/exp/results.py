@@ -100,6 +100,18 @@ def label(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def short(key: str, keys: list[str]) -> str:
+    """A sweep key's last part (`window`), longer only when two keys share it; each
+    path's of a key of several (`kind,rate`)."""
+    if "," in key:
+        return ",".join(k.strip().rsplit(".", 1)[-1] for k in key.split(","))
+    for n in range(1, key.count(".") + 2):
+        tail = ".".join(key.split(".")[-n:])
+        if sum(k == tail or k.endswith("." + tail) for k in keys) <= 1:
+            return tail
+    return key
+
+
 def run_id(point: int, rep: int) -> str:
     return f"p{point:03d}-r{rep:02d}"
 

@@ -83,7 +83,7 @@ class Display:
         return f"~{_mmss(self.left_s)} left"
 
     def start_run(self, k: int, point: Point, rep: int, repeat: int, npoints: int) -> None:
-        params = ", ".join(f"{key.split('.')[-1] if key.count('.') else key}={v}"
+        params = ", ".join(f"{res.short(key, list(point.params))}={res.label(v)}"
                            for key, v in point.params.items())
         flows = ", ".join(point.spec.flows)
         text = (f"point {point.index + 1}/{npoints}{' (' + params + ')' if params else ''}, "

@@ -401,6 +401,10 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             out.append(Problem(("flows", name, "duration"), "should be more than 0"))
         if f.kind in ("tcp", "udp") and f.omit is not None and f.seconds("omit") % 1:
             out.append(Problem(("flows", name, "omit"), "whole seconds (netrig-perf -O)"))
+        elif f.omit is not None and f.bytes is None and \
+                f.seconds("duration", units.seconds(spec.duration)) - f.seconds("omit") < 1:
+            out.append(Problem(("flows", name, "omit"), f"{f.omit} leaves less than 1 s of the "
+                               "flow's duration to measure (omit is the duration's first part)"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
     if units.seconds(spec.duration) <= 0:
