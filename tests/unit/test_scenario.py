@@ -171,3 +171,16 @@ def test_a_sweep_key_of_several_paths_moves_them_together():
     bad = problems(BASE.replace("  flows.bulk.window: [16KB, 64KB]",
                                 "  flows.bulk.kind,flows.bulk.rate: [[tcp, null], udp]"))
     assert any("each value is a list of 2" in p for p in bad)
+
+
+def test_parallel_connections_multiply_a_flows_own_limits():
+    text = BASE.replace("rate: 1.5Mbit", "rate: 100Mbit").replace(
+        "  flows.bulk.window: [16KB, 64KB]", "  flows.bulk.parallel: [1, 4]").replace(
+        "cc: cubic}", "cc: cubic, window: 16KB}")
+    s = loads_scenario(text, "s.yaml")
+    one, four = (expectations(p)["bulk"] for p in s.points[:2])
+    assert one.limit == four.limit == "window (W/RTT)"
+    assert four.value == pytest.approx(4 * one.value)
+    loss = loads_scenario(text.replace("queue: 100}", "queue: 100, loss: 2%}"), "s.yaml")
+    one, four = (expectations(p)["bulk"] for p in loss.points[:2])
+    assert four.value == pytest.approx(4 * one.value) and four.hi == pytest.approx(4 * one.hi)

@@ -149,7 +149,8 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
                         f"{fair / 1e6:.4g} Mbit/s share) × (1 − {r.loss_out:.3g} loss) = "
                         f"{got / 1e6:.4g} Mbit/s ({why})", extra=extra)
     e = r.tcp_expected
-    cands = dict(e.limits)
+    # a connection's own limits (window, loss), times its parallel connections
+    cands = {k: v * (1 if k == "link" else f.parallel) for k, v in e.limits.items()}
     if math.isinf(fair):
         cands.pop("link", None)
     else:
@@ -175,17 +176,18 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
             f" (-w {f.window})" if f.window is not None else ", autotuned")
         detail += f"; window {w / 1e3:.4g} KB {src}, RTT {r.data_rtt_s * 1e3:.4g} ms"
     value, hi = cands[key], None
-    if key == "loss" and r.mathis_bps and r.mathis_bps > value:
+    top = (r.mathis_bps or 0.0) * f.parallel
+    if key == "loss" and top > value:
         # Padhye counts every loss burst's time-out; with SACK, RACK and tail-loss probes
         # Linux recovers many losses without one, up to Mathis's bound: a range.
-        hi = r.mathis_bps
-        detail += (f" (Padhye, T0 = RTT + 200 ms) to {r.mathis_bps / 1e6:.4g} Mbit/s (Mathis, "
+        hi = min(top, cands.get("link", math.inf))
+        detail += (f" (Padhye, T0 = RTT + 200 ms) to {hi / 1e6:.4g} Mbit/s (Mathis, "
                    "every loss recovered without a time-out)")
     if sndbuf and f.window is None and f.kind == "tcp":
         # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
         # flight is that less the kernel's per-packet overhead (between about half and
         # all of it): a range when that is what holds the flow.
-        lo_bps, top_bps = sndbuf / 2 * 8 / r.data_rtt_s, sndbuf * 8 / r.data_rtt_s
+        lo_bps, top_bps = (f.parallel * sndbuf * k * 8 / r.data_rtt_s for k in (0.5, 1.0))
         if lo_bps < value:
             value, hi, label = lo_bps, min(value, top_bps), "send buffer"
             detail += (f"; but the sender's buffer (tcp_wmem max {sndbuf / 1e6:.3g} MB, about half "

@@ -106,8 +106,8 @@ class Display:
             self.progress.update(self.all, completed=k + 1, eta=self.eta())
             if note:
                 self.progress.console.print(note)
-        elif self.enabled and note:
-            print(note, file=sys.stderr, flush=True)
+        elif note:  # failures are said even without a progress display
+            print(f"netrig: {note}", file=sys.stderr, flush=True)
 
 
 def _mmss(s: float) -> str:

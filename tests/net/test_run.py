@@ -1,0 +1,124 @@
+"""`netrig run` when things go wrong, for real: SIGTERM mid-sweep (network torn down,
+results kept, `--resume` finishes only what is missing), a flow that fails, and a peer
+that cannot be reached."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from netlab import needs_root
+
+pytestmark = pytest.mark.net
+
+SWEEP = """\
+name: resumable
+topology:
+  nodes: {h1: host, h2: host}
+  links:
+    - {a: h1, b: h2, rate: 20Mbit, delay: 2ms, queue: 50}
+duration: 2s
+settle: 0s
+flows:
+  bulk: {kind: tcp, from: h1, to: h2, cc: cubic}
+sweep:
+  links.h1-h2.rate: [10Mbit, 20Mbit, 30Mbit]
+"""
+
+
+def netrig(*args: str, **kw) -> subprocess.Popen:
+    needs_root()
+    return subprocess.Popen([sys.executable, "-m", "netrig", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def run_json(out: Path, run: str) -> dict:
+    return json.loads((out / "runs" / run / "run.json").read_text())
+
+
+def lab_of(pid: int) -> str:
+    return f"nx{pid % 100000}"
+
+
+def namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_sigterm_mid_sweep_keeps_results_and_resume_runs_only_the_rest(tmp_path):
+    (tmp_path / "s.yaml").write_text(SWEEP)
+    out = tmp_path / "r"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q")
+    first = out / "runs" / "p000-r00" / "run.json"
+    deadline = time.monotonic() + 60
+    while not first.exists():
+        assert p.poll() is None, p.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, "the first run never finished"
+        time.sleep(0.05)
+    time.sleep(0.5)  # into the second run
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err[-2000:]
+    assert "--resume" in err
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert run_json(out, "p000-r00")["status"] == "ok"
+    assert (out / "results.csv").exists() and (out / "report.html").exists()
+    assert lab_of(p.pid) not in namespaces()  # torn down
+    assert not Path(f"/run/netrig/labs/{lab_of(p.pid)}").exists()
+    kept = first.stat().st_mtime_ns
+
+    p2 = netrig("run", "--resume", str(out), "-q")
+    _, err2 = p2.communicate(timeout=120)
+    assert p2.returncode == 0, err2[-2000:]
+    assert first.stat().st_mtime_ns == kept  # the finished run was not run again
+    runs = [run_json(out, f"p00{i}-r00") for i in range(3)]
+    assert [r["status"] for r in runs] == ["ok", "ok", "ok"]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "complete" and len(meta["resumed"]) == 1
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["links.h1-h2.rate"] for r in rows] == ["10Mbit", "20Mbit", "30Mbit"]
+    assert all(0.85 < float(r["ratio"]) < 1.1 for r in rows), rows
+
+
+def test_a_failing_flow_and_an_unreachable_peer_are_reported_and_the_rest_kept(tmp_path):
+    (tmp_path / "s.yaml").write_text("""\
+name: failing
+topology:
+  nodes: {h1: host, h2: host, h3: host, s1: switch}
+  links:
+    - [h1, s1]
+    - [h2, s1]
+    - {a: s1, b: h3, a_to_b: {loss: 100%}}
+duration: 2s
+flows:
+  good: {kind: tcp, from: h1, to: h2}
+  broken: {kind: command, from: h1, command: "echo oops >&2; exit 3"}
+  dark: {kind: tcp, from: h1, to: h3}
+""")
+    out = tmp_path / "r"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q")
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err[-2000:]
+    assert "broken" in err and "dark" in err  # named on the console
+    run = run_json(out, "p000-r00")
+    flows = run["flows"]
+    assert flows["good"]["summary"]["status"] == "ok"
+    assert flows["good"]["summary"]["throughput_bps"] > 1e6
+    assert flows["broken"]["summary"]["status"] == "error"
+    assert flows["broken"]["summary"]["exit_code"] == 3
+    assert "oops" in (out / "runs" / "p000-r00" / "flows" / "broken.stderr").read_text()
+    dark = flows["dark"]["summary"]
+    assert dark["status"] == "error" and "connect" in dark["error"].lower(), dark
+    assert json.loads((out / "meta.json").read_text())["status"] == "failed"
+    assert (out / "report.html").exists()
+    assert lab_of(p.pid) not in namespaces()
+    assert os.path.exists(out / "results.csv")
