@@ -180,7 +180,7 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
     if key == "loss" and top > value:
         # Padhye counts every loss burst's time-out; with SACK, RACK and tail-loss probes
         # Linux recovers many losses without one, up to Mathis's bound: a range.
-        hi = min(top, cands.get("link", math.inf))
+        hi = min(top, r.tcp_goodput_bps or math.inf)  # (the fair share is capped by Padhye's)
         detail += (f" (Padhye, T0 = RTT + 200 ms) to {hi / 1e6:.4g} Mbit/s (Mathis, "
                    "every loss recovered without a time-out)")
     if sndbuf and f.window is None and f.kind == "tcp":
