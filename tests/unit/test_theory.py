@@ -340,3 +340,12 @@ def test_explain_shows_the_figures_and_the_arithmetic(portfolio):
     text = explain_text(analyse(portfolio, "h1", "h9", proto="udp", udp_rate="25Mbit"))
     assert "UDP offered 25 Mbit/s: loss 22.22 %, received 19.45 Mbit/s" in text
     assert "UDP: up to 19.45 Mbit/s" in explain_text(analyse(portfolio, "h1", "h9", proto="udp"))
+
+
+def test_a_path_with_no_delay_or_rate_has_no_window_or_loss_limit():
+    t = Topology("flat")
+    t.host("h1"); t.host("h2"); t.switch("s1")
+    t.link("h1", "s1"); t.link("s1", "h2")
+    r = analyse(make_plan(t), "h1", "h2", window="64KB", loss="1%")
+    assert r.data_rtt_s == 0 and r.window_bps is None and r.mathis_bps is None
+    assert r.tcp_expected.limit == "none"

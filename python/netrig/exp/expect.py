@@ -183,7 +183,7 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         hi = min(top, r.tcp_goodput_bps or math.inf)  # (the fair share is capped by Padhye's)
         detail += (f" (Padhye, T0 = RTT + 200 ms) to {hi / 1e6:.4g} Mbit/s (Mathis, "
                    "every loss recovered without a time-out)")
-    if sndbuf and f.window is None and f.kind == "tcp":
+    if sndbuf and f.window is None and f.kind == "tcp" and r.data_rtt_s > 0:
         # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
         # flight is that less the kernel's per-packet overhead (between about half and
         # all of it): a range when that is what holds the flow.

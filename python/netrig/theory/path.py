@@ -235,6 +235,7 @@ def analyse(plan: Plan, src: str, dst: str, window: float | str | None = None,
     loss_back = f.combined_loss([h.loss for h in back])
     p = f.combined_loss([loss_out, _fraction(loss)])
     w = _size(window)
+    timed = data_rtt > 0  # a path with no delay and no rate: no window or loss limit to give
     tcp_bps = rate * tcp.efficiency if rate else None
     udp_bps = rate * udp.efficiency if rate else None
     report = PathReport(
@@ -247,9 +248,10 @@ def analyse(plan: Plan, src: str, dst: str, window: float | str | None = None,
         queue_delay_s=(f.queue_delay(rate, b.queue_packets, b.queue_bytes, tcp.frame)
                        if b and rate else None),
         loss_out=loss_out, loss_back=loss_back, loss=p, window_bytes=w,
-        window_bps=f.window_limit(w, data_rtt) if w is not None else None,
-        mathis_bps=f.mathis(tcp.payload, data_rtt, p) if p > 0 else None,
-        tcp_expected=f.tcp_expected(tcp_bps, data_rtt, w, p, tcp.payload),
+        window_bps=f.window_limit(w, data_rtt) if w is not None and timed else None,
+        mathis_bps=f.mathis(tcp.payload, data_rtt, p) if p > 0 and timed else None,
+        tcp_expected=(f.tcp_expected(tcp_bps, data_rtt, w, p, tcp.payload) if timed
+                      else f.tcp_expected(tcp_bps, 1.0)),
     )
     if udp_rate is not None:
         offered = units.rate_bps(udp_rate) if isinstance(udp_rate, str) else udp_rate
