@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from netrig.exp import figures, report
+from netrig.exp import figures, report, results
 from netrig.exp.results import run_id, write_json, write_jsonl
 
 T95_DF2 = 4.302653  # Student's t, two-sided 95 %, 2 degrees of freedom
@@ -134,15 +134,15 @@ def built(tmp_path: Path) -> tuple[Path, str]:
 
 
 def test_t_quantile_and_ci_of_three_repetitions():
-    assert figures.t95(2) == pytest.approx(T95_DF2, abs=1e-5)
-    assert figures.t95(1) == pytest.approx(12.706205, abs=1e-5)
-    assert figures.t95(4) == pytest.approx(2.776445, abs=1e-5)
-    assert figures.t95(30) == pytest.approx(2.042272, abs=1e-5)
-    mean, half = figures.mean_ci(BULK_BPS[0])
+    assert results.t95(2) == pytest.approx(T95_DF2, abs=1e-5)
+    assert results.t95(1) == pytest.approx(12.706205, abs=1e-5)
+    assert results.t95(4) == pytest.approx(2.776445, abs=1e-5)
+    assert results.t95(30) == pytest.approx(2.042272, abs=1e-5)
+    mean, half = results.mean_ci(BULK_BPS[0])
     assert mean == pytest.approx(9.5e6)
     # s = sqrt(((-0.4)² + 0.1² + 0.3²) / 2) Mbit/s = 0.36056; × 4.302653 / √3
     assert half == pytest.approx(0.895668e6, rel=1e-5)
-    assert figures.mean_ci([7.0]) == (7.0, None)
+    assert results.mean_ci([7.0]) == (7.0, None)
 
 
 def test_report_files_and_embedded_figures(built):
@@ -286,7 +286,7 @@ def test_compare_joins_both_runs(tmp_path):
 
 def test_not_a_results_directory(tmp_path):
     (tmp_path / "x").mkdir()
-    with pytest.raises(figures.NotResults, match=re.escape(str(tmp_path / "x"))):
+    with pytest.raises(results.NotResults, match=re.escape(str(tmp_path / "x"))):
         report.build(tmp_path / "x")
     with pytest.raises(ValueError, match="not a netrig results directory"):
         report.compare(make_results(tmp_path / "a"), tmp_path / "x")

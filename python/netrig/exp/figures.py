@@ -14,30 +14,27 @@
 Up to six points share an axes (one line each) and at most MAX_FIGURES are drawn, time
 series last. PNGs through matplotlib's Agg canvas (no display, no pyplot state).
 
-Also owns reading a results directory back (`load` -> `Results`), a mean with its
-Student-t confidence interval (`mean_ci`), sweep values as numbers (`axis`) and the
-units each metric is shown in (`metric`): the report uses the same.
+Also owns sweep values as numbers (`axis`) and the units each metric is shown in
+(`metric`): the report uses the same. Reading the directory back (`Results`) and the
+statistics (`mean_ci`) live in results.py.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullFormatter
 
 from netrig import units
-from netrig.errors import NetrigError
+from netrig.exp.results import Results, is_number, load, mean_ci, short
 from netrig.exp.results import label as value_text
-from netrig.exp.results import read_json, read_jsonl, runs, short
 from netrig.theory import jain
 
 MAX_FIGURES = 30
@@ -48,152 +45,6 @@ BULK = ("tcp", "udp")
 RTT_KINDS = ("ping", "probe")
 
 Line = tuple[str, list[float], list[float]]  # (what, x, y)
-
-
-class NotResults(NetrigError, ValueError):
-    """A directory that is not a netrig results directory."""
-
-
-# Reading a results directory.
-@dataclass
-class Results:
-    out: Path
-    meta: dict[str, Any]
-    runs: list[dict[str, Any]]
-    scenario: dict[str, Any]
-    _series: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict, repr=False)
-
-    @property
-    def keys(self) -> list[str]:
-        return list(self.meta.get("sweep_keys") or [])
-
-    @property
-    def points(self) -> list[dict[str, Any]]:
-        return self.meta.get("points") or [{"index": 0, "params": {}}]
-
-    def runs_of(self, point: int) -> list[dict[str, Any]]:
-        return [r for r in self.runs if r.get("point") == point]
-
-    def first_run(self, point: int) -> dict[str, Any] | None:
-        """The point's lowest repetition that measured anything."""
-        return next((r for r in self.runs_of(point) if r.get("flows")), None)
-
-    def flows(self) -> dict[str, dict[str, Any]]:
-        """Every flow, in scenario order: name -> its entry in the first run that has it."""
-        out: dict[str, dict[str, Any]] = {}
-        for r in self.runs:
-            for name, f in r.get("flows", {}).items():
-                out.setdefault(name, f)
-        return out
-
-    def series(self, run: str, name: str) -> list[dict[str, Any]]:
-        if (run, name) not in self._series:
-            path = self.out / "runs" / run / "series" / f"{name}.jsonl"
-            self._series[run, name] = read_jsonl(path)
-        return self._series[run, name]
-
-    def values(self, point: int, flow: str, metric: str) -> list[float]:
-        """The metric in each repetition of the point whose flow ended well."""
-        out = []
-        for r in self.runs_of(point):
-            s = (r.get("flows", {}).get(flow) or {}).get("summary") or {}
-            if s.get("status", "ok") == "ok" and _num(s.get(metric)):
-                out.append(float(s[metric]))
-        return out
-
-    def theory(self, point: int, flow: str, metric: str) -> tuple[float | None, float | None]:
-        """(expected value, top of the expected range) of a flow's metric at a point."""
-        for r in self.runs_of(point):
-            e = (r.get("flows", {}).get(flow) or {}).get("expected") or {}
-            if e.get("metric") == metric:
-                return e.get("value"), e.get("hi")
-            loss = (e.get("extra") or {}).get("expected_loss_pct")
-            if metric == "loss_pct" and _num(loss):
-                return loss, None
-        return None, None
-
-    def key_values(self, key: str) -> list[Any]:
-        """A sweep key's values in sweep order."""
-        seen: list[Any] = []
-        for p in self.points:
-            if key in p["params"] and p["params"][key] not in seen:
-                seen.append(p["params"][key])
-        return seen
-
-    def label(self, point: int) -> str:
-        """`aqm=pie(target=20ms), window=16KB`: the point's sweep values."""
-        return self.describe(next((p["params"] for p in self.points if p["index"] == point), {}))
-
-    def describe(self, params: dict[str, Any], leave_out: str | None = None) -> str:
-        """Sweep values as a legend shows them, but for the key `leave_out`."""
-        return ", ".join(f"{short(k, self.keys)}={value_text(v)}"
-                         for k, v in params.items() if k != leave_out)
-
-    def direction(self, link: str, d: str) -> str:
-        """`s0→h2` for a link's a_to_b (or b_to_a) direction."""
-        for spec in (self.scenario.get("topology") or {}).get("links") or []:
-            a, b, name = (spec[0], spec[1], None) if isinstance(spec, list) else (
-                spec.get("a"), spec.get("b"), spec.get("name"))
-            if link in (name, f"{a}-{b}"):
-                return f"{a}→{b}" if d == "a_to_b" else f"{b}→{a}"
-        return f"{link} {d}"
-
-
-def load(out: Path) -> Results:
-    """A results directory read back; NotResults when `out` is not one."""
-    if not (out / "meta.json").is_file():
-        raise NotResults(f"{out}: not a netrig results directory (it has no meta.json; "
-                         "`netrig run` writes one)")
-    try:
-        meta = read_json(out / "meta.json")
-        scen = yaml.safe_load((out / "scenario.yaml").read_text(encoding="utf-8")) \
-            if (out / "scenario.yaml").is_file() else {}
-        done = runs(out)
-    except (OSError, ValueError, yaml.YAMLError) as e:
-        raise NotResults(f"{out}: a results directory that cannot be read: {e}") from None
-    return Results(out, meta, done, scen if isinstance(scen, dict) else {})
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-# Statistics.
-def mean_ci(xs: list[float]) -> tuple[float, float | None]:
-    """The mean and the half-width of its 95 % confidence interval (Student t; None
-    when there is a single sample)."""
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return m, None
-    return m, t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
-
-
-def t95(df: int) -> float:
-    """Student's t quantile for a two-sided 95 % interval (4.303 for df = 2)."""
-    lo, hi = 0.0, 64.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _t_central(mid, df) < 0.95 else (lo, mid)
-    return (lo + hi) / 2
-
-
-def _t_central(t: float, df: int) -> float:
-    """P(|T| ≤ t) for integer df (Abramowitz & Stegun 26.7.3 and 26.7.4)."""
-    th = math.atan(t / math.sqrt(df))
-    c2 = math.cos(th) ** 2
-    if df % 2 == 0:
-        term = total = 1.0
-        for k in range(2, df - 1, 2):
-            term *= c2 * (k - 1) / k
-            total += term
-        return math.sin(th) * total
-    if df == 1:
-        return 2 * th / math.pi
-    term = total = math.cos(th)
-    for k in range(3, df - 1, 2):
-        term *= c2 * (k - 1) / k
-        total += term
-    return 2 / math.pi * (th + math.sin(th) * total)
 
 
 # Units.
@@ -290,7 +141,7 @@ def axis(key: str, values: Iterable[Any]) -> Axis | None:
     last = key.rsplit(".", 1)[-1]
     if last in _KEY_KIND:
         kinds = [_KEY_KIND[last], "size" if last == "queue" else "number"]
-    elif all(_num(v) for v in raw):
+    elif all(is_number(v) for v in raw):
         kinds = ["number"]
     else:
         kinds = ["fraction", "seconds", "rate", "size"]
@@ -472,11 +323,11 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
 
 def _theory_line(ax: Axes, xs: list[float], theory: list[tuple[float | None, float | None]],
                  scale: float, color: str, label: str, style: str) -> None:
-    lo = [v * scale if _num(v) else math.nan for v, _ in theory]
+    lo = [v * scale if is_number(v) else math.nan for v, _ in theory]
     if all(math.isnan(v) for v in lo):
         return
     ax.plot(xs, lo, ls=style, color=color, marker="x", alpha=0.8, label=label)
-    hi = [h * scale if _num(h) else math.nan for _, h in theory]
+    hi = [h * scale if is_number(h) else math.nan for _, h in theory]
     if any(not math.isnan(h) for h in hi):
         ax.fill_between(xs, lo, hi, color=color, alpha=0.15, lw=0, label=f"{label} range")
 
@@ -503,10 +354,10 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
                        color=_color(bi), hatch="//" if si else None, alpha=0.6 if si else 0.9,
                        label=_once(seen, " ".join(s for s in (name, other) if s) or "measured"))
                 v, hi = res.theory(p["index"], flow, m)
-                if si == 0 and _num(v):
+                if si == 0 and is_number(v):
                     ax.hlines(v * info.scale, x - width / 2, x + width / 2, colors="k",
                               linestyles="--", label=_once(seen, "theory"))
-                    if _num(hi):
+                    if is_number(hi):
                         ax.bar(x, (hi - v) * info.scale, width, bottom=v * info.scale, color="k",
                                alpha=0.12)
         ax.set_xticks(range(len(groups)), [value_text(g) for g in groups])
@@ -526,7 +377,7 @@ def concurrent(run: dict[str, Any]) -> list[str]:
     half the shorter one's time)."""
     bulk = {n: f for n, f in run.get("flows", {}).items() if f["kind"] in BULK
             and f["summary"].get("status", "ok") == "ok"
-            and _num(f["summary"].get("throughput_bps"))}
+            and is_number(f["summary"].get("throughput_bps"))}
 
     def overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
         both = min(a["end_s"], b["end_s"]) - max(a["start_s"], b["start_s"])
@@ -555,7 +406,7 @@ def _fairness(res: Results) -> list[_Plan]:
                     ax.bar(x, mean * 1e-6, width * 0.9, yerr=_err(ci, 1e-6), capsize=3,
                            color=_color(names.index(f)), label=_once(seen, f))
                     share, _ = res.theory(i, f, "throughput_bps")
-                    if _num(share):
+                    if is_number(share):
                         ax.hlines(share * 1e-6, x - width / 2, x + width / 2, colors="k",
                                   linestyles="--", label=_once(seen, "expected share"))
             ticks = [f"{res.label(i)}\nJain {j:.3f}".strip()
@@ -589,7 +440,7 @@ def _cdfs(res: Results) -> list[_Plan]:
             for p in chunk:
                 xs = sorted(r[col] * scale for run in res.runs_of(p["index"])
                             if flow in run.get("flows", {})
-                            for r in res.series(run["run"], flow) if _num(r.get(col)))
+                            for r in res.series(run["run"], flow) if is_number(r.get(col)))
                 if xs:
                     lines.append((res.label(p["index"]) or flow, _color(p["index"]), xs))
             if lines:
@@ -632,7 +483,7 @@ _QUANTITIES = {  # name -> (what, y label, how it was sampled)
 
 
 def _trace(rows: list[dict[str, Any]], col: str, scale: float = 1.0) -> tuple[list[float], ...]:
-    picked = [r for r in rows if _num(r.get(col))]
+    picked = [r for r in rows if is_number(r.get(col))]
     return [r["t"] for r in picked], [r[col] * scale for r in picked]
 
 
@@ -650,7 +501,7 @@ def _traces(res: Results, run: dict[str, Any]) -> dict[str, list[Line]]:
         rows = res.series(run["run"], name)
         if f["kind"] in BULK:
             out["throughput"].append((name, *_intervals(*_trace(rows, "bps", 1e-6))))
-            info = [r for r in rows if _num(r.get("cwnd_bytes"))]
+            info = [r for r in rows if is_number(r.get("cwnd_bytes"))]
             first = min((r.get("socket") or 0 for r in info), default=0)
             info = [r for r in info if (r.get("socket") or 0) == first]
             out["cwnd"].append((name, *_trace(info, "cwnd_bytes", 1e-3)))

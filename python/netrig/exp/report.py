@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netrig.exp.figures import (Figure, Figures, Results, compare_figures, load, make_figures,
-                                mean_ci, metric)
-from netrig.exp.results import atomic_write, range_pos, write_csv
+from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
+from netrig.exp.results import Results, atomic_write, load, mean_ci, range_pos, write_csv
 from netrig.exp.results import label as value_text
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory

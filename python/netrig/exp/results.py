@@ -12,6 +12,9 @@
 Every file is written atomically (a temporary file renamed into place), and every JSON
 document carries `"schema": SCHEMA`. A run's run.json is written last: a run without one
 did not finish, and `--resume` runs it again.
+
+Reading a directory back gives `Results` (`load`), which figures and the report share,
+with the mean and Student-t confidence interval of repetitions (`mean_ci`).
 """
 
 from __future__ import annotations
@@ -19,14 +22,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from netrig.errors import NetrigError
 from netrig.exp.scenario import SCHEMA
 
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
@@ -225,3 +234,149 @@ def _cell(v: Any) -> Any:
     if isinstance(v, float):
         return f"{v:.6g}"
     return "" if v is None else v
+
+
+class NotResults(NetrigError, ValueError):
+    """A directory that is not a netrig results directory."""
+
+
+# Reading a results directory.
+@dataclass
+class Results:
+    out: Path
+    meta: dict[str, Any]
+    runs: list[dict[str, Any]]
+    scenario: dict[str, Any]
+    _series: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.meta.get("sweep_keys") or [])
+
+    @property
+    def points(self) -> list[dict[str, Any]]:
+        return self.meta.get("points") or [{"index": 0, "params": {}}]
+
+    def runs_of(self, point: int) -> list[dict[str, Any]]:
+        return [r for r in self.runs if r.get("point") == point]
+
+    def first_run(self, point: int) -> dict[str, Any] | None:
+        """The point's lowest repetition that measured anything."""
+        return next((r for r in self.runs_of(point) if r.get("flows")), None)
+
+    def flows(self) -> dict[str, dict[str, Any]]:
+        """Every flow, in scenario order: name -> its entry in the first run that has it."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self.runs:
+            for name, f in r.get("flows", {}).items():
+                out.setdefault(name, f)
+        return out
+
+    def series(self, run: str, name: str) -> list[dict[str, Any]]:
+        if (run, name) not in self._series:
+            path = self.out / "runs" / run / "series" / f"{name}.jsonl"
+            self._series[run, name] = read_jsonl(path)
+        return self._series[run, name]
+
+    def values(self, point: int, flow: str, metric: str) -> list[float]:
+        """The metric in each repetition of the point whose flow ended well."""
+        out = []
+        for r in self.runs_of(point):
+            s = (r.get("flows", {}).get(flow) or {}).get("summary") or {}
+            if s.get("status", "ok") == "ok" and is_number(s.get(metric)):
+                out.append(float(s[metric]))
+        return out
+
+    def theory(self, point: int, flow: str, metric: str) -> tuple[float | None, float | None]:
+        """(expected value, top of the expected range) of a flow's metric at a point."""
+        for r in self.runs_of(point):
+            e = (r.get("flows", {}).get(flow) or {}).get("expected") or {}
+            if e.get("metric") == metric:
+                return e.get("value"), e.get("hi")
+            loss = (e.get("extra") or {}).get("expected_loss_pct")
+            if metric == "loss_pct" and is_number(loss):
+                return loss, None
+        return None, None
+
+    def key_values(self, key: str) -> list[Any]:
+        """A sweep key's values in sweep order."""
+        seen: list[Any] = []
+        for p in self.points:
+            if key in p["params"] and p["params"][key] not in seen:
+                seen.append(p["params"][key])
+        return seen
+
+    def label(self, point: int) -> str:
+        """`aqm=pie(target=20ms), window=16KB`: the point's sweep values."""
+        return self.describe(next((p["params"] for p in self.points if p["index"] == point), {}))
+
+    def describe(self, params: dict[str, Any], leave_out: str | None = None) -> str:
+        """Sweep values as a legend shows them, but for the key `leave_out`."""
+        return ", ".join(f"{short(k, self.keys)}={label(v)}"
+                         for k, v in params.items() if k != leave_out)
+
+    def direction(self, link: str, d: str) -> str:
+        """`s0→h2` for a link's a_to_b (or b_to_a) direction."""
+        for spec in (self.scenario.get("topology") or {}).get("links") or []:
+            a, b, name = (spec[0], spec[1], None) if isinstance(spec, list) else (
+                spec.get("a"), spec.get("b"), spec.get("name"))
+            if link in (name, f"{a}-{b}"):
+                return f"{a}→{b}" if d == "a_to_b" else f"{b}→{a}"
+        return f"{link} {d}"
+
+
+def load(out: Path) -> Results:
+    """A results directory read back; NotResults when `out` is not one."""
+    if not (out / "meta.json").is_file():
+        raise NotResults(f"{out}: not a netrig results directory (it has no meta.json; "
+                         "`netrig run` writes one)")
+    try:
+        meta = read_json(out / "meta.json")
+        scen = yaml.safe_load((out / "scenario.yaml").read_text(encoding="utf-8")) \
+            if (out / "scenario.yaml").is_file() else {}
+        done = runs(out)
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise NotResults(f"{out}: a results directory that cannot be read: {e}") from None
+    return Results(out, meta, done, scen if isinstance(scen, dict) else {})
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# Statistics.
+def mean_ci(xs: list[float]) -> tuple[float, float | None]:
+    """The mean and the half-width of its 95 % confidence interval (Student t; None
+    when there is a single sample)."""
+    m = statistics.fmean(xs)
+    if len(xs) < 2:
+        return m, None
+    return m, t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def t95(df: int) -> float:
+    """Student's t quantile for a two-sided 95 % interval (4.303 for df = 2)."""
+    lo, hi = 0.0, 64.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_central(mid, df) < 0.95 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _t_central(t: float, df: int) -> float:
+    """P(|T| ≤ t) for integer df (Abramowitz & Stegun 26.7.3 and 26.7.4)."""
+    th = math.atan(t / math.sqrt(df))
+    c2 = math.cos(th) ** 2
+    if df % 2 == 0:
+        term = total = 1.0
+        for k in range(2, df - 1, 2):
+            term *= c2 * (k - 1) / k
+            total += term
+        return math.sin(th) * total
+    if df == 1:
+        return 2 * th / math.pi
+    term = total = math.cos(th)
+    for k in range(3, df - 1, 2):
+        term *= c2 * (k - 1) / k
+        total += term
+    return 2 / math.pi * (th + math.sin(th) * total)
