@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from netrig import binary
 
 IPERF3 = shutil.which("iperf3")

@@ -10,7 +10,7 @@ emulator are Rust binaries; Python starts them with flags and reads their JSON l
 from netrig._bins import BinaryNotFound, binary
 from netrig.errors import NetrigError
 
-__all__ = ["BinaryNotFound", "NetrigError", "binary", "__version__"]
+__all__ = ["BinaryNotFound", "NetrigError", "__version__", "binary"]
 
 try:
     from importlib.metadata import version as _version

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.link import userspace
 from netrig.topo import build as builder
-from pydantic import ValidationError
-
 from netrig.topo.model import Link, LinkSpec, Topology, TopologyError, _problems_of
 from netrig.topo.plan import Plan, make_plan
 from netrig.topo.state import LabError, LabState, alive

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from netrig import binary
 from netrig.link.userspace import exchange
 

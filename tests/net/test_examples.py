@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from netlab import needs_root
 
 pytestmark = pytest.mark.net

@@ -4,7 +4,6 @@ live changes, failing closed."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import statistics
@@ -12,7 +11,6 @@ import subprocess
 import time
 
 import pytest
-
 from netlab import emulated_pair, needs_root, totals
 from netrig import binary
 

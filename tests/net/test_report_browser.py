@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.image import imread
-
 from netrig.exp import report
 
 pytestmark = pytest.mark.net

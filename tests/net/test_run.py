@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from netlab import needs_root
 
 pytestmark = pytest.mark.net

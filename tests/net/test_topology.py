@@ -13,13 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-
+from netlab import needs_root
 from netrig.net import Network
 from netrig.topo.load import load, loads
 from netrig.topo.plan import make_plan
 from netrig.topo.state import LABS_DIR, alive
-
-from netlab import needs_root
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[2]

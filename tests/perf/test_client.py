@@ -9,7 +9,6 @@ import sys
 import threading
 
 import pytest
-
 from conftest import free_port, run_json
 
 

@@ -10,7 +10,6 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import IPERF3, run_json
 
 COOKIE = b"abcdefghijklmnopqrstuvwxyz234567abcd\x00"

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from netrig import BinaryNotFound, binary
 from netrig.cli import main
 

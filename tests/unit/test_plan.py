@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-
 from netrig.topo.model import Topology, TopologyError
 from netrig.topo.plan import make_plan, path
 

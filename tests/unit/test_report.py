@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from netrig.exp import figures, report, results
 from netrig.exp.results import run_id, write_json, write_jsonl
 

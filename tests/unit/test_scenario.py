@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from netrig.exp.expect import expectations
 from netrig.exp.scenario import ScenarioError, load_scenario, loads_scenario
 from netrig.theory import analyse

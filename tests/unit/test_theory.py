@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from netrig.theory import (
     ETH_WIRE,
     Flow,
@@ -21,8 +20,8 @@ from netrig.theory import (
     goodput,
     jain,
     mathis,
-    padhye,
     max_min_fair,
+    padhye,
     parse_flow,
     queue_delay,
     tcp_expected,
@@ -344,8 +343,11 @@ def test_explain_shows_the_figures_and_the_arithmetic(portfolio):
 
 def test_a_path_with_no_delay_or_rate_has_no_window_or_loss_limit():
     t = Topology("flat")
-    t.host("h1"); t.host("h2"); t.switch("s1")
-    t.link("h1", "s1"); t.link("s1", "h2")
+    t.host("h1")
+    t.host("h2")
+    t.switch("s1")
+    t.link("h1", "s1")
+    t.link("s1", "h2")
     r = analyse(make_plan(t), "h1", "h2", window="64KB", loss="1%")
     assert r.data_rtt_s == 0 and r.window_bps is None and r.mathis_bps is None
     assert r.tcp_expected.limit == "none"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from netrig.topo.load import load, loads
 from netrig.topo.model import Topology, TopologyError
 from netrig.topo.plan import make_plan, path

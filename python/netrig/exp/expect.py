@@ -21,7 +21,8 @@ from typing import Any
 
 from netrig import units
 from netrig.exp.scenario import FlowSpec, Point
-from netrig.theory import Flow, analyse, formulas as fm, max_min_fair
+from netrig.theory import Flow, analyse, max_min_fair
+from netrig.theory import formulas as fm
 from netrig.theory.path import bottleneck, hops, link_key
 from netrig.topo.plan import Plan, make_plan
 

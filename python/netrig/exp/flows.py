@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig import units
 from netrig._bins import binary
 from netrig.exp.scenario import FlowSpec
 

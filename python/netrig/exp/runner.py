@@ -45,7 +45,7 @@ class Interrupted(KeyboardInterrupt):
     pass
 
 
-def _sigterm(signum, frame):  # noqa: ARG001
+def _sigterm(signum, frame):
     raise Interrupted()
 
 
@@ -61,8 +61,13 @@ class Display:
         self.progress = None
         if self.live:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                      TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),

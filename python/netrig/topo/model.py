@@ -406,8 +406,7 @@ def _problems_of(e: ValidationError, base: tuple[str | int, ...] = ()) -> list[P
                     if isinstance(x, int) or not any(c in x for c in "[]-") and x not in (
                         "str", "int", "float", "bool", "LinkSpec", "NodeSpec", "Aqm", "Shaping", "GeModel"))
         msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+        msg = msg.removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         raw.append((base + loc, err["type"], msg))
