@@ -30,6 +30,10 @@ def run_example(name: str, out: Path) -> list[dict[str, str]]:
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert rows and all(r["status"] == "ok" for r in rows), rows
+    # every run records how late the link emulator released its packets
+    for run in (out / "runs").glob("*/run.json"):
+        emu = json.loads(run.read_text())["emulator"]
+        assert emu["packets"] > 0 and 0 <= emu["over_budget"] <= emu["packets"], (run, emu)
     return rows
 
 

@@ -83,9 +83,11 @@ def _series(run: Path, bps: float, p50: float) -> None:
 
 def make_results(out: Path, scale: float = 1.0, status: str = "complete",
                  failed: frozenset[tuple[int, int]] = frozenset(),
-                 missing: frozenset[tuple[int, int]] = frozenset()) -> Path:
+                 missing: frozenset[tuple[int, int]] = frozenset(),
+                 late: frozenset[tuple[int, int]] = frozenset()) -> Path:
     """2 sweep points × 3 repetitions of a tcp flow, a ping flow and a queue monitor;
-    bulk's throughputs are BULK_BPS × scale. `failed` and `missing` runs: (point, rep)."""
+    bulk's throughputs are BULK_BPS × scale. `failed` and `missing` runs: (point, rep);
+    in `late` runs the link emulator released 2 % of its packets late."""
     points = [{"index": i, "params": {"flows.bulk.window": w}, "length_s": 5.0}
               for i, w in enumerate(WINDOWS)]
     write_json(out / "meta.json", {
@@ -112,7 +114,11 @@ def make_results(out: Path, scale: float = 1.0, status: str = "complete",
             _series(out / "runs" / rid, bps, p50)
             write_json(out / "runs" / rid / "run.json", {
                 **doc, "status": "ok", "flows": {"bulk": _bulk(bps), "rtt": _ping(p50)},
-                "monitors": ["monitor-0"], "teardown_errors": []})
+                "monitors": ["monitor-0"], "teardown_errors": [],
+                "emulator": {"packets": 5000, "late_p50_us": 3.0,
+                             "late_p99_us": 2400.0 if (i, rep) in late else 45.0,
+                             "late_max_us": 9000.0 if (i, rep) in late else 300.0,
+                             "over_budget": 100 if (i, rep) in late else 0, "budget_ms": 1.0}})
     return out
 
 
@@ -226,6 +232,28 @@ def test_failed_runs_still_report_and_say_so(tmp_path):
             "start") in page
     assert "<td>9.5 ± 0.896 Mbit/s (n=3)</td>" in page  # point 0 is reported all the same
     assert "window=64KB" not in section(page, "Results")
+
+
+def test_a_late_emulator_is_a_warning_naming_its_runs(tmp_path):
+    calm = report.build(make_results(tmp_path / "calm")).read_text(encoding="utf-8")
+    assert ("<p>Link emulator timing: 30000 packets released, 0 of them more than 1 ms late; "
+            "the worst run&#x27;s p99 lateness was 45 µs.</p>") in calm
+    page = report.build(make_results(tmp_path / "busy", late=frozenset({(1, 2)}))).read_text(
+        encoding="utf-8")
+    assert ('<p class="warn">Link emulator timing: 30000 packets released, 100 of them more '
+            "than 1 ms late; the worst run&#x27;s p99 lateness was 2400 µs. In 1 of 6 runs the host "
+            "was too busy") in page
+    assert ("run p001-r02: the link emulator released 100 of 5000 packets (2.0 %) more than "
+            "1 ms late (p99 2400 µs, worst 9.0 ms)") in page
+
+
+def test_late_note_threshold():
+    run = {"run": "p000-r00", "emulator": {"packets": 5000, "over_budget": 50, "budget_ms": 1.0}}
+    assert results.late_note(run) == ""  # 1 % is tolerated
+    run["emulator"]["over_budget"] = 51
+    assert results.late_note(run).startswith("run p000-r00: the link emulator released 51 of "
+                                             "5000 packets (1.0 %) more than 1 ms late")
+    assert results.late_note({"run": "p000-r00"}) == ""  # no emulator on the path
 
 
 def test_interrupted_directory_reports_what_ran(tmp_path):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
-from netrig.exp.results import Results, atomic_write, load, mean_ci, range_pos, write_csv
+from netrig.exp.results import Results, atomic_write, late_note, load, mean_ci, range_pos, write_csv
 from netrig.exp.results import label as value_text
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
@@ -250,7 +250,8 @@ def build(out: Path) -> Path:
     title = f"netrig report: {res.meta.get('scenario') or out.name}"
     sections: list[Section] = [
         ("Scenario", _scenario(res)),
-        ("Host and status", [_verdict(res), *([problems] if problems else []), _host(res)]),
+        ("Host and status", [_verdict(res), *([problems] if problems else []), *_timing(res),
+                             _host(res)]),
         ("Results", _results(res, rows)),
         ("Far from theory", _far(rows)),
         ("Figures", _figures(drawn)),
@@ -294,6 +295,24 @@ def _problems(res: Results) -> list[str]:
     if _planned(res) > len(res.runs):
         out.append(f"{_planned(res) - len(res.runs)} of {_planned(res)} runs did not run")
     return out
+
+
+def _timing(res: Results) -> list[Block]:
+    """A warning for runs where the link emulator could not keep time, and how late it
+    was across all runs."""
+    late = [n for r in res.runs if (n := late_note(r))]
+    emu = [r["emulator"] for r in res.runs if (r.get("emulator") or {}).get("packets")]
+    if not emu:
+        return []
+    worst = max(e.get("late_p99_us") or 0 for e in emu)
+    text = (f"Link emulator timing: {sum(e['packets'] for e in emu)} packets released, "
+            f"{sum(e.get('over_budget') or 0 for e in emu)} of them more than "
+            f"{emu[0].get('budget_ms', 1):g} ms late; the worst run's p99 lateness was "
+            f"{worst:.0f} µs.")
+    if not late:
+        return [Note(text)]
+    return [Note(f"{text} In {len(late)} of {len(res.runs)} runs the host was too busy for "
+                 "exact delays and rates: treat their numbers with care.", warn=True), late]
 
 
 def _verdict(res: Results) -> Note:

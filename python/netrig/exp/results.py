@@ -38,6 +38,11 @@ import yaml
 from netrig.errors import NetrigError
 from netrig.exp.scenario import SCHEMA
 
+# netrig-link counts a packet released more than its budget (1 ms) after its due time;
+# a run where more than LATE_SHARE of its packets were is flagged.
+LATE_BUDGET_MS = 1.0
+LATE_SHARE = 0.01
+
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
              "measured", "expected", "ratio", "flag", "limit", "expected_hi", "range_pos", "detail"]
 
@@ -49,6 +54,19 @@ def range_pos(measured: Any, lo: Any, hi: Any) -> float | None:
     if not nums or hi == lo:
         return None
     return (measured - lo) / (hi - lo)
+
+
+def late_note(run: dict[str, Any]) -> str:
+    """A sentence when the emulator could not keep time in a run: more than LATE_SHARE
+    of its packets left more than the budget after their due time (a busy host)."""
+    e = run.get("emulator") or {}
+    n, over = e.get("packets") or 0, e.get("over_budget") or 0
+    if not n or over <= LATE_SHARE * n:
+        return ""
+    return (f"run {run.get('run')}: the link emulator released {over} of {n} packets "
+            f"({100 * over / n:.1f} %) more than {e.get('budget_ms', LATE_BUDGET_MS):g} ms late "
+            f"(p99 {e.get('late_p99_us') or 0:.0f} µs, worst {(e.get('late_max_us') or 0) / 1e3:.1f} ms): "
+            "the host was too busy for exact delays and rates; run it again on a quieter host")
 
 
 def atomic_write(path: Path, text: str) -> None:

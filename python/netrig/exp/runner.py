@@ -164,6 +164,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                             note = f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
                                 doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
                             status = "failed"
+                        note = "\n".join(x for x in (note, res.late_note(doc)) if x)
                         failures = 0
                     except KeyboardInterrupt:
                         raise
@@ -217,6 +218,7 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
     monitors: list[dict[str, Any]] = []
     started_wall = time.time()
     interrupted = False
+    emulator: dict[str, Any] | None = None
     net = Network(point.topology, prefix=_lab_prefix(), seed=seed)
     net.start()
     servers = []
@@ -274,6 +276,7 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
         for m in imon:
             m.join()
         monitors = qmon.collect(time.monotonic() - t0) + [row for m in imon for row in m.rows]
+        emulator = _emulator_timing(net)
     finally:
         for _, _, p in servers:
             if p.poll() is None:
@@ -283,10 +286,23 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
     expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
     doc = _write_run(rdir, point, rep, seed, outcomes, expected, monitors, started_wall,
-                     "interrupted" if interrupted else "ok", errors)
+                     "interrupted" if interrupted else "ok", errors, emulator)
     if interrupted:
         raise KeyboardInterrupt
     return doc
+
+
+def _emulator_timing(net: Network) -> dict[str, Any] | None:
+    """How late netrig-link released the run's packets (None without an emulator)."""
+    try:
+        late = net.link_stats().get("lateness")
+    except NetrigError:
+        return None
+    if not isinstance(late, dict):
+        return None
+    return {"packets": late.get("count", 0), "late_p50_us": late.get("p50_us"),
+            "late_p99_us": late.get("p99_us"), "late_max_us": late.get("max_us"),
+            "over_budget": late.get("over_budget", 0), "budget_ms": res.LATE_BUDGET_MS}
 
 
 def _tcp_wmem_max(ns: str) -> float:
@@ -432,7 +448,8 @@ def _net_dev() -> dict[str, dict[str, int]]:
 
 def _write_run(rdir: Path, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],
                expected: dict[str, Expected], monitors: list[dict[str, Any]], started: float,
-               status: str, teardown_errors: list[str]) -> dict[str, Any]:
+               status: str, teardown_errors: list[str],
+               emulator: dict[str, Any] | None = None) -> dict[str, Any]:
     tol = units.fraction(point.spec.tolerance)
     flows = {}
     for name, o in outcomes.items():
@@ -464,5 +481,7 @@ def _write_run(rdir: Path, point: Point, rep: int, seed: int, outcomes: dict[str
            "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
            "seconds": round(time.time() - started, 3), "flows": flows,
            "monitors": sorted(by_monitor), "teardown_errors": teardown_errors}
+    if emulator is not None:
+        doc["emulator"] = emulator
     res.write_json(rdir / "run.json", doc)
     return doc
