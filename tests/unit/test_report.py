@@ -317,3 +317,13 @@ def test_not_a_results_directory(tmp_path):
         report.build(tmp_path / "x")
     with pytest.raises(ValueError, match="not a netrig results directory"):
         report.compare(make_results(tmp_path / "a"), tmp_path / "x")
+
+
+def test_a_range_says_where_the_mean_sits_or_which_end_it_missed():
+    def row(values: list[float], lo: float, hi: float | None) -> report.Row:
+        return report.Row("", {}, "bulk", "throughput_bps", values, lo, hi, "loss", "", 1, 0, "")
+
+    assert report._versus(row([1.2e6], 1.0e6, 2.0e6)) == "20% of the range"
+    assert report._versus(row([0.98e6], 1.417e6, 1.435e6)) == "below: 0.692 × its low end"
+    assert report._versus(row([3.0e6], 1.0e6, 2.0e6)) == "above: 1.5 × its top"
+    assert report._versus(row([0.9e6], 1.0e6, None)) == "0.9"

@@ -125,10 +125,15 @@ def _ratio(v: float | None) -> str:
 
 
 def _versus(r: Row) -> str:
-    """measured ÷ expected; for a range, how far into it (0 % idle, 100 % its top)."""
+    """measured ÷ expected; for a range, how far into it (0 % idle, 100 % its top), or
+    outside it, measured ÷ the end it missed."""
     pos = r.position
     if pos is None:
         return _ratio(r.ratio)
+    if pos < 0 and r.mean is not None and r.expected:
+        return f"below: {_ratio(r.mean / r.expected)} × its low end"
+    if pos > 1 and r.mean is not None and r.hi:
+        return f"above: {_ratio(r.mean / r.hi)} × its top"
     return f"{pos:.0%} of the range"
 
 
@@ -368,7 +373,8 @@ def _results(res: Results, rows: list[Row]) -> list[Block]:
                  "over the repetitions with the half-width of its 95 % confidence interval "
                  "(Student t), beside theory's value (a range when a queue may add delay) and "
                  "measured ÷ expected (for a range, where the mean sits in it: 0 % the idle "
-                 "path, 100 % its top). 'far' marks (and the highlight "
+                 "path, 100 % its top; outside it, the mean ÷ the end it missed). 'far' "
+                 "marks (and the highlight "
                  f"shows) a flow outside the {tol} tolerance in some repetitions."), table]
 
 
