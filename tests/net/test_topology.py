@@ -66,10 +66,12 @@ def test_portfolio_rtt_is_the_configured_delay(portfolio, src, dst, rtt_ms):
     portfolio.ping(src, dst, count=1)  # ARP along the path
     r = portfolio.ping(src, dst, count=10, interval=0.1)
     assert r.received == 10
-    assert abs(r.median_ms - rtt_ms) < 2.0, r.rtts_ms
     expected = analyse(portfolio.plan, src, dst).base_rtt_s * 1e3
     assert abs(expected - rtt_ms) < 1.5
-    assert abs(r.median_ms - expected) < 2.0
+    # never early, the fastest within 2 ms of theory; a busy host's late wake-ups on each
+    # emulated hop only add to the others
+    assert expected - 0.2 <= min(r.rtts_ms) < expected + 2.0, r.rtts_ms
+    assert r.median_ms < expected + 5.0, r.rtts_ms
 
 
 def test_portfolio_tcp_fills_the_30mbit_bottleneck(portfolio):
