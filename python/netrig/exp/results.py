@@ -50,7 +50,7 @@ CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "statu
 def range_pos(measured: Any, lo: Any, hi: Any) -> float | None:
     """Where a measurement sits in an expected range: 0 at its low end (the idle
     path), 1 at its top (a full queue); below 0 or above 1 outside it."""
-    nums = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (measured, lo, hi))
+    nums = all(is_number(v) for v in (measured, lo, hi))
     if not nums or hi == lo:
         return None
     return (measured - lo) / (hi - lo)

@@ -224,9 +224,13 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
     servers = []
     send_buffers: dict[str, float] = {}
     try:
+        wmem: dict[str, float] = {}  # by sending namespace: one read each
         for name, f in spec.flows.items():
             if f.kind == "tcp" and f.window is None and f.to is not None:
-                send_buffers[name] = _tcp_wmem_max(net[f.to if f.reverse else f.src].ns)
+                ns = net[f.to if f.reverse else f.src].ns
+                if ns not in wmem:
+                    wmem[ns] = _tcp_wmem_max(ns)
+                send_buffers[name] = wmem[ns]
         ports = {}
         for i, (name, f) in enumerate(spec.flows.items()):
             if f.kind in SERVED:
