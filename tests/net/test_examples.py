@@ -64,7 +64,7 @@ def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
     # above capacity the bottleneck's queue is full: the ping that gets through waits it out
     # (100 packets at 30 Mbit/s: 40 ms on h1-h4); below it, the idle 60 ms
     ping = {(r["flow"], r["flows.*.rate"]): r for r in rows if r["kind"] == "ping"}
-    assert float(ping["ping_h1_h4", "15Mbit"]["measured"]) < 65
+    assert float(ping["ping_h1_h4", "15Mbit"]["measured"]) < 66  # within 10 % of 60 ms
     assert float(ping["ping_h1_h4", "35Mbit"]["measured"]) > 90
     assert float(ping["ping_h1_h4", "35Mbit"]["range_pos"]) > 0.75
 

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from netlab import WAKE_SLACK_MS, emulated_pair, needs_root, totals
+from netlab import assert_emulated_rtt, emulated_pair, needs_root, ping_times, totals
 from netrig import binary
 
 MS = 1_000_000
@@ -34,8 +34,7 @@ def test_delay_is_the_configured_rtt(tmp_path):
     with emulated_pair(tmp_path, {"delay_ns": 10 * MS}) as pair:
         rtts = pair.ping(count=20)
         assert len(rtts) >= 19
-        med = statistics.median(rtts[1:])
-        assert 20.0 <= med < 20 + 2 * WAKE_SLACK_MS, rtts  # 2 x 10 ms, the link crossed twice
+        assert_emulated_rtt(rtts[1:], 20.0, crossings=2)  # 2 x 10 ms, the link crossed twice
 
 
 def test_rate_gives_the_theoretical_tcp_goodput(tmp_path):
@@ -96,14 +95,13 @@ def test_stats_stream_shows_the_queue_building(tmp_path):
 
 def test_live_changes_through_the_control_socket(tmp_path):
     with emulated_pair(tmp_path, {"delay_ns": 5 * MS}) as pair:
-        slack = 2 * WAKE_SLACK_MS  # the link crossed there and back
-        assert 10 <= statistics.median(pair.ping(count=10)[1:]) < 10 + slack
+        assert_emulated_rtt(pair.ping(count=10)[1:], 10.0, crossings=2)  # there and back
         r = pair.request({"cmd": "set", "link": "l1", "spec": {"delay_ns": 25 * MS}})
         assert r["ok"], r
-        assert 50 <= statistics.median(pair.ping(count=10)[1:]) < 50 + slack
+        assert_emulated_rtt(pair.ping(count=10)[1:], 50.0, crossings=2)
         r = pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": {"delay_ns": 0}})
         assert r["ok"] and r["spec"]["a_to_b"]["delay_ns"] == 0
-        assert 25 <= statistics.median(pair.ping(count=10)[1:]) < 25 + slack
+        assert_emulated_rtt(pair.ping(count=10)[1:], 25.0, crossings=2)
         assert pair.request({"cmd": "down", "link": "l1"})["ok"]
         assert pair.ping(count=3, interval=0.2) == []
         assert pair.request({"cmd": "up", "link": "l1"})["ok"]
@@ -143,9 +141,9 @@ def test_shell_runs_a_command_behind_the_link_and_cleans_up():
     p = subprocess.run([str(binary("netrig-link")), "shell", "--delay", "5ms", "--rate", "50Mbit", "--",
                         "sh", "-c", "ping -c 5 -i 0.05 $NETRIG_LINK_HOST"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    rtts = [float(t.split("time=")[1].split()[0]) for t in p.stdout.splitlines() if "time=" in t]
-    # never early; the fastest within the wake-up slack of 2 x 5 ms
-    assert len(rtts) == 5 and 10 <= min(rtts) < 10 + 2 * WAKE_SLACK_MS, rtts
+    rtts = ping_times(p.stdout)
+    assert len(rtts) == 5
+    assert_emulated_rtt(rtts, 10.0, crossings=2)
     assert '"totals"' in p.stderr
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "nrl" not in left
