@@ -59,8 +59,14 @@ def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
     for r in udp:
         offered = float(r["flows.*.rate"].removesuffix("Mbit")) * 1e6
         assert 0.9 <= ratio(r) <= 1.1, (r["flow"], offered, r["measured"], r["expected"])
-        # loss = 1 - C/X above the bottleneck (C = 30 or 20 Mbit/s of 1470/1512), none below
-        assert abs(float(r["loss_pct"]) - float(r["expected_loss_pct"])) < 3, r
+        # loss = 1 - C/X above the bottleneck (C = 30 or 20 Mbit/s of 1470/1512), none below;
+        # X is the rate the sender achieved (a busy host sends 35 Mbit/s as 33.8), so the
+        # check is the link's, not the sender's
+        sent = float(r["sent_bps"])
+        assert sent >= 0.9 * offered, r
+        link_loss_pct = max(0.0, 100 * (1 - float(r["expected"]) / sent))
+        assert abs(float(r["loss_pct"]) - link_loss_pct) < 3, (r["flow"], offered, sent, r["loss_pct"])
+        assert abs(float(r["loss_pct"]) - float(r["expected_loss_pct"])) < 6, r
     # above capacity the bottleneck's queue is full: the ping that gets through waits it out
     # (100 packets at 30 Mbit/s: 40 ms on h1-h4); below it, the idle 60 ms
     ping = {(r["flow"], r["flows.*.rate"]): r for r in rows if r["kind"] == "ping"}
