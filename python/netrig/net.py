@@ -80,10 +80,18 @@ class PerfResult:
         return float(self.end.get("sum", {}).get("jitter_ms", 0.0))
 
 
+_RTT = re.compile(r"time=([0-9.]+) ms")
+
+
 @dataclass
 class PingResult:
     sent: int
     rtts_ms: list[float] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, output: str, sent: int) -> PingResult:
+        """The replies in ping's output, for sent echo requests."""
+        return cls(sent, [float(x) for x in _RTT.findall(output)])
 
     @property
     def received(self) -> int:
@@ -135,9 +143,6 @@ def _tcp_listening(pid: int, port: int) -> bool:
         if any(f.split()[1].endswith(want) and f.split()[3] == "0A" for f in lines):
             return True
     return False
-
-
-_RTT = re.compile(r"time=([0-9.]+) ms")
 
 
 class Network:
@@ -213,7 +218,7 @@ class Network:
         if size is not None:
             argv += ["-s", str(size)]
         r = self[src].run([*argv, self.addr(dst)], timeout=count * interval + timeout + 10)
-        return PingResult(count, [float(x) for x in _RTT.findall(r.stdout)])
+        return PingResult.parse(r.stdout, count)
 
     def pingall(self, count: int = 1) -> dict[tuple[str, str], PingResult]:
         from concurrent.futures import ThreadPoolExecutor

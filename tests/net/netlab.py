@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from netrig import binary
 from netrig.link.userspace import exchange
+from netrig.net import PingResult
 
 # How late a shared host's timers may wake netrig-link, per emulated link a packet
 # crosses (measured: 0.3-0.5 ms a crossing when the machine is noisy). RTT checks allow
@@ -24,23 +26,17 @@ from netrig.link.userspace import exchange
 WAKE_SLACK_MS = 1.0
 
 
-def ping_times(output: str) -> list[float]:
-    """The RTTs in ms that ping printed."""
-    return [float(t.split("time=")[1].split()[0]) for t in output.splitlines() if "time=" in t]
-
-
 def assert_emulated_rtt(rtts: list[float], expected_ms: float, crossings: int) -> None:
     """Check pings across emulated links against the configured delay.
 
-    The fastest ping is never early (ping rounds to 0.1 ms at worst) and is within the
-    wake-up slack of each link crossed: a systematic error in the delay shows in every
-    ping. The median may sit further out on a noisy host, but a timer that fires twice
+    The fastest ping is never early (0.2 ms covers the precision ping prints) and is
+    within the wake-up slack of each link crossed: a systematic error in the delay shows
+    in every ping. The median may sit further out on a noisy host, but a timer that fires twice
     or a delay applied twice moves it far past 10 % plus the slack."""
     assert len(rtts) >= 3, rtts
     slack = crossings * WAKE_SLACK_MS
     assert expected_ms - 0.2 <= min(rtts) < expected_ms + slack, (expected_ms, crossings, rtts)
-    median = sorted(rtts)[len(rtts) // 2]
-    assert median < 1.1 * expected_ms + slack, (expected_ms, crossings, rtts)
+    assert statistics.median(rtts) < 1.1 * expected_ms + slack, (expected_ms, crossings, rtts)
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -80,7 +76,7 @@ class Pair:
 
     def ping(self, count: int = 10, interval: float = 0.05) -> list[float]:
         p = self.in_a("ping", "-c", str(count), "-i", str(interval), "-W", "1", self.b_ip)
-        return ping_times(p.stdout)
+        return PingResult.parse(p.stdout, count).rtts_ms
 
 
 def offloads_off(ns: str, dev: str) -> None:

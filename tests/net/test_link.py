@@ -11,8 +11,9 @@ import subprocess
 import time
 
 import pytest
-from netlab import assert_emulated_rtt, emulated_pair, needs_root, ping_times, totals
+from netlab import assert_emulated_rtt, emulated_pair, needs_root, totals
 from netrig import binary
+from netrig.net import PingResult
 
 MS = 1_000_000
 
@@ -141,7 +142,7 @@ def test_shell_runs_a_command_behind_the_link_and_cleans_up():
     p = subprocess.run([str(binary("netrig-link")), "shell", "--delay", "5ms", "--rate", "50Mbit", "--",
                         "sh", "-c", "ping -c 5 -i 0.05 $NETRIG_LINK_HOST"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    rtts = ping_times(p.stdout)
+    rtts = PingResult.parse(p.stdout, 5).rtts_ms
     assert len(rtts) == 5
     assert_emulated_rtt(rtts, 10.0, crossings=2)
     assert '"totals"' in p.stderr

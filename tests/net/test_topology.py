@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from netlab import assert_emulated_rtt, needs_root, ping_times
-from netrig.net import Network
+from netlab import assert_emulated_rtt, needs_root
+from netrig.net import Network, PingResult
 from netrig.topo.load import load, loads
 from netrig.topo.plan import make_plan
 from netrig.topo.state import LABS_DIR, alive
@@ -108,11 +108,11 @@ def test_up_status_exec_link_set_down_leave_nothing(tmp_path):
         assert st["netrig_link"]["alive"] and st["missing_namespaces"] == []
         ping = netrig("exec", "a", "--prefix", prefix, "--", "ping", "-c", "5", "-i", "0.2", "b")
         assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
-        assert_emulated_rtt(ping_times(ping.stdout)[1:], 10.0, crossings=2)  # the first one waits for ARP
+        assert_emulated_rtt(PingResult.parse(ping.stdout, 5).rtts_ms[1:], 10.0, crossings=2)  # the first one waits for ARP
         s = netrig("link", "set", "a", "b", "delay=25ms", "--prefix", prefix)
         assert s.returncode == 0, s.stderr
         ping = netrig("exec", "a", "--prefix", prefix, "--", "ping", "-c", "4", "-i", "0.2", "b")
-        assert_emulated_rtt(ping_times(ping.stdout), 50.0, crossings=2)
+        assert_emulated_rtt(PingResult.parse(ping.stdout, 4).rtts_ms, 50.0, crossings=2)
         bad = netrig("link", "set", "a", "b", "delay=-1ms", "--prefix", prefix)
         assert bad.returncode == 1 and "delay" in bad.stderr and "negative" in bad.stderr
         # A process left running inside the lab goes down with it.
