@@ -143,22 +143,6 @@ def test_omit_leaves_the_warm_up_out(perf_bin, netrig_server):
     assert 0.9 * 40e6 < end["bits_per_second"] < 1.1 * 40e6
 
 
-@pytest.mark.parametrize("rate", [10_000_000, 100_000_000])
-def test_udp_pacing_meets_its_target_without_bursts(perf_bin, netrig_server, rate):
-    srv = netrig_server()
-    p, doc = run_json([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-J", "-u", "-b", str(rate),
-                       "-l", "1470", "-t", "3", "-i", "0.1"])
-    assert p.returncode == 0, p.stderr
-    sent = doc["end"]["sum_sent"]
-    # The bench checks 1 % over 10 s; a test on a shared machine allows for a stall
-    # (the pacer forgives backlog beyond 1 ms rather than burst).
-    assert abs(sent["bits_per_second"] / rate - 1) < 0.03, sent
-    # 100 ms intervals carry their share: no catch-up bursts, and no gaps but stalls.
-    shares = sorted(i["sum"]["bits_per_second"] / rate for i in doc["intervals"][1:-1])
-    assert max(shares) < 1.15, shares
-    assert 0.97 < shares[len(shares) // 2] < 1.03, shares
-
-
 def test_probe_reports_rtt_one_way_delays_and_loss(perf_bin, netrig_server):
     srv = netrig_server()
     p, doc = run_json([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-J", "-t", "2",

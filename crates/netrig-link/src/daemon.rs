@@ -257,7 +257,10 @@ impl Worker {
 fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
     let over = over_ns.min(MAX_MARGIN_NS) as f64;
     let worst = (oversleep_ns * 0.995).max(over);
-    (worst, ((worst * 1.2) as u64 + 20_000).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS))
+    (
+        worst,
+        ((worst * 1.2) as u64 + 20_000).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS),
+    )
 }
 
 fn spin_until(t: u64) {

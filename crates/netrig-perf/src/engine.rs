@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use netrig_core::pacing::Pacer;
+use netrig_core::pacing::{Pacer, PacerConfig, PacingReport};
 use netrig_core::stats::{Jitter, SeqTracker};
 use netrig_core::wire::iperf3::{UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 
@@ -93,6 +93,8 @@ pub struct Stream {
     /// Set by the worker when it ends; the error, if any, is kept.
     pub finished: AtomicBool,
     pub error: Mutex<Option<String>>,
+    /// A paced sender's account of its schedule, left by the worker when it ends.
+    pub pacing: Mutex<Option<PacingReport>>,
 }
 
 impl Stream {
@@ -108,6 +110,7 @@ impl Stream {
             udp_rx: Mutex::new(UdpRx::default()),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
+            pacing: Mutex::new(None),
         })
     }
 
@@ -127,6 +130,9 @@ pub struct SendOpts {
     pub rate: u64,
     /// Blocks that may leave back to back (iperf3's `-b rate/burst`).
     pub burst: u64,
+    /// iperf3's `--pacing-timer`: blocks due within this many µs of each other may
+    /// leave together, and a sender that late is not yet behind (0: 1000).
+    pub pacing_timer_us: u64,
     pub zerocopy: bool,
     pub repeating_payload: bool,
     pub udp_counters_64bit: bool,
@@ -168,27 +174,44 @@ fn payload(len: usize, repeating: bool) -> Vec<u8> {
 
 fn pacer_for(opts: &SendOpts) -> Option<Pacer> {
     (opts.rate > 0).then(|| {
-        let burst_bytes = opts.burst.saturating_sub(1) * opts.len as u64;
-        Pacer::new(opts.rate, sys::monotonic_ns(), 1_000_000, burst_bytes)
+        let mut cfg = PacerConfig::new(opts.rate);
+        cfg.burst_bytes = if opts.burst > 1 {
+            opts.burst * opts.len as u64
+        } else {
+            0
+        };
+        if opts.pacing_timer_us > 0 {
+            cfg.tolerance_ns = opts.pacing_timer_us.saturating_mul(1000);
+        }
+        Pacer::new(cfg, sys::monotonic_ns())
     })
 }
 
-/// Waits until the pacer allows a block; false if the run stopped meanwhile.
-fn wait_for_pacer(pacer: &mut Pacer, ctl: &RunControl) -> bool {
+/// Waits until the pacer allows a block and returns the time it did; None if the run
+/// stopped meanwhile.
+fn wait_for_pacer(pacer: &mut Pacer, ctl: &RunControl) -> Option<u64> {
     loop {
         if ctl.stopped() {
-            return false;
+            return None;
         }
         let now = sys::monotonic_ns();
         if pacer.ready(now) {
-            return true;
+            return Some(now);
         }
         let due = pacer.due_ns().min(now + POLL.as_nanos() as u64);
         sys::sleep_until_ns(due);
     }
 }
 
+/// Leaves the pacer's account on the stream for the results.
+fn keep_report(stream: &Stream, pacer: Option<&Pacer>) {
+    if let Some(p) = pacer {
+        *stream.pacing.lock().unwrap() = Some(p.report(sys::monotonic_ns()));
+    }
+}
+
 pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, opts: SendOpts) {
+    let mut pacer = pacer_for(&opts);
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let buf = payload(opts.len, opts.repeating_payload);
@@ -197,7 +220,6 @@ pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
         } else {
             None
         };
-        let mut pacer = pacer_for(&opts);
         let mut pending = 0usize; // bytes of the current block not yet written
         let mut offset = 0usize;
         loop {
@@ -205,18 +227,20 @@ pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
                 if ctl.stopped() {
                     return Ok(());
                 }
-                if let Some(p) = pacer.as_mut() {
-                    if !wait_for_pacer(p, &ctl) {
-                        return Ok(());
-                    }
-                }
+                let ready_at = match pacer.as_mut() {
+                    Some(p) => match wait_for_pacer(p, &ctl) {
+                        Some(now) => now,
+                        None => return Ok(()),
+                    },
+                    None => 0,
+                };
                 pending = ctl.claim(opts.len);
                 if pending == 0 {
                     return Ok(());
                 }
                 offset = 0;
                 if let Some(p) = pacer.as_mut() {
-                    p.sent(pending as u64);
+                    p.sent(ready_at, pending as u64);
                 }
             }
             let r = match &file {
@@ -246,6 +270,7 @@ pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
             }
         }
     })();
+    keep_report(&stream, pacer.as_ref());
     stream.finish(result);
 }
 
@@ -319,6 +344,7 @@ fn stamp(buf: &mut [u8], seq: u64, counters_64bit: bool) {
 }
 
 pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts: SendOpts) {
+    let mut pacer = pacer_for(&opts);
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         sys::set_timer_slack_ns(1000);
@@ -334,7 +360,6 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             .take(len * gso_max.max(1))
             .collect();
         let mut bufs: Vec<Vec<u8>> = vec![template; UDP_BATCH];
-        let mut pacer = pacer_for(&opts);
         let mut seq: u64 = 0;
         let mut next_hello_check = 0u64;
         loop {
@@ -350,15 +375,15 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             let mut n = 0;
             match pacer.as_mut() {
                 Some(p) => {
-                    if !wait_for_pacer(p, &ctl) {
+                    let Some(now) = wait_for_pacer(p, &ctl) else {
                         return Ok(());
-                    }
-                    let now = sys::monotonic_ns();
-                    while n < UDP_BATCH && p.ready(now) {
+                    };
+                    // Everything due now leaves in one batch (within the catch-up limit).
+                    while n < UDP_BATCH && (n == 0 || p.ready(now)) {
                         if ctl.claim(len) == 0 {
                             break;
                         }
-                        p.sent(len as u64);
+                        p.sent(now, len as u64);
                         n += 1;
                     }
                 }
@@ -437,6 +462,7 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             stream.blocks.fetch_add(n as u64, Relaxed);
         }
     })();
+    keep_report(&stream, pacer.as_ref());
     stream.finish(result);
 }
 

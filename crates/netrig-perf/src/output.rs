@@ -71,6 +71,8 @@ pub struct Side {
     pub bytes: u64,
     pub retransmits: Option<i64>,
     pub extremes: Option<TcpExtremes>,
+    /// A paced sender's account of its schedule (netrig's `pacing` object).
+    pub pacing: Option<Value>,
 }
 
 /// UDP end-of-test figures of one stream (the receiver's view, as iperf3 reports).
@@ -123,6 +125,7 @@ impl EndStream {
             bytes: local.bytes,
             retransmits: local.tcp.map(|t| t.retransmits as i64),
             extremes: if s.sender { extremes } else { None },
+            pacing: s.pacing.lock().unwrap().as_ref().map(crate::report::pacing_json),
         };
         let peer_side = peer.map(|p| Side {
             end: p.end_time,
@@ -130,6 +133,7 @@ impl EndStream {
             bytes: p.bytes,
             retransmits: (p.retransmits >= 0).then_some(p.retransmits),
             extremes: None,
+            pacing: p.netrig.as_ref().and_then(|n| n.get("pacing")).cloned(),
         });
         let (mut sender, mut receiver) = if s.sender {
             (Some(local_side), peer_side)
@@ -680,6 +684,11 @@ impl Output {
                 m.insert("mean_rtt".into(), x.mean_rtt().into());
             }
         }
+        if is_sender_side {
+            if let Some(p) = &side.pacing {
+                m.insert("pacing".into(), p.clone());
+            }
+        }
         m.insert("sender".into(), sender_flag.into());
         Value::Object(m)
     }
@@ -747,10 +756,11 @@ impl Output {
                     s.receiver.as_ref()
                 };
                 if let Some(side) = main {
-                    obj.insert(
-                        "udp".into(),
-                        self.side_json(s.local_sender, side, Some(s.socket), Some(u), s.local_sender),
-                    );
+                    let mut udp = self.side_json(s.local_sender, side, Some(s.socket), Some(u), false);
+                    if let Some(p) = s.sender.as_ref().and_then(|x| x.pacing.clone()) {
+                        udp["pacing"] = p;
+                    }
+                    obj.insert("udp".into(), udp);
                 }
             } else {
                 if let Some(snd) = &s.sender {
@@ -769,6 +779,14 @@ impl Output {
                         self.side_json(s.local_sender, rcv, Some(s.socket), None, false),
                     );
                 }
+            }
+            if let Some(line) = s
+                .sender
+                .as_ref()
+                .and_then(|x| x.pacing.as_ref())
+                .and_then(crate::report::pacing_line)
+            {
+                self.text(&format!("{label} {line}"));
             }
             json_streams.push(Value::Object(obj));
         }
@@ -804,6 +822,7 @@ impl Output {
                         None
                     },
                     extremes: None,
+                    pacing: None,
                 })
             };
             let snd = sum_side(|s| s.sender.as_ref());

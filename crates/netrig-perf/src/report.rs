@@ -4,6 +4,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use netrig_core::pacing::PacingReport;
+use netrig_core::units::{format_bytes, format_rate};
+use serde_json::{json, Value};
+
 use crate::engine::Stream;
 use crate::sys::{self, TcpInfo};
 
@@ -297,4 +301,55 @@ impl CpuMeter {
             system,
         }
     }
+}
+
+/// A paced sender's account of its schedule, as netrig's `pacing` JSON object.
+pub fn pacing_json(r: &PacingReport) -> Value {
+    let ms = |ns: u64| (ns as f64 / 1e4).round() / 100.0;
+    let s = |ns: u64| (ns as f64 / 1e3).round() / 1e6;
+    json!({
+        "target_bps": r.rate_bps,
+        "catch_up_limit_bps": r.rate_bps as u128 * r.catch_up_pct as u128 / 100,
+        "tolerance_ms": ms(r.tolerance_ns),
+        "times_behind": r.episodes,
+        "behind_seconds": s(r.behind_ns),
+        "max_behind_ms": ms(r.max_lag_ns),
+        "max_behind_bytes": r.max_lag_bytes,
+        "forgiven_bytes": r.forgiven_bytes,
+        "short_at_end_bytes": r.short_at_end_bytes,
+        "worst": r.worst.iter().map(|e| json!({
+            "start": s(e.start_ns), "seconds": s(e.lasted_ns), "max_behind_ms": ms(e.max_lag_ns),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// One line for people when a sender fell behind its schedule (None when it never did).
+/// Reads the JSON form, so a peer's account (under `-R`) reads the same as ours.
+pub fn pacing_line(p: &Value) -> Option<String> {
+    let num = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let times = num("times_behind");
+    if times < 1.0 {
+        return None;
+    }
+    let short = num("short_at_end_bytes");
+    let forgiven = num("forgiven_bytes");
+    let outcome = if short > 0.0 {
+        format!("ended {} short", format_bytes(short))
+    } else {
+        "caught up".to_string()
+    };
+    let forgiven = if forgiven > 0.0 {
+        format!(", {} forgiven", format_bytes(forgiven))
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "sender fell behind its {} schedule {} time{} ({:.2} s in all, at most {:.1} ms = {}); {outcome}{forgiven}",
+        format_rate(num("target_bps")),
+        times,
+        if times == 1.0 { "" } else { "s" },
+        num("behind_seconds"),
+        num("max_behind_ms"),
+        format_bytes(num("max_behind_bytes")),
+    ))
 }

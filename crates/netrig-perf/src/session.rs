@@ -80,6 +80,7 @@ impl Session {
             len: params.len as usize,
             rate: params.bandwidth,
             burst: params.burst,
+            pacing_timer_us: params.pacing_timer,
             zerocopy: params.zerocopy,
             repeating_payload: params.repeating_payload,
             udp_counters_64bit: params.udp_counters_64bit,
@@ -170,6 +171,20 @@ impl Session {
         self.socks.first().and_then(|s| sys::get_congestion(s.fd()))
     }
 
+    /// netrig's keys in a stream's results (iperf3 ignores them): the UDP receiver's
+    /// reordering and duplicates, a paced sender's account of its schedule.
+    fn stream_extras(&self, s: &Stream, rx: &crate::report::UdpRxSample) -> Option<serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        if self.udp {
+            m.insert("out_of_order".into(), rx.out_of_order.into());
+            m.insert("duplicates".into(), rx.duplicates.into());
+        }
+        if let Some(p) = s.pacing.lock().unwrap().as_ref() {
+            m.insert("pacing".into(), crate::report::pacing_json(p));
+        }
+        (!m.is_empty()).then_some(serde_json::Value::Object(m))
+    }
+
     /// This side's results document for the exchange.
     pub fn results(&self, totals: &[Sample], cpu: CpuUsage) -> Results {
         let tcp_sender = !self.udp && self.streams.iter().any(|s| s.sender);
@@ -198,9 +213,7 @@ impl Session {
                     omitted_packets: 0,
                     start_time: 0.0,
                     end_time: (t.end * 1e6).round() / 1e6,
-                    netrig: self
-                        .udp
-                        .then(|| json!({ "out_of_order": rx.out_of_order, "duplicates": rx.duplicates })),
+                    netrig: self.stream_extras(s, &rx),
                 }
             })
             .collect();

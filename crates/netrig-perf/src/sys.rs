@@ -654,7 +654,10 @@ mod tests {
         assert_eq!(batch.get(0).0, b"stamp me");
         let stamp = batch.stamp_ns(0).expect("SO_TIMESTAMPNS gives a stamp");
         assert!(stamp >= before, "stamp {stamp} before the send {before}");
-        assert!(read_at - stamp >= 40_000_000, "stamp {stamp} is the read time {read_at}");
+        assert!(
+            read_at - stamp >= 40_000_000,
+            "stamp {stamp} is the read time {read_at}"
+        );
     }
 
     #[test]
