@@ -327,3 +327,22 @@ def test_a_range_says_where_the_mean_sits_or_which_end_it_missed():
     assert report._versus(row([0.98e6], 1.417e6, 1.435e6)) == "below: 0.692 × its low end"
     assert report._versus(row([3.0e6], 1.0e6, 2.0e6)) == "above: 1.5 × its top"
     assert report._versus(row([0.9e6], 1.0e6, None)) == "0.9"
+
+
+def test_pacing_summary_and_note():
+    from netrig.exp.flows import _pacing
+    end = {"streams": [
+        {"udp": {"pacing": {"behind_seconds": 0.3, "max_behind_ms": 150.0, "short_at_end_bytes": 0,
+                            "forgiven_bytes": 0}}},
+        {"udp": {"pacing": {"behind_seconds": 0.1, "max_behind_ms": 40.0, "short_at_end_bytes": 20_000,
+                            "forgiven_bytes": 5_000}}},
+        {"udp": {}}]}
+    s = _pacing(end, 975_000)
+    assert s == {"sender_behind_s": 0.4, "sender_max_behind_ms": 150.0, "sender_short_pct": 2.5}
+    assert _pacing({"streams": [{"sender": {"bytes": 1}}]}, 1) == {}  # not paced
+    run = {"run": "p000-r01", "flows": {"v": {"summary": {**s}}, "w": {"summary": {"sender_short_pct": 1.0}}}}
+    assert results.pacing_note(run) == (
+        "run p000-r01: v sent 2.5 % less than its rate (at worst 150 ms behind): the sender was "
+        "stalled or could not keep up, so the path was offered less than the scenario says")
+    run["flows"]["v"]["summary"]["sender_short_pct"] = 1.0  # 1 % is tolerated
+    assert results.pacing_note(run) == ""

@@ -151,6 +151,7 @@ class Outcome:
         out: dict[str, Any] = {"throughput_bps": rcv.get("bits_per_second"),
                                "sent_bps": snd.get("bits_per_second"),
                                "bytes": rcv.get("bytes"), "seconds": rcv.get("seconds")}
+        out.update(_pacing(e, snd.get("bytes") or 0))
         if self.spec.kind == "tcp":
             retr = snd.get("retransmits")
             out["retransmits"] = retr
@@ -289,3 +290,18 @@ def run_process(outcome: Outcome, argv: list[str], timeout: float, started: floa
             break
     outcome.end_s = time.monotonic() - started
     outcome.code, outcome.stdout, outcome.stderr = p.returncode, out or "", err or ""
+
+
+def _pacing(end: dict[str, Any], sent_bytes: float) -> dict[str, Any]:
+    """What the paced senders of a flow said of their schedule (netrig-perf's `pacing`
+    objects): how long they were behind, how far at worst, and the share of the rate
+    they never sent (short at the end, or forgiven). Empty for unpaced flows."""
+    paced = [side["pacing"] for s in end.get("streams", []) if isinstance(s, dict)
+             for side in (s.get("udp"), s.get("sender"))
+             if isinstance(side, dict) and isinstance(side.get("pacing"), dict)]
+    if not paced:
+        return {}
+    owed = sum((p.get("short_at_end_bytes") or 0) + (p.get("forgiven_bytes") or 0) for p in paced)
+    return {"sender_behind_s": sum(p.get("behind_seconds") or 0 for p in paced),
+            "sender_max_behind_ms": max(p.get("max_behind_ms") or 0 for p in paced),
+            "sender_short_pct": 100.0 * owed / (sent_bytes + owed) if sent_bytes + owed else 0.0}

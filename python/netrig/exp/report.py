@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
-from netrig.exp.results import Results, atomic_write, late_note, load, mean_ci, range_pos, write_csv
+from netrig.exp.results import (
+    Results,
+    atomic_write,
+    late_note,
+    load,
+    mean_ci,
+    pacing_note,
+    range_pos,
+    write_csv,
+)
 from netrig.exp.results import label as value_text
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
@@ -306,18 +315,22 @@ def _timing(res: Results) -> list[Block]:
     """A warning for runs where the link emulator could not keep time, and how late it
     was across all runs."""
     late = [n for r in res.runs if (n := late_note(r))]
+    short = [n for r in res.runs if (n := pacing_note(r))]
+    senders = [Note(f"In {len(short)} of {len(res.runs)} runs a paced sender did not offer its "
+                    "whole rate: treat those runs' loss and throughput with care.", warn=True),
+               short] if short else []
     emu = [r["emulator"] for r in res.runs if (r.get("emulator") or {}).get("packets")]
     if not emu:
-        return []
+        return senders
     worst = max(e.get("late_p99_us") or 0 for e in emu)
     text = (f"Link emulator timing: {sum(e['packets'] for e in emu)} packets released, "
             f"{sum(e.get('over_budget') or 0 for e in emu)} of them more than "
             f"{emu[0].get('budget_ms', 1):g} ms late; the worst run's p99 lateness was "
             f"{worst:.0f} µs.")
     if not late:
-        return [Note(text)]
+        return [Note(text), *senders]
     return [Note(f"{text} In {len(late)} of {len(res.runs)} runs the host was too busy for "
-                 "exact delays and rates: treat their numbers with care.", warn=True), late]
+                 "exact delays and rates: treat their numbers with care.", warn=True), late, *senders]
 
 
 def _verdict(res: Results) -> Note:

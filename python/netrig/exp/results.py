@@ -42,6 +42,8 @@ from netrig.exp.scenario import SCHEMA
 # a run where more than LATE_SHARE of its packets were is flagged.
 LATE_BUDGET_MS = 1.0
 LATE_SHARE = 0.01
+# A paced sender that ends more than SHORT_PCT % of its schedule short is flagged.
+SHORT_PCT = 1.0
 
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
              "measured", "expected", "ratio", "flag", "limit", "expected_hi", "range_pos", "detail"]
@@ -67,6 +69,20 @@ def late_note(run: dict[str, Any]) -> str:
             f"({100 * over / n:.1f} %) more than {e.get('budget_ms', LATE_BUDGET_MS):g} ms late "
             f"(p99 {e.get('late_p99_us') or 0:.0f} µs, worst {(e.get('late_max_us') or 0) / 1e3:.1f} ms): "
             "the host was too busy for exact delays and rates; run it again on a quieter host")
+
+
+def pacing_note(run: dict[str, Any]) -> str:
+    """A sentence when a paced sender could not keep its rate in a run: it ended more
+    than SHORT_PCT of its schedule short (the host stalled it near the end, or it could
+    not reach the rate at all)."""
+    short = [(name, f["summary"]) for name, f in (run.get("flows") or {}).items()
+             if (f.get("summary") or {}).get("sender_short_pct", 0) > SHORT_PCT]
+    if not short:
+        return ""
+    parts = [f"{name} sent {s['sender_short_pct']:.1f} % less than its rate "
+             f"(at worst {s.get('sender_max_behind_ms', 0):.0f} ms behind)" for name, s in short]
+    return (f"run {run.get('run')}: {'; '.join(parts)}: the sender was stalled or could not keep up, "
+            "so the path was offered less than the scenario says")
 
 
 def atomic_write(path: Path, text: str) -> None:

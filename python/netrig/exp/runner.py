@@ -164,7 +164,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                             note = f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
                                 doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
                             status = "failed"
-                        note = "\n".join(x for x in (note, res.late_note(doc)) if x)
+                        note = "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc)) if x)
                         failures = 0
                     except KeyboardInterrupt:
                         raise
