@@ -60,10 +60,11 @@ def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
         offered = float(r["flows.*.rate"].removesuffix("Mbit")) * 1e6
         assert 0.9 <= ratio(r) <= 1.1, (r["flow"], offered, r["measured"], r["expected"])
         # loss = 1 - C/X above the bottleneck (C = 30 or 20 Mbit/s of 1470/1512), none below;
-        # X is the rate the sender achieved (a busy host sends 35 Mbit/s as 33.8), so the
-        # check is the link's, not the sender's
+        # X is the rate the sender achieved, so the check is the link's, not the sender's.
+        # The sender repays host stalls, so it offers its rate, less only what it says
+        # it still owed at the end (a stall too late to repay)
         sent = float(r["sent_bps"])
-        assert sent >= 0.9 * offered, r
+        assert sent >= (0.99 - float(r["sender_short_pct"]) / 100) * offered, r
         link_loss_pct = max(0.0, 100 * (1 - float(r["expected"]) / sent))
         assert abs(float(r["loss_pct"]) - link_loss_pct) < 3, (r["flow"], offered, sent, r["loss_pct"])
         assert abs(float(r["loss_pct"]) - float(r["expected_loss_pct"])) < 6, r
