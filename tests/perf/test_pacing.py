@@ -96,11 +96,11 @@ def test_a_150ms_stall_is_repaid_and_reported(perf_bin, netrig_server, proto):
     # TCP sends 128 KiB blocks: 2 % of a second's worth each, so a coarser bound.
     assert_rate_kept(doc, rate, 0.015 if proto == "udp" else 0.02)
     pacing = sender_pacing(doc)
-    stall = max(pacing["worst"], key=lambda e: e["max_behind_ms"])
+    # The episode that holds the stall (on a busy host it may have begun earlier: a
+    # sender whose wake-ups all come over 1 ms late is never quite on schedule; and the
+    # host may have stalled it worse elsewhere).
+    stall = next(e for e in pacing["worst"] if e["start"] < 1.6 and e["start"] + e["seconds"] > 1.1)
     assert stall["max_behind_ms"] >= 100, pacing
-    # The episode holds the stall (on a busy host it may have begun earlier: a sender
-    # whose wake-ups all come over 1 ms late is never quite on schedule).
-    assert stall["start"] < 1.6 and stall["start"] + stall["seconds"] > 1.1, pacing
     # Repaid at no more than twice the rate, so the repaying takes about as long as the
     # stall: behind for nearly twice the stall in all (line rate would take the stall
     # alone, plus a little).
