@@ -97,21 +97,12 @@ pub fn format_rate(bits_per_second: f64) -> String {
 /// uppercase are bytes with binary prefixes (`M`: MBytes/sec = 2^20 byte/s); `a`/`A`
 /// pick the prefix that fits (iperf3's default is `a`). As in iperf3, transfer columns
 /// stay adaptive bytes whatever the letter: `-f` changes the bitrate column only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UnitFormat {
     /// true: bytes (1024s); false: bits (1000s).
     pub bytes: bool,
-    /// Fixed prefix power (0 = none, 1 = K .. 4 = T); None = adaptive.
+    /// Fixed prefix power (0 = none, 1 = K .. 4 = T); None = adaptive (the default, `a`).
     pub power: Option<u8>,
-}
-
-impl Default for UnitFormat {
-    fn default() -> Self {
-        UnitFormat {
-            bytes: false,
-            power: None,
-        }
-    }
 }
 
 impl UnitFormat {

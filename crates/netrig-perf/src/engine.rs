@@ -54,7 +54,7 @@ impl RunControl {
 
     /// Claims one block of `len` bytes of the budget; returns how many bytes to send
     /// (0 when the budget is spent).
-    fn claim(&self, len: usize) -> usize {
+    pub(crate) fn claim(&self, len: usize) -> usize {
         if self.blocks_limit > 0 && self.sent_blocks.fetch_add(1, Relaxed) >= self.blocks_limit {
             return 0;
         }
@@ -132,6 +132,10 @@ pub struct SendOpts {
     pub udp_counters_64bit: bool,
     /// UDP: let the kernel segment batches (GSO) where the path can.
     pub gso: bool,
+    /// `--pacing-timer` (iperf3's `pacing_timer`, microseconds, default 1000): how often
+    /// a paced sender may wake to send. Carried from the parameters only; the pacer
+    /// takes it into account once its rewrite (UDP/TCP pacing, pacing.rs) lands.
+    pub pacing_timer_us: u64,
 }
 
 fn is_timeout(e: &io::Error) -> bool {

@@ -6,10 +6,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use netrig_core::iperf3::StreamResult;
-use netrig_core::units::{format_bytes, format_rate};
+use netrig_core::units::{format_bytes, format_rate_as, UnitFormat};
 use serde_json::{json, Map, Value};
 
-use crate::config::Format;
+use crate::config::{Common, Format};
 use crate::report::{rate, CpuUsage, Sample, TcpExtremes};
 
 pub const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -";
@@ -129,7 +129,12 @@ impl EndStream {
             seconds: p.end_time,
             bytes: p.bytes,
             retransmits: (p.retransmits >= 0).then_some(p.retransmits),
-            extremes: None,
+            // The peer's sender extremes, when a netrig peer sent them (iperf3 does not).
+            extremes: if s.sender {
+                None
+            } else {
+                p.netrig.as_ref().and_then(TcpExtremes::from_peer)
+            },
         });
         let (mut sender, mut receiver) = if s.sender {
             (Some(local_side), peer_side)
@@ -253,6 +258,10 @@ pub struct Output {
     extras: Map<String, Value>,
     title: Option<String>,
     last_was_separator: bool,
+    /// `-f`: the bitrate column's unit.
+    units: UnitFormat,
+    /// `--timestamps`: strftime format prefixed to every text line.
+    timestamps: Option<String>,
 }
 
 fn sample_json(s: &Sample, udp: bool) -> Map<String, Value> {
@@ -344,7 +353,19 @@ impl Output {
             extras: Map::new(),
             title: None,
             last_was_separator: false,
+            units: UnitFormat::default(),
+            timestamps: None,
         }
+    }
+
+    /// Takes the text options shared by client and server (`-f`, `--timestamps`).
+    pub fn configure(&mut self, common: &Common) {
+        self.units = common.units;
+        self.timestamps = common.timestamps.clone();
+    }
+
+    fn rate_text(&self, bits_per_second: f64) -> String {
+        format_rate_as(bits_per_second, self.units)
     }
 
     /// A line for people (text mode only; also captured for the client).
@@ -355,10 +376,19 @@ impl Output {
             c.push('\n');
         }
         if self.format == Format::Text {
-            let t = match &self.title {
-                Some(title) => format!("{title}:  {line}\n"),
-                None => format!("{line}\n"),
-            };
+            // As iperf3: timestamp, then title, then the line.
+            let stamp = self
+                .timestamps
+                .as_deref()
+                .map(|f| crate::timestamp::now(f).unwrap_or_default())
+                .unwrap_or_default();
+            let mut t = String::new();
+            for l in line.split('\n') {
+                match &self.title {
+                    Some(title) => t.push_str(&format!("{stamp}{title}:  {l}\n")),
+                    None => t.push_str(&format!("{stamp}{l}\n")),
+                }
+            }
             self.sink.write(&t);
         }
     }
@@ -384,6 +414,16 @@ impl Output {
                 }
             }
             Format::Text => {}
+        }
+    }
+
+    /// One TCP_INFO sample (`--tcp-info-interval`): a netrig event in JSON, a line in text.
+    pub fn tcp_info(&mut self, sample: Value) {
+        if self.format == Format::Text {
+            let line = tcp_info_line(&sample, self.units);
+            self.text(&line);
+        } else {
+            self.extra("tcp_info", sample);
         }
     }
 
@@ -487,7 +527,7 @@ impl Output {
             s.start,
             s.end,
             format_bytes(s.bytes as f64),
-            format_rate(s.bits_per_second())
+            self.rate_text(s.bits_per_second())
         );
         let omitted = if s.omitted { "(omitted)" } else { "" };
         if let Some(u) = &s.udp_rx {
@@ -608,7 +648,7 @@ impl Output {
             0.0,
             side.end,
             format_bytes(side.bytes as f64),
-            format_rate(rate(side.bytes, side.end))
+            self.rate_text(rate(side.bytes, side.end))
         );
         match (show_retr, side.retransmits) {
             (true, Some(r)) => format!("{head}  {r:3}             {which}"),
@@ -635,7 +675,7 @@ impl Output {
             0.0,
             side.end,
             format_bytes(side.bytes as f64),
-            format_rate(rate(side.bytes, side.end)),
+            self.rate_text(rate(side.bytes, side.end)),
             jitter,
             lost,
             total,
@@ -935,6 +975,34 @@ impl Output {
     pub fn set_title(&mut self, title: Option<String>) {
         self.title = title;
     }
+}
+
+/// A TCP_INFO sample as one text line: "[  5] 1.50 sec  tcp_info  cwnd 1.25 MBytes
+/// (880 seg)  ssthresh 620 KBytes (437 seg)  rtt 45 us (var 12)  retr 0  ...".
+fn tcp_info_line(d: &Value, units: UnitFormat) -> String {
+    let int = |k: &str| d.get(k).and_then(Value::as_u64);
+    let bytes = |k: &str| match int(k) {
+        Some(b) => format_bytes(b as f64),
+        None => "-".into(),
+    };
+    let seg = |k: &str| int(k).map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+    let rate = |k: &str| format_rate_as(int(k).unwrap_or(0) as f64, units);
+    format!(
+        "[{:3}] {:6.2} sec  tcp_info {}  cwnd {} ({} seg)  ssthresh {} ({} seg)  rtt {} us (var {})  retr {}  unacked {}  pacing {}  delivery {}",
+        int("socket").unwrap_or(0),
+        d.get("t").and_then(Value::as_f64).unwrap_or(0.0),
+        if d.get("sender").and_then(Value::as_bool).unwrap_or(false) { "sender" } else { "receiver" },
+        bytes("snd_cwnd_bytes"),
+        seg("snd_cwnd_segments"),
+        bytes("snd_ssthresh_bytes"),
+        seg("snd_ssthresh_segments"),
+        seg("rtt_us"),
+        seg("rttvar_us"),
+        seg("total_retrans"),
+        seg("unacked"),
+        rate("pacing_rate_bps"),
+        rate("delivery_rate_bps"),
+    )
 }
 
 pub fn system_info() -> String {
