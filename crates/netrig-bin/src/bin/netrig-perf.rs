@@ -464,7 +464,9 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
     };
     let mut bytes = size("-n", &cli.bytes)?;
     if let Some(f) = &cli.file {
-        let why = if cli.udp {
+        let why = if cli.probe || cli.rr.is_some() {
+            Some("--probe or --rr: their payloads are requests and replies, not a transfer")
+        } else if cli.udp {
             Some("UDP (-u): the sequence header overwrites file bytes and datagrams may be lost")
         } else if cli.parallel > 1 {
             Some("-P above 1: every stream would send the whole file, into one receiving file")
@@ -929,6 +931,7 @@ mod tests {
         );
         assert_eq!(client(&["-F", name, "-n", "1K"]).unwrap().bytes, 1024);
         assert!(err(client(&["-F", name, "-u"])).contains("UDP"));
+        assert!(err(client(&["-F", name, "--probe"])).contains("--probe or --rr"));
         assert!(err(client(&["-F", name, "-P", "2"])).contains("-P above 1"));
         assert!(err(client(&["-F", name, "-b", "1M"])).contains("-b"));
         assert!(
