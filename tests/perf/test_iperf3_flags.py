@@ -113,6 +113,8 @@ def test_file_is_sent_and_received_byte_for_byte(perf_bin, netrig_server, tmp_pa
     p, doc = run_json([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-F", str(src), "-J"])
     assert p.returncode == 0, p.stderr
     assert doc["end"]["sum_sent"]["bytes"] == src.stat().st_size, "the test ends at the file's end"
+    disk = doc["end"]["streams"][0]["diskfile"]
+    assert (disk["size"], disk["percent_sent"], disk["filename"]) == (3_000_017, 100, str(src))
     srv.proc.wait(timeout=15)
     assert dst.read_bytes() == src.read_bytes()
 
@@ -125,6 +127,8 @@ def test_reverse_file_is_written_by_the_client(perf_bin, netrig_server, tmp_path
     p = client(perf_bin, srv.port, "-R", "-n", str(src.stat().st_size), "-F", str(dst))
     assert p.returncode == 0, p.stderr
     assert dst.read_bytes() == src.read_bytes(), "truncated first, then exactly the file"
+    assert re.search(rf"Sent 1\.91 MBytes / 1\.91 MBytes \(100%\) of {re.escape(str(dst))}$",
+                     p.stdout, re.M), p.stdout
 
 
 def test_file_limits_are_errors(perf_bin, netrig_server, tmp_path):

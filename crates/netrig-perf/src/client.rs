@@ -457,7 +457,10 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     } else {
         (ours_cc, theirs_cc)
     };
-    let end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    let mut end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    if let Some(path) = &cfg.common.file {
+        crate::diskfile::report_end(path, &ends, &mut end, out);
+    }
     if cfg.common.verbose {
         let r = peer_cpu(&theirs);
         let (l, rr) = if cfg.reverse {

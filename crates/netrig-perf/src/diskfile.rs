@@ -136,3 +136,69 @@ fn finish(stream: &Stream, result: io::Result<()>) {
     }
     stream.finished.store(true, Relaxed);
 }
+
+/// iperf3's report of a `-F` stream at the end of a test: the text line
+/// ("        Sent 2.86 MBytes / 2.86 MBytes (100%) of NAME", the bytes this side moved
+/// out of the file's size) and the stream's `"diskfile"` JSON object.
+pub fn summary(path: &Path, local_sender: bool, sent: u64, received: u64) -> (String, serde_json::Value) {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let percent = |b: u64| {
+        if size > 0 {
+            (b as f64 / size as f64 * 100.0) as i64
+        } else {
+            100
+        }
+    };
+    let ours = if local_sender { sent } else { received };
+    let line = format!(
+        "        Sent {} / {} ({}%) of {}",
+        netrig_core::units::format_bytes(ours as f64),
+        netrig_core::units::format_bytes(size as f64),
+        percent(ours),
+        path.display()
+    );
+    let json = serde_json::json!({
+        "sent": sent, "received": received, "size": size,
+        "percent_sent": percent(sent), "percent_received": percent(received),
+        "filename": path.display().to_string(),
+    });
+    (line, json)
+}
+
+/// Adds the `-F` report to a test's end: the line, and `"diskfile"` in its one stream.
+pub fn report_end(
+    path: &Path,
+    ends: &[crate::output::EndStream],
+    end: &mut serde_json::Value,
+    out: &mut crate::output::Output,
+) {
+    let Some(e) = ends.first() else { return };
+    let bytes = |s: &Option<crate::output::Side>| s.as_ref().map(|x| x.bytes).unwrap_or(0);
+    let (line, json) = summary(path, e.local_sender, bytes(&e.sender), bytes(&e.receiver));
+    out.text(&line);
+    if let Some(s) = end.get_mut("streams").and_then(|v| v.get_mut(0)) {
+        s["diskfile"] = json;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_reads_like_iperf3() {
+        let p = std::env::temp_dir().join(format!("netrig-diskfile-{}", std::process::id()));
+        std::fs::write(&p, vec![0u8; 2048]).unwrap();
+        let (line, json) = summary(&p, true, 1024, 1000);
+        assert_eq!(
+            line,
+            format!("        Sent 1.00 KBytes / 2.00 KBytes (50%) of {}", p.display())
+        );
+        assert_eq!(
+            (json["percent_sent"].clone(), json["percent_received"].clone()),
+            (50.into(), 48.into())
+        );
+        assert_eq!(json["size"], 2048);
+        let _ = std::fs::remove_file(&p);
+    }
+}

@@ -419,7 +419,11 @@ fn run_test(
         .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp, params.omit == 0))
         .collect();
     let end = if bulk {
-        Some(out.end(&ends, usage, None, (session.congestion(), None)))
+        let mut end = out.end(&ends, usage, None, (session.congestion(), None));
+        if let Some(path) = &session.file {
+            crate::diskfile::report_end(path, &ends, &mut end, out);
+        }
+        Some(end)
     } else {
         None
     };
