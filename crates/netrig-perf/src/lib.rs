@@ -26,4 +26,5 @@ pub mod server;
 pub mod session;
 pub mod sockopt;
 pub mod sys;
+pub mod tcp_info;
 pub mod timestamp;

@@ -420,7 +420,7 @@ impl Output {
     /// One TCP_INFO sample (`--tcp-info-interval`): a netrig event in JSON, a line in text.
     pub fn tcp_info(&mut self, sample: Value) {
         if self.format == Format::Text {
-            let line = tcp_info_line(&sample, self.units);
+            let line = crate::tcp_info::text_line(&sample, self.units);
             self.text(&line);
         } else {
             self.extra("tcp_info", sample);
@@ -975,34 +975,6 @@ impl Output {
     pub fn set_title(&mut self, title: Option<String>) {
         self.title = title;
     }
-}
-
-/// A TCP_INFO sample as one text line: "[  5] 1.50 sec  tcp_info  cwnd 1.25 MBytes
-/// (880 seg)  ssthresh 620 KBytes (437 seg)  rtt 45 us (var 12)  retr 0  ...".
-fn tcp_info_line(d: &Value, units: UnitFormat) -> String {
-    let int = |k: &str| d.get(k).and_then(Value::as_u64);
-    let bytes = |k: &str| match int(k) {
-        Some(b) => format_bytes(b as f64),
-        None => "-".into(),
-    };
-    let seg = |k: &str| int(k).map(|n| n.to_string()).unwrap_or_else(|| "-".into());
-    let rate = |k: &str| format_rate_as(int(k).unwrap_or(0) as f64, units);
-    format!(
-        "[{:3}] {:6.2} sec  tcp_info {}  cwnd {} ({} seg)  ssthresh {} ({} seg)  rtt {} us (var {})  retr {}  unacked {}  pacing {}  delivery {}",
-        int("socket").unwrap_or(0),
-        d.get("t").and_then(Value::as_f64).unwrap_or(0.0),
-        if d.get("sender").and_then(Value::as_bool).unwrap_or(false) { "sender" } else { "receiver" },
-        bytes("snd_cwnd_bytes"),
-        seg("snd_cwnd_segments"),
-        bytes("snd_ssthresh_bytes"),
-        seg("snd_ssthresh_segments"),
-        seg("rtt_us"),
-        seg("rttvar_us"),
-        seg("total_retrans"),
-        seg("unacked"),
-        rate("pacing_rate_bps"),
-        rate("delivery_rate_bps"),
-    )
 }
 
 pub fn system_info() -> String {

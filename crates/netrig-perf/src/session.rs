@@ -415,36 +415,15 @@ fn tcp_info_event(session: &Session, out: &mut Output, t: f64) {
     }
     for s in &session.streams {
         if let Some(i) = TcpInfo::of(s.socket) {
-            out.tcp_info(tcp_info_json(s.socket, t, s.sender, s.bytes.load(Relaxed), &i));
+            out.tcp_info(crate::tcp_info::sample_json(
+                s.socket,
+                t,
+                s.sender,
+                s.bytes.load(Relaxed),
+                &i,
+            ));
         }
     }
-}
-
-/// The kernel's "no slow-start threshold yet" (TCP_INFINITE_SSTHRESH).
-const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
-
-/// One TCP_INFO sample. Units are in the keys: cwnd and ssthresh in `_bytes` and
-/// `_segments` (the kernel counts both in segments; bytes = segments × snd_mss), and
-/// `snd_cwnd` stays bytes, as iperf3's interval `snd_cwnd`; ssthresh is null until the
-/// kernel sets one (it starts "infinite"); times in `_us`; rates in `_bps` (bit/s);
-/// `snd_wnd` and `snd_mss` are bytes, as in iperf3.
-pub fn tcp_info_json(socket: i32, t: f64, sender: bool, bytes: u64, i: &TcpInfo) -> serde_json::Value {
-    let mss = i.snd_mss as u64;
-    let (ssthresh_bytes, ssthresh_segments) = if i.snd_ssthresh >= INFINITE_SSTHRESH {
-        (None, None)
-    } else {
-        (Some(i.snd_ssthresh as u64 * mss), Some(i.snd_ssthresh))
-    };
-    json!({
-        "socket": socket, "t": (t * 1e6).round() / 1e6, "sender": sender, "bytes": bytes,
-        "snd_cwnd": i.cwnd_bytes(), "snd_cwnd_bytes": i.cwnd_bytes(), "snd_cwnd_segments": i.snd_cwnd,
-        "snd_ssthresh_bytes": ssthresh_bytes, "snd_ssthresh_segments": ssthresh_segments,
-        "rtt_us": i.rtt_us, "rttvar_us": i.rttvar_us, "min_rtt_us": i.min_rtt_us,
-        "total_retrans": i.total_retrans, "lost": i.lost, "unacked": i.unacked,
-        "pacing_rate_bps": i.pacing_rate.saturating_mul(8),
-        "delivery_rate_bps": i.delivery_rate.saturating_mul(8),
-        "snd_wnd": i.snd_wnd, "snd_mss": i.snd_mss,
-    })
 }
 
 /// Whether a short last interval is worth printing (iperf3 drops one under 10 % of
@@ -459,39 +438,5 @@ pub fn final_interval(sampler: &mut Sampler, out: &mut Output, now_ns: u64, inte
     let moved: u64 = samples.iter().map(|s| s.bytes).sum();
     if span > 0.001 && (span >= 0.1 * interval.as_secs_f64() || moved > 0) {
         out.interval(&samples);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tcp_info_units_are_named_and_consistent() {
-        let i = TcpInfo {
-            snd_mss: 1448,
-            snd_cwnd: 10,
-            snd_ssthresh: 7,
-            rtt_us: 50,
-            pacing_rate: 1_000,
-            ..Default::default()
-        };
-        let v = tcp_info_json(5, 1.25, true, 99, &i);
-        assert_eq!(v["snd_cwnd"], 14_480, "bytes, as iperf3's interval snd_cwnd");
-        assert_eq!(
-            (v["snd_cwnd_bytes"].clone(), v["snd_cwnd_segments"].clone()),
-            (14_480.into(), 10.into())
-        );
-        assert_eq!(v["snd_ssthresh_bytes"], 7 * 1448);
-        assert_eq!(v["snd_ssthresh_segments"], 7);
-        assert!(v.get("snd_ssthresh").is_none(), "no key without a unit");
-        assert_eq!(v["pacing_rate_bps"], 8_000);
-        // Before the first loss the kernel's ssthresh is "infinite": no number to give.
-        let fresh = TcpInfo {
-            snd_ssthresh: INFINITE_SSTHRESH,
-            ..i
-        };
-        let v = tcp_info_json(5, 0.0, true, 0, &fresh);
-        assert!(v["snd_ssthresh_bytes"].is_null() && v["snd_ssthresh_segments"].is_null());
     }
 }
