@@ -441,6 +441,11 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
             "--rcv-timeout: client receive timeout is valid only in receiving mode (-R or --bidir)"
         );
     }
+    if cli.reverse && cli.snd_timeout.is_some() {
+        anyhow::bail!(
+            "--snd-timeout sets TCP_USER_TIMEOUT on the client's sockets, as iperf3; with -R the server sends, so it would do nothing"
+        );
+    }
     if cli.udp && cli.snd_timeout.is_some() {
         anyhow::bail!("--snd-timeout sets TCP_USER_TIMEOUT, a TCP option; it does nothing for UDP (-u)");
     }
@@ -763,7 +768,7 @@ mod tests {
     #[test]
     fn iperf3_3_12_flags_reach_the_config() {
         let c = client(&[
-            "-R",
+            "--bidir",
             "-f",
             "M",
             "--timestamps",
@@ -899,6 +904,8 @@ mod tests {
         assert!(client(&["--bidir", "--rcv-timeout", "1000"]).is_ok());
         assert!(err(client(&["-R", "--rcv-timeout", "50"])).contains("100..86400000"));
         assert!(err(client(&["-u", "--snd-timeout", "100"])).contains("TCP option"));
+        assert!(err(client(&["-R", "--snd-timeout", "100"])).contains("with -R the server sends"));
+        assert!(client(&["--bidir", "--snd-timeout", "100"]).is_ok());
         assert!(err(server(&["--idle-timeout", "0"])).contains("1..86400"));
         assert!(err(client(&["--pacing-timer", "0"])).contains("--pacing-timer"));
         assert_eq!(client(&["--pacing-timer", "2K"]).unwrap().pacing_timer_us, 2048);
