@@ -108,7 +108,12 @@ struct Cli {
     #[arg(short = 'k', long = "blockcount")]
     blocks: Option<String>,
     /// Rate per stream in bit/s, optionally /burst packets (UDP default 1M, TCP unlimited).
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]")]
+    #[arg(
+        short = 'b',
+        long = "bitrate",
+        alias = "bandwidth",
+        value_name = "RATE[/BURST]"
+    )]
     bitrate: Option<String>,
     /// Block length (TCP default 128K; UDP default the path MSS).
     #[arg(short = 'l', long = "length")]
@@ -129,7 +134,7 @@ struct Cli {
     #[arg(short = 'M', long = "set-mss")]
     mss: Option<u32>,
     /// TCP congestion control algorithm.
-    #[arg(short = 'C', long = "congestion")]
+    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
     congestion: Option<String>,
     /// TCP_NODELAY.
     #[arg(short = 'N', long = "no-delay")]
@@ -217,6 +222,9 @@ struct Cli {
     /// SO_MAX_PACING_RATE on every data socket, in bit/s (e.g. 100M).
     #[arg(long, value_name = "RATE")]
     fq_rate: Option<String>,
+    /// Deprecated in iperf3: no socket pacing (--fq-rate 0, the default).
+    #[arg(long, hide = true)]
+    no_fq_socket_pacing: bool,
     /// TCP_USER_TIMEOUT on the client's TCP streams: ms unacknowledged data may wait.
     #[arg(long, value_name = "MS")]
     snd_timeout: Option<u64>,
@@ -323,9 +331,10 @@ fn unsupported(cli: &Cli) -> anyhow::Result<()> {
 
 /// Flags of the other role are errors, as in iperf3 (IECLIENTONLY, IESERVERONLY).
 fn role_checks(cli: &Cli) -> anyhow::Result<()> {
-    let client_only: [(bool, &str); 7] = [
+    let client_only: [(bool, &str); 8] = [
         (cli.dscp.is_some(), "--dscp"),
         (cli.fq_rate.is_some(), "--fq-rate"),
+        (cli.no_fq_socket_pacing, "--no-fq-socket-pacing"),
         (cli.flowlabel.is_some(), "-L/--flowlabel"),
         (cli.dont_fragment, "--dont-fragment"),
         (cli.pacing_timer.is_some(), "--pacing-timer"),
@@ -560,9 +569,10 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
             .map(parse_affinity)
             .transpose()?
             .and_then(|a| a.1),
-        fq_rate: match &cli.fq_rate {
-            Some(r) => parse_rate(r).map_err(|e| anyhow::anyhow!("--fq-rate: {e}"))?,
-            None => 0,
+        fq_rate: match (&cli.fq_rate, cli.no_fq_socket_pacing) {
+            (Some(_), true) => anyhow::bail!("--fq-rate and --no-fq-socket-pacing contradict each other"),
+            (Some(r), false) => parse_rate(r).map_err(|e| anyhow::anyhow!("--fq-rate: {e}"))?,
+            (None, _) => 0,
         },
         snd_timeout: match cli.snd_timeout {
             Some(ms) if ms > 86_400_000 => anyhow::bail!("--snd-timeout: {ms} ms is above 86400000"),
@@ -644,6 +654,9 @@ fn main() -> ExitCode {
         cli.logfile = cli.logfile.as_deref().map(std::path::absolute).transpose()?;
         cli.pidfile = cli.pidfile.as_deref().map(std::path::absolute).transpose()?;
         netrig_perf::debug::enable(cli.debug);
+        if cli.no_fq_socket_pacing {
+            eprintln!("netrig-perf: warning - --no-fq-socket-pacing is deprecated (as in iperf3); socket pacing is off unless --fq-rate is given");
+        }
         if cli.format_unit.is_some() && (cli.json || cli.json_stream) {
             eprintln!("netrig-perf: warning - report format (-f) flag ignored with JSON output (-J)");
         }
@@ -829,6 +842,14 @@ mod tests {
             })
         );
         assert_eq!(s.common.affinity, Some(1));
+    }
+
+    #[test]
+    fn iperf3_aliases_and_deprecated_flags() {
+        let c = client(&["--bandwidth", "5M", "--linux-congestion", "reno"]).unwrap();
+        assert_eq!((c.rate, c.congestion.as_deref()), (Some(5_000_000), Some("reno")));
+        assert_eq!(client(&["--no-fq-socket-pacing"]).unwrap().fq_rate, 0);
+        assert!(err(client(&["--no-fq-socket-pacing", "--fq-rate", "1M"])).contains("contradict"));
     }
 
     #[test]
