@@ -341,6 +341,17 @@ def test_idle_timeout_ends_a_one_off_server(perf_bin, tmp_path):
     assert time.monotonic() - t0 >= 1.0
 
 
+def test_idle_timeout_reopens_the_listener_and_serves_on(perf_bin, netrig_server):
+    srv = netrig_server("--idle-timeout", "1", "-d")
+    deadline = time.monotonic() + 10
+    while "reopening the listening socket" not in srv.output() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "no test for 1 s (--idle-timeout): reopening the listening socket" in srv.output()
+    p = client(perf_bin, srv.port, "-t", "1")
+    assert p.returncode == 0, p.stderr
+    assert srv.alive()
+
+
 # --- unsupported flags ----------------------------------------------------------------
 
 @pytest.mark.parametrize(
