@@ -89,10 +89,18 @@ pub struct Params {
     pub window: u64,
     pub len: u64,
     pub bandwidth: u64,
+    /// `--fq-rate`: SO_MAX_PACING_RATE on every data socket, bit/s (0 = off).
     pub fqrate: u64,
+    /// `--pacing-timer`: the sender's pacing timer, microseconds.
     pub pacing_timer: u64,
     pub burst: u64,
     pub tos: u32,
+    /// `-A n,m`: the CPU the server should run this test on.
+    pub server_affinity: Option<u32>,
+    /// `-L`: IPv6 flow label of the client's streams (the server does nothing with it).
+    pub flowlabel: u32,
+    /// `--dont-fragment`: IP_MTU_DISCOVER=IP_PMTUDISC_DO on UDP streams, both sides.
+    pub dont_fragment: bool,
     pub congestion: Option<String>,
     pub title: Option<String>,
     pub extra_data: Option<String>,
@@ -124,6 +132,9 @@ impl Default for Params {
             pacing_timer: 0,
             burst: 0,
             tos: 0,
+            server_affinity: None,
+            flowlabel: 0,
+            dont_fragment: false,
             congestion: None,
             title: None,
             extra_data: None,
@@ -268,6 +279,9 @@ impl Params {
             pacing_timer: get_uint(&obj, "pacing_timer", 10_000_000)?.unwrap_or(0),
             burst: get_uint(&obj, "burst", 1_000_000)?.unwrap_or(0),
             tos: get_uint(&obj, "TOS", 255)?.unwrap_or(0) as u32,
+            server_affinity: get_uint(&obj, "server_affinity", 1024)?.map(|c| c as u32),
+            flowlabel: get_uint(&obj, "flowlabel", 0xf_ffff)?.unwrap_or(0) as u32,
+            dont_fragment: get_flag(&obj, "dont_fragment")?,
             congestion: get_string(&obj, "congestion", 16)?,
             title: get_string(&obj, "title", 1024)?,
             extra_data: get_string(&obj, "extra_data", 4096)?,
@@ -305,11 +319,16 @@ impl Params {
         put("pacing_timer", self.pacing_timer);
         put("burst", self.burst);
         put("TOS", self.tos as u64);
+        put("flowlabel", self.flowlabel as u64);
+        put("dont_fragment", self.dont_fragment as u64);
         put("get_server_output", self.get_server_output as u64);
         put("udp_counters_64bit", self.udp_counters_64bit as u64);
         put("repeating_payload", self.repeating_payload as u64);
         put("zerocopy", self.zerocopy as u64);
         m.insert("parallel".into(), self.parallel.into());
+        if let Some(cpu) = self.server_affinity {
+            m.insert("server_affinity".into(), cpu.into());
+        }
         if self.nodelay {
             m.insert("nodelay".into(), t.clone());
         }
@@ -444,6 +463,16 @@ mod tests {
         assert_eq!((p.parallel, p.len, p.window), (4, 131_072, 65_536));
         assert!(p.reverse && p.nodelay && p.zerocopy && !p.bidirectional);
         assert_eq!(p.client_version.as_deref(), Some("3.12"));
+        let p = parse(
+            r#"{"udp":true,"server_affinity":1,"fqrate":8000000,"pacing_timer":250,
+               "flowlabel":74565,"dont_fragment":1}"#,
+        )
+        .unwrap();
+        assert_eq!(p.server_affinity, Some(1));
+        assert_eq!((p.fqrate, p.pacing_timer, p.flowlabel), (8_000_000, 250, 0x12345));
+        assert!(p.dont_fragment);
+        assert!(parse(r#"{"tcp":true,"flowlabel":1048576}"#).is_err());
+        assert!(parse(r#"{"tcp":true,"server_affinity":5000}"#).is_err());
     }
 
     #[test]
@@ -453,6 +482,11 @@ mod tests {
             bandwidth: 10_000_000,
             len: 1460,
             bidirectional: true,
+            server_affinity: Some(1),
+            flowlabel: 0x12345,
+            dont_fragment: true,
+            fqrate: 8_000_000,
+            pacing_timer: 250,
             netrig: Some(NetrigParams {
                 mode: Mode::Probe,
                 ..Default::default()

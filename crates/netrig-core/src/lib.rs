@@ -3,7 +3,7 @@
 //! Owns: units (iperf3's size and rate conventions), wire formats (iperf3's control and
 //! UDP formats, netrig's probe packets) as checked views, the iperf3 parameter and result
 //! documents with their validation, and the statistics every receiver computes (RFC 3550
-//! jitter, sequence accounting, percentiles).
+//! jitter, sequence accounting, percentiles), and the TOS byte from DSCP names.
 //!
 //! Does not own: sockets, clocks, threads or files. Everything here takes its inputs
 //! (bytes, timestamps) as arguments, so it runs the same in a test as on the wire.
@@ -12,6 +12,7 @@ pub mod iperf3;
 pub mod link;
 pub mod pacing;
 pub mod stats;
+pub mod tos;
 pub mod units;
 pub mod wire;
 

@@ -89,7 +89,70 @@ pub fn format_bytes(bytes: f64) -> String {
 
 /// "9.42 Gbits/sec": a rate in 1000s.
 pub fn format_rate(bits_per_second: f64) -> String {
-    format!("{}/sec", fit(bits_per_second, 1000.0, &BIT_LABELS))
+    format_rate_as(bits_per_second, UnitFormat::default())
+}
+
+/// The unit rates are printed in: iperf3's `-f` letter, as its `unit_snprintf` reads it.
+/// Lowercase letters are bits with decimal prefixes (`m`: Mbits/sec = 10^6 bit/s),
+/// uppercase are bytes with binary prefixes (`M`: MBytes/sec = 2^20 byte/s); `a`/`A`
+/// pick the prefix that fits (iperf3's default is `a`). As in iperf3, transfer columns
+/// stay adaptive bytes whatever the letter: `-f` changes the bitrate column only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UnitFormat {
+    /// true: bytes (1024s); false: bits (1000s).
+    pub bytes: bool,
+    /// Fixed prefix power (0 = none, 1 = K .. 4 = T); None = adaptive (the default, `a`).
+    pub power: Option<u8>,
+}
+
+impl UnitFormat {
+    /// iperf3's letters `k m g t K M G T`, its `unit_snprintf` letters `a A b B`, and
+    /// the words `KB MB GB TB` (simpleperf's style of `-f`, the same as `K M G T`).
+    pub fn parse(text: &str) -> Result<UnitFormat, UnitError> {
+        let bad = || UnitError::Malformed(text.to_string());
+        let letter = match text {
+            "KB" | "MB" | "GB" | "TB" => text.chars().next().ok_or_else(bad)?,
+            t if t.chars().count() == 1 => t.chars().next().ok_or_else(bad)?,
+            _ => return Err(bad()),
+        };
+        let power = match letter.to_ascii_lowercase() {
+            'a' => None,
+            'b' => Some(0),
+            'k' => Some(1),
+            'm' => Some(2),
+            'g' => Some(3),
+            't' => Some(4),
+            _ => return Err(bad()),
+        };
+        Ok(UnitFormat {
+            bytes: letter.is_ascii_uppercase(),
+            power,
+        })
+    }
+}
+
+/// A rate as iperf3 prints it with `-f`: "9.42 Gbits/sec", "1123 MBytes/sec".
+pub fn format_rate_as(bits_per_second: f64, unit: UnitFormat) -> String {
+    let (value, base, labels) = if unit.bytes {
+        (bits_per_second / 8.0, 1024.0, &BYTE_LABELS)
+    } else {
+        (bits_per_second, 1000.0, &BIT_LABELS)
+    };
+    let text = match unit.power {
+        None => fit(value, base, labels),
+        Some(p) => {
+            let v = value / base.powi(p as i32);
+            let label = labels[p as usize];
+            if v < 9.995 {
+                format!("{v:4.2} {label}")
+            } else if v < 99.95 {
+                format!("{v:4.1} {label}")
+            } else {
+                format!("{v:4.0} {label}")
+            }
+        }
+    };
+    format!("{text}/sec")
 }
 
 #[cfg(test)]
@@ -125,6 +188,31 @@ mod tests {
         assert_eq!(format_rate(9_420_000_000.0), "9.42 Gbits/sec");
         assert_eq!(format_rate(27_600_000_000.0), "27.6 Gbits/sec");
         assert_eq!(format_rate(950_000.0), " 950 Kbits/sec");
+    }
+
+    #[test]
+    fn format_letters_are_iperf3s() {
+        let f = |t: &str| UnitFormat::parse(t).unwrap();
+        // 1 Gbit/s = 125 000 000 byte/s = 119.2 MiB/s.
+        assert_eq!(format_rate_as(1e9, f("m")), "1000 Mbits/sec");
+        assert_eq!(format_rate_as(1e9, f("M")), " 119 MBytes/sec");
+        assert_eq!(format_rate_as(1e9, f("k")), "1000000 Kbits/sec");
+        assert_eq!(format_rate_as(1e9, f("K")), "122070 KBytes/sec");
+        assert_eq!(format_rate_as(1e9, f("g")), "1.00 Gbits/sec");
+        assert_eq!(format_rate_as(1e9, f("G")), "0.12 GBytes/sec");
+        assert_eq!(format_rate_as(1e9, f("t")), "0.00 Tbits/sec");
+        assert_eq!(format_rate_as(1e9, f("a")), "1.00 Gbits/sec");
+        assert_eq!(format_rate_as(1e9, f("A")), " 119 MBytes/sec");
+        assert_eq!(format_rate_as(8000.0, f("B")), "1000 Bytes/sec");
+        assert_eq!(format_rate_as(8000.0, f("b")), "8000 bits/sec");
+        // simpleperf's words are the uppercase letters.
+        assert_eq!(f("KB"), f("K"));
+        assert_eq!(f("MB"), f("M"));
+        assert_eq!(f("GB"), f("G"));
+        assert_eq!(UnitFormat::default(), f("a"));
+        for bad in ["", "x", "mb", "Mb", "MBytes", "kk", "1"] {
+            assert!(UnitFormat::parse(bad).is_err(), "{bad}");
+        }
     }
 }
 

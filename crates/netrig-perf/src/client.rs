@@ -16,6 +16,7 @@ use crate::error::{PerfError, Result};
 use crate::output::{EndStream, Output, Sink, StartInfo};
 use crate::report::{CpuMeter, CpuUsage, Sampler};
 use crate::session::{self, default_len, DataSock, DriveOpts, Ended, Session};
+use crate::sockopt::{self, SockExtras};
 use crate::sys::{self, TcpOpts};
 
 /// Protocol version of netrig's extras.
@@ -53,12 +54,15 @@ pub fn connect(cfg: &ClientConfig) -> Result<Connection> {
         Some(b) => Some(resolve(b, 0, cfg.common.family)?),
         None => None,
     };
-    let sock = sys::tcp_connect(&server, bind.as_ref(), &TcpOpts::default(), cfg.connect_timeout).map_err(
-        |source| PerfError::Connect {
-            addr: server.to_string(),
-            source,
-        },
-    )?;
+    let mut ctrl_opts = TcpOpts::default();
+    ctrl_opts.extra.bind_dev = cfg.common.bind_dev.clone();
+    let sock =
+        sys::tcp_connect(&server, bind.as_ref(), &ctrl_opts, cfg.connect_timeout).map_err(|source| {
+            PerfError::Connect {
+                addr: server.to_string(),
+                source,
+            }
+        })?;
     let mss = sys::getsockopt_int(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap_or(0) as u32;
     let cookie = Cookie::from_random(&sys::random_bytes::<36>());
     let mut ctrl = Control::new(sock);
@@ -139,10 +143,13 @@ pub fn build_params(cfg: &ClientConfig, conn: &Connection) -> Params {
         window: cfg.window,
         len,
         bandwidth,
-        fqrate: 0,
-        pacing_timer: 1000,
+        fqrate: cfg.fq_rate,
+        pacing_timer: cfg.pacing_timer_us,
         burst: cfg.burst,
         tos: cfg.tos,
+        server_affinity: cfg.server_affinity,
+        flowlabel: cfg.flowlabel,
+        dont_fragment: cfg.dont_fragment,
         congestion: cfg.congestion.clone(),
         title: cfg.title.clone(),
         extra_data: cfg.extra_data.clone(),
@@ -162,27 +169,52 @@ pub fn tcp_opts(p: &Params) -> TcpOpts {
         nodelay: p.nodelay,
         congestion: p.congestion.clone(),
         tos: p.tos,
+        extra: SockExtras {
+            fq_rate_bps: p.fqrate,
+            ..Default::default()
+        },
     }
+}
+
+/// The client's own options on a TCP data socket, beyond the parameters both sides apply.
+fn client_tcp_opts(cfg: &ClientConfig, p: &Params) -> TcpOpts {
+    let mut o = tcp_opts(p);
+    o.extra.user_timeout_ms = cfg
+        .snd_timeout
+        .map(|d| d.as_millis().min(u32::MAX as u128) as u32)
+        .unwrap_or(0);
+    o.extra.bind_dev = cfg.common.bind_dev.clone();
+    o.extra.flowlabel = cfg.flowlabel;
+    o
 }
 
 /// Opens one TCP data stream and identifies it with the cookie.
 pub fn open_tcp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize) -> Result<TcpStream> {
     let bind = local_bind(cfg, conn, index);
-    let mut s = sys::tcp_connect(&conn.server, bind.as_ref(), &tcp_opts(p), cfg.connect_timeout).map_err(
-        |source| {
-            if source.kind() == std::io::ErrorKind::InvalidInput
-                || source.raw_os_error() == Some(libc::ENOENT)
-            {
-                PerfError::Config(source.to_string())
-            } else {
-                PerfError::Connect {
-                    addr: conn.server.to_string(),
-                    source,
-                }
+    let mut s = sys::tcp_connect(
+        &conn.server,
+        bind.as_ref(),
+        &client_tcp_opts(cfg, p),
+        cfg.connect_timeout,
+    )
+    .map_err(|source| {
+        if source.kind() == std::io::ErrorKind::InvalidInput || source.raw_os_error() == Some(libc::ENOENT) {
+            PerfError::Config(source.to_string())
+        } else {
+            PerfError::Connect {
+                addr: conn.server.to_string(),
+                source,
             }
-        },
-    )?;
+        }
+    })?;
     s.write_all(conn.cookie.as_bytes())?;
+    crate::debug::line(|| {
+        format!(
+            "TCP stream {index} (socket {}): {}",
+            s.as_raw_fd(),
+            sockopt::describe(s.as_raw_fd(), conn.server.is_ipv6(), true)
+        )
+    });
     Ok(s)
 }
 
@@ -215,8 +247,28 @@ pub fn open_udp(cfg: &ClientConfig, conn: &Connection, p: &Params, index: usize)
         )
     });
     let sock = UdpSocket::bind(local)?;
+    let extra = SockExtras {
+        fq_rate_bps: p.fqrate,
+        bind_dev: cfg.common.bind_dev.clone(),
+        ..Default::default()
+    };
+    sockopt::apply_udp(
+        sock.as_raw_fd(),
+        &extra,
+        p.tos,
+        p.dont_fragment,
+        conn.server.is_ipv6(),
+    )
+    .map_err(|e| PerfError::Config(e.to_string()))?;
     sock.connect(conn.server)?;
     size_udp_buffers(&sock, p.window);
+    crate::debug::line(|| {
+        format!(
+            "UDP stream {index} (socket {}): {}",
+            sock.as_raw_fd(),
+            sockopt::describe(sock.as_raw_fd(), conn.server.is_ipv6(), false)
+        )
+    });
     sock.set_read_timeout(Some(Duration::from_millis(300)))?;
     let deadline = std::time::Instant::now() + cfg.connect_timeout;
     let mut buf = [0u8; 64];
@@ -277,6 +329,7 @@ fn peer_cpu(r: &Results) -> CpuUsage {
 /// ends properly (a `-J` document with an "error" key).
 pub fn run(cfg: &ClientConfig, sink: Sink) -> Result<()> {
     let mut out = Output::new(cfg.common.format, sink, false);
+    out.configure(&cfg.common);
     out.set_title(cfg.title.clone());
     let result = match &cfg.mode {
         ClientMode::Bulk => run_bulk(cfg, &mut out),
@@ -305,6 +358,7 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         serde_json::json!({ "host": cfg.host, "port": cfg.common.port }),
     );
     let mut session = Session::new(&params);
+    session.file = cfg.common.file.clone();
     let p = params.parallel as usize;
     let senders = if cfg.bidir || !cfg.reverse { p } else { 0 };
     let receivers = if cfg.bidir || cfg.reverse { p } else { 0 };
@@ -346,6 +400,9 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         is_client: true,
         deadline: None,
         tcp_info_interval: cfg.tcp_info_interval,
+        rcv_timeout: Some(cfg.common.rcv_timeout),
+        rate_limit: None,
+        end_when_senders_done: cfg.common.file.is_some(),
     };
     let ended = session::drive(&mut conn.ctrl, &session, out, &mut sampler, &opts)?;
     let end_ns = sys::monotonic_ns();
@@ -372,7 +429,8 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     session::final_interval(&mut sampler, out, end_ns, cfg.common.interval);
     let totals = sampler.totals(end_ns);
     let usage = cpu.usage();
-    let ours = session.results(&totals, usage);
+    let mut ours = session.results(&totals, usage);
+    session::add_sender_extremes(&mut ours, &totals, &sampler.extremes);
     let theirs = exchange_results(&mut conn, &ours)?;
 
     let mut ends = vec![];
@@ -399,7 +457,10 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     } else {
         (ours_cc, theirs_cc)
     };
-    let end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    let mut end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    if let Some(path) = &cfg.common.file {
+        crate::diskfile::report_end(path, &ends, &mut end, out);
+    }
     if cfg.common.verbose {
         let r = peer_cpu(&theirs);
         let (l, rr) = if cfg.reverse {
@@ -461,6 +522,7 @@ pub fn negotiate(cfg: &ClientConfig) -> Result<(Connection, Params)> {
         "the server's parameter request",
     )?;
     let params = build_params(cfg, &conn);
+    crate::debug::line(|| format!("parameters sent: {}", params.to_json()));
     conn.ctrl.send_json(&params.to_json())?;
     expect(
         &mut conn.ctrl,

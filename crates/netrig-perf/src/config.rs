@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use netrig_core::iperf3::{Limits, Protocol};
+use netrig_core::units::UnitFormat;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -37,7 +38,24 @@ pub struct Common {
     pub forceflush: bool,
     pub verbose: bool,
     pub auth_key: Option<String>,
+    /// `-f`: the unit of the bitrate column.
+    pub units: UnitFormat,
+    /// `--timestamps[=FORMAT]`: a strftime(3) prefix for every text line.
+    pub timestamps: Option<String>,
+    /// `-d`: diagnostic lines on stderr.
+    pub debug: bool,
+    /// `--bind-dev`: SO_BINDTODEVICE on every socket.
+    pub bind_dev: Option<String>,
+    /// `-A n`: the CPU this process runs on.
+    pub affinity: Option<usize>,
+    /// `-F`: a sender reads its data from this file; a receiver writes what it got.
+    pub file: Option<PathBuf>,
+    /// `--rcv-timeout`: a receiving side that gets no data this long ends the test.
+    pub rcv_timeout: Duration,
 }
+
+/// iperf3's default `--rcv-timeout`.
+pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Default for Common {
     fn default() -> Self {
@@ -51,6 +69,13 @@ impl Default for Common {
             forceflush: false,
             verbose: false,
             auth_key: None,
+            units: UnitFormat::default(),
+            timestamps: None,
+            debug: false,
+            bind_dev: None,
+            affinity: None,
+            file: None,
+            rcv_timeout: DEFAULT_RCV_TIMEOUT,
         }
     }
 }
@@ -109,6 +134,18 @@ pub struct ClientConfig {
     pub no_gso: bool,
     /// Interval between TCP_INFO samples streamed as events (None: off).
     pub tcp_info_interval: Option<Duration>,
+    /// `-A n,m`: the CPU asked of the server.
+    pub server_affinity: Option<u32>,
+    /// `--fq-rate`: SO_MAX_PACING_RATE on every data socket, bit/s (0 = off).
+    pub fq_rate: u64,
+    /// `--snd-timeout`: TCP_USER_TIMEOUT on the client's TCP data sockets.
+    pub snd_timeout: Option<Duration>,
+    /// `--pacing-timer`: the sender's pacing timer in microseconds (iperf3's default 1000).
+    pub pacing_timer_us: u64,
+    /// `--dont-fragment`: DF on UDP streams.
+    pub dont_fragment: bool,
+    /// `-L`: IPv6 flow label of the TCP data streams (0 = none).
+    pub flowlabel: u32,
 }
 
 impl Default for ClientConfig {
@@ -143,6 +180,12 @@ impl Default for ClientConfig {
             cport: None,
             no_gso: false,
             tcp_info_interval: None,
+            server_affinity: None,
+            fq_rate: 0,
+            snd_timeout: None,
+            pacing_timer_us: 1000,
+            dont_fragment: false,
+            flowlabel: 0,
         }
     }
 }
@@ -161,6 +204,19 @@ pub struct ServerConfig {
     pub grace: Duration,
     /// Largest rr response a client may ask for.
     pub max_rr_response: u64,
+    /// `--idle-timeout`: with no test for this long, a one-off server exits and any
+    /// other reopens its listening socket (iperf3's restart).
+    pub idle_timeout: Option<Duration>,
+    /// `--server-bitrate-limit`: the most a test may move, all streams together.
+    pub bitrate_limit: Option<BitrateLimit>,
+}
+
+/// A server's limit on a test's total rate, averaged over a window (iperf3's
+/// `--server-bitrate-limit RATE[/SECS]`, window 5 s by default).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BitrateLimit {
+    pub bits_per_second: u64,
+    pub window: Duration,
 }
 
 impl Default for ServerConfig {
@@ -173,6 +229,8 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(5),
             grace: Duration::from_secs(10),
             max_rr_response: 1 << 30,
+            idle_timeout: None,
+            bitrate_limit: None,
         }
     }
 }

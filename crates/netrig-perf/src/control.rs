@@ -37,6 +37,7 @@ impl Control {
     }
 
     pub fn send_state(&mut self, state: State) -> Result<()> {
+        crate::debug::line(|| format!("control: sending {state:?}"));
         self.sock
             .write_all(&[state.emit()])
             .map_err(|e| io_context(e, "sending a state"))
@@ -48,7 +49,11 @@ impl Control {
         let mut b = [0u8; 1];
         match self.sock.read(&mut b) {
             Ok(0) => Err(PerfError::PeerClosed(format!("while waiting for {what}"))),
-            Ok(_) => Ok(State::parse(b[0])?),
+            Ok(_) => {
+                let state = State::parse(b[0])?;
+                crate::debug::line(|| format!("control: received {state:?}"));
+                Ok(state)
+            }
             Err(e) => Err(io_context(e, what)),
         }
     }

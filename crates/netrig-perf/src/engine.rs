@@ -54,7 +54,7 @@ impl RunControl {
 
     /// Claims one block of `len` bytes of the budget; returns how many bytes to send
     /// (0 when the budget is spent).
-    fn claim(&self, len: usize) -> usize {
+    pub(crate) fn claim(&self, len: usize) -> usize {
         if self.blocks_limit > 0 && self.sent_blocks.fetch_add(1, Relaxed) >= self.blocks_limit {
             return 0;
         }

@@ -28,6 +28,14 @@ pub enum PerfError {
     Params(#[from] ParamError),
     #[error("malformed message: {0}")]
     Wire(#[from] WireError),
+    #[error("idle timeout for receiving data: nothing arrived for {ms} ms (--rcv-timeout)")]
+    NoData { ms: u128 },
+    #[error("total required bandwidth is larger than server limit: {measured_bps} bit/s averaged over {window_s} s, limit {limit_bps} bit/s (--server-bitrate-limit)")]
+    TotalRate {
+        measured_bps: u64,
+        limit_bps: u64,
+        window_s: f64,
+    },
     #[error("{0}")]
     Config(String),
     #[error("{0}")]
@@ -46,10 +54,16 @@ pub mod ierr {
     pub const IECTRLREAD: i32 = 108;
     pub const IESTREAMACCEPT: i32 = 201;
     pub const IEAUTHTEST: i32 = 142;
+    pub const IETOTALRATE: i32 = 27;
+    pub const IEAFFINITY: i32 = 132;
+    pub const IENOMSG: i32 = 144;
 
     pub fn describe(code: i32) -> String {
         match code {
             13 => "an option you are trying to set is not implemented yet".into(),
+            27 => "total required bandwidth is larger than server limit".into(),
+            132 => "unable to set CPU affinity".into(),
+            144 => "idle timeout for receiving data".into(),
             108 => "unable to read from the control socket".into(),
             110 => "received an unknown control message".into(),
             112 => "unable to receive control message".into(),

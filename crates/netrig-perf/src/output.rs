@@ -6,10 +6,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use netrig_core::iperf3::StreamResult;
-use netrig_core::units::{format_bytes, format_rate};
+use netrig_core::units::{format_bytes, format_rate_as, UnitFormat};
 use serde_json::{json, Map, Value};
 
-use crate::config::Format;
+use crate::config::{Common, Format};
 use crate::report::{rate, CpuUsage, Sample, TcpExtremes};
 
 pub const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -";
@@ -132,7 +132,12 @@ impl EndStream {
             seconds: p.end_time,
             bytes: p.bytes,
             retransmits: (p.retransmits >= 0).then_some(p.retransmits),
-            extremes: None,
+            // The peer's sender extremes, when a netrig peer sent them (iperf3 does not).
+            extremes: if s.sender {
+                None
+            } else {
+                p.netrig.as_ref().and_then(TcpExtremes::from_peer)
+            },
             pacing: p.netrig.as_ref().and_then(|n| n.get("pacing")).cloned(),
         });
         let (mut sender, mut receiver) = if s.sender {
@@ -257,6 +262,10 @@ pub struct Output {
     extras: Map<String, Value>,
     title: Option<String>,
     last_was_separator: bool,
+    /// `-f`: the bitrate column's unit.
+    units: UnitFormat,
+    /// `--timestamps`: strftime format prefixed to every text line.
+    timestamps: Option<String>,
 }
 
 fn sample_json(s: &Sample, udp: bool) -> Map<String, Value> {
@@ -348,7 +357,19 @@ impl Output {
             extras: Map::new(),
             title: None,
             last_was_separator: false,
+            units: UnitFormat::default(),
+            timestamps: None,
         }
+    }
+
+    /// Takes the text options shared by client and server (`-f`, `--timestamps`).
+    pub fn configure(&mut self, common: &Common) {
+        self.units = common.units;
+        self.timestamps = common.timestamps.clone();
+    }
+
+    fn rate_text(&self, bits_per_second: f64) -> String {
+        format_rate_as(bits_per_second, self.units)
     }
 
     /// A line for people (text mode only; also captured for the client).
@@ -359,10 +380,19 @@ impl Output {
             c.push('\n');
         }
         if self.format == Format::Text {
-            let t = match &self.title {
-                Some(title) => format!("{title}:  {line}\n"),
-                None => format!("{line}\n"),
-            };
+            // As iperf3: timestamp, then title, then the line.
+            let stamp = self
+                .timestamps
+                .as_deref()
+                .map(|f| crate::timestamp::now(f).unwrap_or_default())
+                .unwrap_or_default();
+            let mut t = String::new();
+            for l in line.split('\n') {
+                match &self.title {
+                    Some(title) => t.push_str(&format!("{stamp}{title}:  {l}\n")),
+                    None => t.push_str(&format!("{stamp}{l}\n")),
+                }
+            }
             self.sink.write(&t);
         }
     }
@@ -388,6 +418,16 @@ impl Output {
                 }
             }
             Format::Text => {}
+        }
+    }
+
+    /// One TCP_INFO sample (`--tcp-info-interval`): a netrig event in JSON, a line in text.
+    pub fn tcp_info(&mut self, sample: Value) {
+        if self.format == Format::Text {
+            let line = crate::tcp_info::text_line(&sample, self.units);
+            self.text(&line);
+        } else {
+            self.extra("tcp_info", sample);
         }
     }
 
@@ -491,7 +531,7 @@ impl Output {
             s.start,
             s.end,
             format_bytes(s.bytes as f64),
-            format_rate(s.bits_per_second())
+            self.rate_text(s.bits_per_second())
         );
         let omitted = if s.omitted { "(omitted)" } else { "" };
         if let Some(u) = &s.udp_rx {
@@ -612,7 +652,7 @@ impl Output {
             0.0,
             side.end,
             format_bytes(side.bytes as f64),
-            format_rate(rate(side.bytes, side.end))
+            self.rate_text(rate(side.bytes, side.end))
         );
         match (show_retr, side.retransmits) {
             (true, Some(r)) => format!("{head}  {r:3}             {which}"),
@@ -639,7 +679,7 @@ impl Output {
             0.0,
             side.end,
             format_bytes(side.bytes as f64),
-            format_rate(rate(side.bytes, side.end)),
+            self.rate_text(rate(side.bytes, side.end)),
             jitter,
             lost,
             total,

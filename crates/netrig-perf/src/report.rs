@@ -93,6 +93,8 @@ pub struct TcpExtremes {
     pub min_rtt: u32,
     rtt_sum: u64,
     rtt_n: u64,
+    /// The mean a peer reported (its samples are not here).
+    mean_override: Option<u32>,
 }
 
 impl TcpExtremes {
@@ -112,7 +114,23 @@ impl TcpExtremes {
     }
 
     pub fn mean_rtt(&self) -> u32 {
-        self.rtt_sum.checked_div(self.rtt_n).unwrap_or(0) as u32
+        self.mean_override
+            .unwrap_or_else(|| self.rtt_sum.checked_div(self.rtt_n).unwrap_or(0) as u32)
+    }
+
+    /// Extremes a peer reported for its sending stream (netrig extras of its results);
+    /// None when the peer did not send them (iperf3 does not).
+    pub fn from_peer(extra: &serde_json::Value) -> Option<TcpExtremes> {
+        let get = |k: &str| extra.get(k).and_then(serde_json::Value::as_u64);
+        Some(TcpExtremes {
+            max_snd_cwnd: get("max_snd_cwnd")?,
+            max_snd_wnd: get("max_snd_wnd")?,
+            max_rtt: get("max_rtt")?.min(u32::MAX as u64) as u32,
+            min_rtt: get("min_rtt")?.min(u32::MAX as u64) as u32,
+            rtt_sum: 0,
+            rtt_n: 0,
+            mean_override: Some(get("mean_rtt")?.min(u32::MAX as u64) as u32),
+        })
     }
 }
 
@@ -355,4 +373,23 @@ pub fn pacing_line(p: &Value) -> Option<String> {
         num("max_behind_ms"),
         format_bytes(num("max_behind_bytes")),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peers_extremes_come_whole_or_not_at_all() {
+        let v = serde_json::json!({"max_snd_cwnd": 1000, "max_snd_wnd": 2000, "max_rtt": 90,
+                                   "min_rtt": 10, "mean_rtt": 40, "out_of_order": 0});
+        let x = TcpExtremes::from_peer(&v).unwrap();
+        assert_eq!(
+            (x.max_snd_cwnd, x.max_snd_wnd, x.max_rtt, x.min_rtt, x.mean_rtt()),
+            (1000, 2000, 90, 10, 40)
+        );
+        // An iperf3 peer (or a UDP stream) sends none: nothing is made up.
+        assert!(TcpExtremes::from_peer(&serde_json::json!({"out_of_order": 0})).is_none());
+        assert!(TcpExtremes::from_peer(&serde_json::json!({"max_snd_cwnd": 1})).is_none());
+    }
 }

@@ -70,12 +70,42 @@ fn bind_listener(cfg: &ServerConfig) -> Result<TcpListener> {
 }
 
 pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
+    run_then(cfg, sink, |outcome| outcome)
+}
+
+/// Binds the listening socket (and `--bind-dev`).
+fn listen(cfg: &ServerConfig) -> Result<TcpListener> {
     let listener = bind_listener(cfg)?;
-    let listen = listener.local_addr()?;
+    if let Some(dev) = &cfg.common.bind_dev {
+        crate::sockopt::bind_to_device(listener.as_raw_fd(), dev)
+            .map_err(|e| PerfError::Config(e.to_string()))?;
+    }
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serves until a one-off test ends or `--idle-timeout` ends a one-off server. Once the
+/// listening socket is up (or cannot be), `listening` hears it and may still refuse to
+/// go on (a daemon's pidfile, its waiting parent).
+pub fn run_then(
+    cfg: &ServerConfig,
+    sink: Sink,
+    listening: impl FnOnce(std::result::Result<(), String>) -> std::result::Result<(), String>,
+) -> Result<()> {
+    let listener = match listen(cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = listening(Err(e.to_string()));
+            return Err(e);
+        }
+    };
+    listening(Ok(())).map_err(PerfError::Config)?;
+    let mut listener = listener;
+    let listen_addr = listener.local_addr()?;
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         sink,
-        listen,
+        listen: listen_addr,
         pending: Mutex::new(HashMap::new()),
         running: Mutex::new(HashSet::new()),
         active: AtomicUsize::new(0),
@@ -84,21 +114,48 @@ pub fn run(cfg: &ServerConfig, sink: Sink) -> Result<()> {
         shutdown: AtomicBool::new(false),
     });
     banner(&shared);
-    listener.set_nonblocking(true)?;
     let mut pfd = libc::pollfd {
         fd: listener.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
     };
     let mut accepted: u64 = 0;
+    let mut idle_since = Instant::now();
     while !shared.shutdown.load(Relaxed) {
         // SAFETY: pfd is valid for the call.
         let n = unsafe { libc::poll(&mut pfd, 1, 200) };
+        if shared.active.load(Relaxed) > 0 {
+            idle_since = Instant::now();
+        }
+        if let Some(idle) = cfg.idle_timeout.filter(|&t| idle_since.elapsed() >= t) {
+            if cfg.one_off {
+                crate::debug::line(|| {
+                    format!(
+                        "no test for {} s in one-off mode (--idle-timeout): exiting",
+                        idle.as_secs()
+                    )
+                });
+                return Ok(());
+            }
+            // iperf3's restart: a fresh listening socket.
+            crate::debug::line(|| {
+                format!(
+                    "no test for {} s (--idle-timeout): reopening the listening socket",
+                    idle.as_secs()
+                )
+            });
+            drop(listener);
+            listener = listen(cfg)?;
+            pfd.fd = listener.as_raw_fd();
+            idle_since = Instant::now();
+            continue;
+        }
         if n <= 0 {
             continue;
         }
         match listener.accept() {
             Ok((stream, peer)) => {
+                idle_since = Instant::now();
                 let sh = shared.clone();
                 // Accept order is the order the client opened its streams in; stream
                 // roles (which send, which receive) depend on it, and the connection
@@ -126,6 +183,7 @@ fn banner(sh: &Shared) {
     if sh.cfg.common.format == crate::config::Format::Text {
         let n = sh.tests.load(Relaxed) + 1;
         let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), false);
+        out.configure(&sh.cfg.common);
         out.text("-----------------------------------------------------------");
         out.text(&format!("Server listening on {} (test #{n})", sh.listen.port()));
         out.text("-----------------------------------------------------------");
@@ -159,6 +217,7 @@ fn handle_conn(sh: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, seq: u6
     }
     let number = sh.tests.fetch_add(1, Relaxed) + 1;
     let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), true);
+    out.configure(&sh.cfg.common);
     let result = run_test(&sh, stream, cookie, sys::canonical(peer), &mut out);
     sh.pending.lock().unwrap().remove(&cookie);
     sh.running.lock().unwrap().remove(&cookie);
@@ -228,6 +287,10 @@ fn run_test(
         ));
         return Err(refuse(&mut ctrl, ierr::IEUNIMP, e));
     }
+    crate::debug::line(|| format!("parameters received: {}", String::from_utf8_lossy(&body)));
+    if let Err((code, e)) = server_checks(cfg, &params) {
+        return Err(refuse(&mut ctrl, code, e));
+    }
     let mode = params.mode();
     match (mode, params.protocol) {
         (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) => {
@@ -250,6 +313,9 @@ fn run_test(
     };
 
     let mut session = Session::new(&params);
+    if mode == Mode::Bulk {
+        session.file = cfg.common.file.clone();
+    }
     let rr_incoming = match params.protocol {
         Protocol::Tcp => {
             let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, &params)?;
@@ -310,6 +376,9 @@ fn run_test(
         is_client: false,
         deadline: Some(Duration::from_secs(limit) + cfg.grace),
         tcp_info_interval: None,
+        rcv_timeout: bulk.then_some(cfg.common.rcv_timeout),
+        rate_limit: if bulk { cfg.bitrate_limit } else { None },
+        end_when_senders_done: false,
     };
     let ended = session::drive(&mut ctrl, &session, out, &mut sampler, &opts);
     let end_ns = sys::monotonic_ns();
@@ -318,6 +387,11 @@ fn run_test(
     for h in helpers {
         let _ = h.join();
     }
+    let ended = match ended {
+        Err(e @ PerfError::NoData { .. }) => return Err(refuse(&mut ctrl, ierr::IENOMSG, e)),
+        Err(e @ PerfError::TotalRate { .. }) => return Err(refuse(&mut ctrl, ierr::IETOTALRATE, e)),
+        other => other,
+    };
     match ended? {
         Ended::Peer(State::TestEnd) => {}
         Ended::Peer(State::ClientTerminate) => {
@@ -345,7 +419,11 @@ fn run_test(
         .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp, params.omit == 0))
         .collect();
     let end = if bulk {
-        Some(out.end(&ends, usage, None, (session.congestion(), None)))
+        let mut end = out.end(&ends, usage, None, (session.congestion(), None));
+        if let Some(path) = &session.file {
+            crate::diskfile::report_end(path, &ends, &mut end, out);
+        }
+        Some(end)
     } else {
         None
     };
@@ -354,6 +432,7 @@ fn run_test(
     let body = ctrl.recv_json(MAX_RESULTS_LEN, cfg.handshake_timeout, "the client's results")?;
     let _client_results = Results::parse(&body)?;
     let mut ours = session.results(&totals, usage);
+    session::add_sender_extremes(&mut ours, &totals, &sampler.extremes);
     if !bulk {
         ours.streams = session
             .streams
@@ -376,6 +455,55 @@ fn run_test(
     let doc = out.document(end, None, Map::new());
     out.finish_json(&doc);
     let _ = ctrl.recv_state(Duration::from_secs(5), "IPERF_DONE");
+    Ok(())
+}
+
+/// What this server's own flags demand of a test, checked before any stream opens:
+/// the CPU the client asks for (`-A n,m`), the total rate it asks for against
+/// `--server-bitrate-limit` (as iperf3 does), and what `-F` can serve.
+fn server_checks(cfg: &ServerConfig, p: &Params) -> std::result::Result<(), (i32, PerfError)> {
+    if let Some(cpu) = p.server_affinity {
+        // This test's thread and the stream threads it starts run on that CPU.
+        crate::sockopt::set_cpu_affinity(cpu as usize).map_err(|e| {
+            (
+                ierr::IEAFFINITY,
+                PerfError::Config(format!("-A: the client's server CPU: {e}")),
+            )
+        })?;
+        crate::debug::line(|| format!("test pinned to CPU {cpu} (-A n,{cpu})"));
+    }
+    if let Some(limit) = cfg.bitrate_limit {
+        let asked = p.bandwidth.saturating_mul(p.parallel as u64) * if p.bidirectional { 2 } else { 1 };
+        if asked > limit.bits_per_second {
+            return Err((
+                ierr::IETOTALRATE,
+                PerfError::Config(format!(
+                    "total required bandwidth is larger than server limit: the test asks for {asked} bit/s, limit {} bit/s (--server-bitrate-limit)",
+                    limit.bits_per_second
+                )),
+            ));
+        }
+    }
+    if let Some(f) = &cfg.common.file {
+        let why = if p.protocol == Protocol::Udp {
+            Some("UDP")
+        } else if p.parallel > 1 {
+            Some("-P above 1")
+        } else if p.bidirectional {
+            Some("--bidir")
+        } else {
+            None
+        };
+        if let (Some(why), Mode::Bulk) = (why, p.mode()) {
+            return Err((
+                ierr::IEUNIMP,
+                PerfError::Config(format!(
+                    "this server sends and receives the file {} (-F), which works with one TCP stream in one direction, not {why}",
+                    f.display()
+                )),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -424,6 +552,9 @@ fn collect_udp(
 ) -> Result<Vec<UdpSocket>> {
     let _one_at_a_time = sh.udp_setup.lock().unwrap();
     let listener = sys::udp_bind_shared(&udp_listen_addr(sh, ctrl)?)?;
+    if let Some(dev) = &sh.cfg.common.bind_dev {
+        crate::sockopt::bind_to_device(listener.as_raw_fd(), dev)?;
+    }
     listener.set_read_timeout(Some(Duration::from_millis(100)))?;
     ctrl.send_state(State::CreateStreams)?;
     let deadline = Instant::now() + sh.cfg.handshake_timeout * 2;
@@ -447,8 +578,28 @@ fn collect_udp(
             continue; // a stray datagram (say, a late packet of an ended test)
         }
         let s = sys::udp_bind_shared(&listener.local_addr()?)?;
+        let extra = crate::sockopt::SockExtras {
+            fq_rate_bps: params.fqrate,
+            bind_dev: sh.cfg.common.bind_dev.clone(),
+            ..Default::default()
+        };
+        crate::sockopt::apply_udp(
+            s.as_raw_fd(),
+            &extra,
+            params.tos,
+            params.dont_fragment,
+            from.is_ipv6(),
+        )
+        .map_err(|e| refuse(ctrl, ierr::IESTREAMACCEPT, PerfError::Config(e.to_string())))?;
         s.connect(from)?;
         crate::client::size_udp_buffers(&s, params.window);
+        crate::debug::line(|| {
+            format!(
+                "UDP stream from {from} (socket {}): {}",
+                s.as_raw_fd(),
+                crate::sockopt::describe(s.as_raw_fd(), from.is_ipv6(), false)
+            )
+        });
         s.send(&UDP_CONNECT_REPLY)?;
         socks.push(s);
     }
@@ -471,6 +622,12 @@ fn apply_server_tcp_opts(s: &TcpStream, p: &Params) -> Result<()> {
     o.mss = 0; // only effective before the handshake; the client's MSS governs both ways
     let cc = o.congestion.take();
     sys::apply_tcp_opts(fd, &o, v6)?;
+    crate::debug::line(|| {
+        format!(
+            "TCP stream (socket {fd}): {}",
+            crate::sockopt::describe(fd, v6, true)
+        )
+    });
     if let Some(cc) = cc {
         // As iperf3: an unknown algorithm on the server is a warning, not a failure.
         let _ = sys::set_congestion(fd, &cc);

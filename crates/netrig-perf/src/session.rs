@@ -3,6 +3,7 @@
 
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,13 +11,15 @@ use std::time::Duration;
 
 use netrig_core::iperf3::{stream_id, Params, Protocol, Results, StreamResult};
 use netrig_core::wire::iperf3::State;
-use serde_json::json;
 
+use crate::config::BitrateLimit;
 use crate::control::Control;
+use crate::diskfile;
 use crate::engine::{self, RunControl, SendOpts, Stream};
-use crate::error::Result;
+use crate::error::{PerfError, Result};
 use crate::output::Output;
-use crate::report::{CpuUsage, Sample, Sampler};
+use crate::ratelimit::TotalRateCheck;
+use crate::report::{CpuUsage, Sample, Sampler, TcpExtremes};
 use crate::sys::{self, TcpInfo};
 
 pub enum DataSock {
@@ -49,6 +52,8 @@ pub struct Session {
     socks: Vec<DataSock>,
     handles: Vec<JoinHandle<()>>,
     pub udp: bool,
+    /// `-F`: this side's streams send from, or receive into, this file.
+    pub file: Option<PathBuf>,
 }
 
 impl Session {
@@ -59,6 +64,7 @@ impl Session {
             socks: vec![],
             handles: vec![],
             udp: params.protocol == Protocol::Udp,
+            file: None,
         }
     }
 
@@ -90,6 +96,18 @@ impl Session {
             let (s, ctl, opts) = (s.clone(), self.ctl.clone(), opts.clone());
             let name = format!("stream-{}", s.id);
             let handle = match sock {
+                DataSock::Tcp(t) if self.file.is_some() => {
+                    let (t, path) = (t.try_clone()?, self.file.as_deref().unwrap_or(Path::new("")));
+                    let len = opts.len;
+                    let thread = std::thread::Builder::new().name(name);
+                    if s.sender {
+                        let f = diskfile::open_source(path)?;
+                        thread.spawn(move || diskfile::send(s, t, ctl, len, f))?
+                    } else {
+                        let f = diskfile::open_sink(path)?;
+                        thread.spawn(move || diskfile::recv(s, t, ctl, len, f))?
+                    }
+                }
                 DataSock::Tcp(t) => {
                     let t = t.try_clone()?;
                     if s.sender {
@@ -235,6 +253,31 @@ impl Session {
     }
 }
 
+/// Puts each sending TCP stream's TCP_INFO extremes (RTT min/max/mean in µs, largest
+/// cwnd and send window in bytes) into its result's netrig extras, so that a client whose
+/// peer sent (`-R`, `--bidir`) reports them as iperf3 reports its own sender's.
+pub fn add_sender_extremes(results: &mut Results, totals: &[Sample], extremes: &[TcpExtremes]) {
+    for ((r, t), x) in results.streams.iter_mut().zip(totals).zip(extremes) {
+        if !t.stream.sender || t.tcp.is_none() {
+            continue;
+        }
+        let mut extra = match r.netrig.take() {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for (k, v) in [
+            ("max_snd_cwnd", x.max_snd_cwnd),
+            ("max_snd_wnd", x.max_snd_wnd),
+            ("max_rtt", x.max_rtt as u64),
+            ("min_rtt", x.min_rtt as u64),
+            ("mean_rtt", x.mean_rtt() as u64),
+        ] {
+            extra.insert(k.into(), v.into());
+        }
+        r.netrig = Some(serde_json::Value::Object(extra));
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.stop();
@@ -255,6 +298,14 @@ pub struct DriveOpts {
     /// Server: give up on a client that never ends the test.
     pub deadline: Option<Duration>,
     pub tcp_info_interval: Option<Duration>,
+    /// `--rcv-timeout`: with receiving streams, end with an error when nothing arrives
+    /// this long (None: never).
+    pub rcv_timeout: Option<Duration>,
+    /// Server `--server-bitrate-limit`: end with an error when the test's total rate,
+    /// averaged over the limit's window, is above it.
+    pub rate_limit: Option<BitrateLimit>,
+    /// Client `-F`: the test ends when every sender reached the file's end.
+    pub end_when_senders_done: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,8 +336,34 @@ pub fn drive(
     let interval = ns(o.interval);
     let mut next_report = if interval > 0 { start + interval } else { u64::MAX };
     let mut next_info = o.tcp_info_interval.map(|d| start + ns(d));
+    let receives = session.streams.iter().any(|s| !s.sender);
+    let mut last_rx = (session.received().0, start);
+    let mut rate_check = o.rate_limit.map(|l| TotalRateCheck::new(l, o.interval, start));
     loop {
         let now = sys::monotonic_ns();
+        if let (Some(limit), true) = (o.rcv_timeout, receives) {
+            let (rb, _) = session.received();
+            if rb != last_rx.0 {
+                last_rx = (rb, now);
+            } else if now.saturating_sub(last_rx.1) >= ns(limit) {
+                return Err(PerfError::NoData {
+                    ms: limit.as_millis(),
+                });
+            }
+        }
+        if let Some(c) = rate_check.as_mut() {
+            let total: u64 = session.streams.iter().map(|s| s.bytes.load(Relaxed)).sum();
+            if let Some(e) = c.check(now, total) {
+                return Err(PerfError::TotalRate {
+                    measured_bps: e.measured_bps,
+                    limit_bps: e.limit_bps,
+                    window_s: e.window_s,
+                });
+            }
+        }
+        if o.is_client && o.end_when_senders_done && session.senders_done() {
+            return Ok(Ended::Done);
+        }
         if sampler.omitting() && now >= omit_end {
             if interval > 0 {
                 let samples = sampler.interval(now);
@@ -349,19 +426,13 @@ fn tcp_info_event(session: &Session, out: &mut Output, t: f64) {
     }
     for s in &session.streams {
         if let Some(i) = TcpInfo::of(s.socket) {
-            out.extra(
-                "tcp_info",
-                json!({
-                    "socket": s.socket, "t": (t * 1e6).round() / 1e6, "sender": s.sender,
-                    "bytes": s.bytes.load(Relaxed),
-                    "snd_cwnd": i.cwnd_bytes(), "snd_cwnd_segments": i.snd_cwnd, "snd_ssthresh": i.snd_ssthresh,
-                    "rtt_us": i.rtt_us, "rttvar_us": i.rttvar_us, "min_rtt_us": i.min_rtt_us,
-                    "total_retrans": i.total_retrans, "lost": i.lost, "unacked": i.unacked,
-                    "pacing_rate_bps": i.pacing_rate.saturating_mul(8),
-                    "delivery_rate_bps": i.delivery_rate.saturating_mul(8),
-                    "snd_wnd": i.snd_wnd, "snd_mss": i.snd_mss,
-                }),
-            );
+            out.tcp_info(crate::tcp_info::sample_json(
+                s.socket,
+                t,
+                s.sender,
+                s.bytes.load(Relaxed),
+                &i,
+            ));
         }
     }
 }

@@ -456,6 +456,8 @@ pub struct TcpOpts {
     pub nodelay: bool,
     pub congestion: Option<String>,
     pub tos: u32,
+    /// --fq-rate, --snd-timeout, --bind-dev, -L (see `sockopt`).
+    pub extra: crate::sockopt::SockExtras,
 }
 
 /// Applies what can be applied to any TCP socket; a failing congestion control is
@@ -473,12 +475,9 @@ pub fn apply_tcp_opts(fd: RawFd, o: &TcpOpts, v6: bool) -> io::Result<()> {
         setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
     }
     if o.tos > 0 {
-        if v6 {
-            setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, o.tos as i32)?;
-        } else {
-            setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, o.tos as i32)?;
-        }
+        crate::sockopt::set_tos(fd, o.tos, v6)?;
     }
+    crate::sockopt::apply_tcp(fd, &o.extra)?;
     if let Some(cc) = &o.congestion {
         set_congestion(fd, cc).map_err(|e| {
             io::Error::new(
@@ -514,8 +513,24 @@ pub fn tcp_connect(
         // SAFETY: ss holds a valid address of length len.
         check(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) })?;
     }
+    let mut addr = *addr;
+    if opts.extra.flowlabel > 0 {
+        let SocketAddr::V6(a6) = addr else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "-L/--flowlabel: the flow label is IPv6's; the server's address is IPv4 (use -6)",
+            ));
+        };
+        let info = crate::sockopt::request_flowlabel(fd, a6.ip(), opts.extra.flowlabel)?;
+        addr = SocketAddr::V6(std::net::SocketAddrV6::new(
+            *a6.ip(),
+            a6.port(),
+            info,
+            a6.scope_id(),
+        ));
+    }
     stream.set_nonblocking(true)?;
-    let (ss, len) = sockaddr_of(addr);
+    let (ss, len) = sockaddr_of(&addr);
     // SAFETY: as above.
     let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
     if r < 0 {

@@ -213,7 +213,7 @@ class Outcome:
                     row["jitter_ms"] = s["jitter_ms"]
                 out.append(row)
             for x in self.doc.get("netrig", {}).get("tcp_info", []) or []:
-                out.append({"t": t0 + x["t"], "cwnd_bytes": x.get("snd_cwnd"),
+                out.append({"t": t0 + x["t"], "cwnd_bytes": x.get("snd_cwnd_bytes", x.get("snd_cwnd")),
                             "rtt_ms": x.get("rtt_us", 0) / 1e3, "socket": x.get("socket")})
         elif k == "ping":
             out = [{"t": t, "rtt_ms": r} for t, r in self.ping_samples()]

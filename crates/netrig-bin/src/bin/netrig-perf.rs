@@ -7,11 +7,19 @@ use std::time::Duration;
 
 use clap::Parser;
 use netrig_core::iperf3::{Limits, Protocol};
-use netrig_core::units::{parse_rate, parse_size};
+use netrig_core::tos::parse_dscp;
+use netrig_core::units::{parse_rate, parse_size, UnitFormat};
 use netrig_perf::client;
-use netrig_perf::config::{ClientConfig, ClientMode, Common, Family, Format, ServerConfig};
+use netrig_perf::config::{
+    ClientConfig, ClientMode, Common, Family, Format, ServerConfig, DEFAULT_RCV_TIMEOUT,
+};
+use netrig_perf::daemon::{self, Pidfile};
+
+#[path = "../perf_flags.rs"]
+mod perf_flags;
 use netrig_perf::output::Sink;
 use netrig_perf::server;
+use perf_flags::{parse_affinity, parse_bitrate_limit, parse_flowlabel};
 
 /// Sizes (-n, -l, -w, -k) take K/M/G in 1024s; rates (-b) in 1000s, as iperf3.
 #[derive(Parser, Debug)]
@@ -90,9 +98,9 @@ struct Cli {
     /// UDP instead of TCP.
     #[arg(short = 'u', long)]
     udp: bool,
-    /// Seconds to transmit.
-    #[arg(short = 't', long, default_value_t = 10)]
-    time: u64,
+    /// Seconds to transmit (default 10).
+    #[arg(short = 't', long)]
+    time: Option<u64>,
     /// Bytes to transmit (instead of -t), e.g. 10M.
     #[arg(short = 'n', long = "bytes")]
     bytes: Option<String>,
@@ -100,7 +108,12 @@ struct Cli {
     #[arg(short = 'k', long = "blockcount")]
     blocks: Option<String>,
     /// Rate per stream in bit/s, optionally /burst packets (UDP default 1M, TCP unlimited).
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]")]
+    #[arg(
+        short = 'b',
+        long = "bitrate",
+        alias = "bandwidth",
+        value_name = "RATE[/BURST]"
+    )]
     bitrate: Option<String>,
     /// Block length (TCP default 128K; UDP default the path MSS).
     #[arg(short = 'l', long = "length")]
@@ -121,7 +134,7 @@ struct Cli {
     #[arg(short = 'M', long = "set-mss")]
     mss: Option<u32>,
     /// TCP congestion control algorithm.
-    #[arg(short = 'C', long = "congestion")]
+    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
     congestion: Option<String>,
     /// TCP_NODELAY.
     #[arg(short = 'N', long = "no-delay")]
@@ -181,6 +194,166 @@ struct Cli {
     /// netrig: milliseconds between transaction starts (0 = back to back).
     #[arg(long, default_value_t = 0.0)]
     rr_interval: f64,
+
+    // --- iperf3 3.12's other flags ---
+    /// Bitrate unit: k/m/g/t = Kbits..Tbits/sec, K/M/G/T = KBytes..TBytes/sec (1024s);
+    /// also a/A adaptive (default a), b/B, and KB/MB/GB/TB (= K/M/G/T).
+    #[arg(short = 'f', long = "format", value_name = "UNIT")]
+    format_unit: Option<String>,
+    /// Prefix every text line with the local time in strftime FORMAT (default "%c ").
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = netrig_perf::timestamp::DEFAULT_FORMAT)]
+    timestamps: Option<String>,
+    /// Send the file's bytes (client; the test ends at its end), or write what arrives
+    /// (server, or client with -R). One TCP stream.
+    #[arg(short = 'F', long = "file", value_name = "NAME")]
+    file: Option<PathBuf>,
+    /// Run on CPU n; a client's ",m" asks the server to run the test on CPU m.
+    #[arg(short = 'A', long = "affinity", value_name = "n[,m]")]
+    affinity: Option<String>,
+    /// Server: run in the background (returns once it listens).
+    #[arg(short = 'D', long)]
+    daemon: bool,
+    /// Write the PID to FILE (removed at exit).
+    #[arg(short = 'I', long = "pidfile", value_name = "FILE")]
+    pidfile: Option<PathBuf>,
+    /// DSCP code point 0-63 or a name (EF, AF11..AF43, CS0..CS7); sets TOS = DSCP << 2.
+    #[arg(long, value_name = "VAL")]
+    dscp: Option<String>,
+    /// SO_MAX_PACING_RATE on every data socket, in bit/s (e.g. 100M).
+    #[arg(long, value_name = "RATE")]
+    fq_rate: Option<String>,
+    /// Deprecated in iperf3: no socket pacing (--fq-rate 0, the default).
+    #[arg(long, hide = true)]
+    no_fq_socket_pacing: bool,
+    /// TCP_USER_TIMEOUT on the client's TCP streams: ms unacknowledged data may wait.
+    #[arg(long, value_name = "MS")]
+    snd_timeout: Option<u64>,
+    /// End a test when the receiving side gets nothing for MS (default 120000).
+    #[arg(long, value_name = "MS")]
+    rcv_timeout: Option<u64>,
+    /// Server: with no test for SECS, reopen the listening socket (-1: exit).
+    #[arg(long, value_name = "SECS")]
+    idle_timeout: Option<u64>,
+    /// Server: end a test whose total rate, averaged over SECS (default 5), exceeds RATE.
+    #[arg(long, value_name = "RATE[/SECS]")]
+    server_bitrate_limit: Option<String>,
+    /// Pacing timer in microseconds (default 1000), sent to the server as iperf3 does.
+    #[arg(long, value_name = "USEC")]
+    pacing_timer: Option<String>,
+    /// UDP: set Don't Fragment (IP_MTU_DISCOVER = IP_PMTUDISC_DO).
+    #[arg(long)]
+    dont_fragment: bool,
+    /// Bind every socket to the interface DEV (SO_BINDTODEVICE).
+    #[arg(long, value_name = "DEV")]
+    bind_dev: Option<String>,
+    /// Diagnostic lines on stderr (parameters, socket options read back, timeouts).
+    #[arg(short = 'd', long)]
+    debug: bool,
+    /// IPv6 flow label of the TCP streams (1..0xfffff; decimal, 0x hex or 0 octal).
+    #[arg(short = 'L', long = "flowlabel", value_name = "N")]
+    flowlabel: Option<String>,
+
+    // --- iperf3 flags that cannot mean anything here: accepted only to say why ---
+    /// Not supported: SCTP (use TCP or -u).
+    #[arg(long, hide = true)]
+    sctp: bool,
+    /// Not supported: SCTP address binding (use -B).
+    #[arg(short = 'X', long = "xbind", value_name = "NAME", hide = true)]
+    xbind: Option<String>,
+    /// Not supported: SCTP streams (use -P).
+    #[arg(long, value_name = "N", hide = true)]
+    nstreams: Option<String>,
+    /// Not supported: iperf3's RSA authentication (use --auth-key).
+    #[arg(long, hide = true)]
+    username: Option<String>,
+    #[arg(long, hide = true)]
+    rsa_public_key_path: Option<String>,
+    #[arg(long, hide = true)]
+    rsa_private_key_path: Option<String>,
+    #[arg(long, hide = true)]
+    authorized_users_path: Option<String>,
+    #[arg(long, hide = true)]
+    time_skew_threshold: Option<String>,
+    #[arg(long, hide = true)]
+    use_pkcs1_padding: bool,
+}
+
+/// Why each iperf3 flag netrig-perf cannot honour is refused, and what to use instead.
+fn unsupported(cli: &Cli) -> anyhow::Result<()> {
+    const SCTP: &str = "netrig-perf has no SCTP (iperf3 has it only when built with libsctp)";
+    const RSA: &str = "iperf3's RSA authentication is not implemented; use --auth-key KEY (or NETRIG_PERF_KEY) on client and server: a shared key, checked with HMAC-SHA256 over the test's cookie";
+    let given: [(bool, &str, &str, &str); 9] = [
+        (cli.sctp, "--sctp", SCTP, "; test TCP (the default) or UDP (-u)"),
+        (
+            cli.xbind.is_some(),
+            "-X/--xbind",
+            SCTP,
+            "; to choose the local address use -B ADDR",
+        ),
+        (
+            cli.nstreams.is_some(),
+            "--nstreams",
+            SCTP,
+            "; for parallel streams use -P N",
+        ),
+        (cli.username.is_some(), "--username", RSA, ""),
+        (
+            cli.rsa_public_key_path.is_some(),
+            "--rsa-public-key-path",
+            RSA,
+            "",
+        ),
+        (
+            cli.rsa_private_key_path.is_some(),
+            "--rsa-private-key-path",
+            RSA,
+            "",
+        ),
+        (
+            cli.authorized_users_path.is_some(),
+            "--authorized-users-path",
+            RSA,
+            "",
+        ),
+        (
+            cli.time_skew_threshold.is_some(),
+            "--time-skew-threshold",
+            RSA,
+            "",
+        ),
+        (cli.use_pkcs1_padding, "--use-pkcs1-padding", RSA, ""),
+    ];
+    match given.iter().find(|g| g.0) {
+        Some((_, flag, why, instead)) => anyhow::bail!("{flag} is not supported: {why}{instead}"),
+        None => Ok(()),
+    }
+}
+
+/// Flags of the other role are errors, as in iperf3 (IECLIENTONLY, IESERVERONLY).
+fn role_checks(cli: &Cli) -> anyhow::Result<()> {
+    let client_only: [(bool, &str); 8] = [
+        (cli.dscp.is_some(), "--dscp"),
+        (cli.fq_rate.is_some(), "--fq-rate"),
+        (cli.no_fq_socket_pacing, "--no-fq-socket-pacing"),
+        (cli.flowlabel.is_some(), "-L/--flowlabel"),
+        (cli.dont_fragment, "--dont-fragment"),
+        (cli.pacing_timer.is_some(), "--pacing-timer"),
+        (cli.snd_timeout.is_some(), "--snd-timeout"),
+        (cli.affinity.as_deref().is_some_and(|a| a.contains(',')), "-A n,m"),
+    ];
+    let server_only: [(bool, &str); 3] = [
+        (cli.daemon, "-D/--daemon"),
+        (cli.idle_timeout.is_some(), "--idle-timeout"),
+        (cli.server_bitrate_limit.is_some(), "--server-bitrate-limit"),
+    ];
+    if cli.server {
+        if let Some((_, f)) = client_only.iter().find(|c| c.0) {
+            anyhow::bail!("{f} is a client option (the client sends it to the server)");
+        }
+    } else if let Some((_, f)) = server_only.iter().find(|c| c.0) {
+        anyhow::bail!("{f} is a server option (-s)");
+    }
+    Ok(())
 }
 
 fn size(flag: &str, v: &Option<String>) -> anyhow::Result<u64> {
@@ -222,6 +395,30 @@ fn common(cli: &Cli) -> anyhow::Result<Common> {
         forceflush: cli.forceflush,
         verbose: cli.verbose,
         auth_key: cli.auth_key.clone(),
+        units: match &cli.format_unit {
+            Some(f) => UnitFormat::parse(f).map_err(|_| {
+                anyhow::anyhow!("-f: '{f}' is not a unit: k m g t (bits), K M G T (bytes), a A (adaptive), b B, KB MB GB TB")
+            })?,
+            None => UnitFormat::default(),
+        },
+        timestamps: match &cli.timestamps {
+            Some(f) => {
+                netrig_perf::timestamp::now(f).map_err(|e| anyhow::anyhow!("{e}"))?;
+                Some(f.clone())
+            }
+            None => None,
+        },
+        debug: cli.debug,
+        bind_dev: cli.bind_dev.clone(),
+        affinity: cli.affinity.as_deref().map(parse_affinity).transpose()?.map(|a| a.0),
+        file: cli.file.as_deref().map(std::path::absolute).transpose()?,
+        rcv_timeout: match cli.rcv_timeout {
+            Some(ms) if !(100..=86_400_000).contains(&ms) => {
+                anyhow::bail!("--rcv-timeout: {ms} ms is outside 100..86400000")
+            }
+            Some(ms) => Duration::from_millis(ms),
+            None => DEFAULT_RCV_TIMEOUT,
+        },
     })
 }
 
@@ -247,6 +444,67 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         anyhow::bail!("-R and --bidir exclude each other");
     }
     let len = size("-l", &cli.length)?;
+    let receives = cli.reverse || cli.bidir;
+    if cli.rcv_timeout.is_some() && !receives {
+        anyhow::bail!(
+            "--rcv-timeout: client receive timeout is valid only in receiving mode (-R or --bidir)"
+        );
+    }
+    if cli.reverse && cli.snd_timeout.is_some() {
+        anyhow::bail!(
+            "--snd-timeout sets TCP_USER_TIMEOUT on the client's sockets, as iperf3; with -R the server sends, so it would do nothing"
+        );
+    }
+    if cli.udp && cli.snd_timeout.is_some() {
+        anyhow::bail!("--snd-timeout sets TCP_USER_TIMEOUT, a TCP option; it does nothing for UDP (-u)");
+    }
+    if !cli.udp && cli.dont_fragment {
+        anyhow::bail!("--dont-fragment applies to UDP (-u), as in iperf3; TCP sets Don't Fragment itself (path MTU discovery)");
+    }
+    let flowlabel = cli
+        .flowlabel
+        .as_deref()
+        .map(parse_flowlabel)
+        .transpose()?
+        .unwrap_or(0);
+    if flowlabel > 0 && (cli.udp || cli.v4) {
+        anyhow::bail!("-L/--flowlabel labels IPv6 TCP streams, as iperf3; not with -u or -4");
+    }
+    let tos = match (&cli.dscp, cli.tos) {
+        (Some(_), t) if t != 0 => anyhow::bail!("-S and --dscp both set the TOS byte; give one"),
+        (Some(d), _) => parse_dscp(d).map_err(|e| anyhow::anyhow!("--dscp: {e}"))? as u32,
+        (None, t) if t > 255 => anyhow::bail!("-S: {t} is not a TOS byte 0-255"),
+        (None, t) => t,
+    };
+    let mut bytes = size("-n", &cli.bytes)?;
+    if let Some(f) = &cli.file {
+        let why = if cli.probe || cli.rr.is_some() {
+            Some("--probe or --rr: their payloads are requests and replies, not a transfer")
+        } else if cli.udp {
+            Some("UDP (-u): the sequence header overwrites file bytes and datagrams may be lost")
+        } else if cli.parallel > 1 {
+            Some("-P above 1: every stream would send the whole file, into one receiving file")
+        } else if cli.bidir {
+            Some("--bidir: one file cannot be both read and written")
+        } else if !cli.reverse && (cli.bitrate.is_some() || cli.zerocopy || cli.repeating_payload) {
+            Some("-b, -Z or --repeating-payload: the file's bytes are sent as they are read, as fast as TCP takes them")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            anyhow::bail!("-F {} cannot be used with {why}", f.display());
+        }
+        if !cli.reverse {
+            let meta = std::fs::metadata(f).map_err(|e| anyhow::anyhow!("-F {}: {e}", f.display()))?;
+            // As iperf3: without -t, -n or -k, the file's size is the test's length.
+            if cli.time.is_none() && bytes == 0 && cli.blocks.is_none() {
+                if meta.len() == 0 {
+                    anyhow::bail!("-F {}: the file is empty", f.display());
+                }
+                bytes = meta.len();
+            }
+        }
+    }
     if cli.udp && len > 65_507 {
         anyhow::bail!("-l: {len} bytes exceeds the largest UDP datagram (65507)");
     }
@@ -278,8 +536,8 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         host: host.to_string(),
         mode,
         protocol: if cli.udp { Protocol::Udp } else { Protocol::Tcp },
-        time: cli.time,
-        bytes: size("-n", &cli.bytes)?,
+        time: cli.time.unwrap_or(10),
+        bytes,
         blocks: size("-k", &cli.blocks)?,
         parallel: cli.parallel,
         reverse: cli.reverse,
@@ -293,7 +551,7 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         nodelay: cli.nodelay,
         zerocopy: cli.zerocopy,
         omit: cli.omit,
-        tos: cli.tos,
+        tos,
         title: cli.title.clone(),
         extra_data: cli.extra_data.clone(),
         get_server_output: cli.get_server_output,
@@ -305,6 +563,31 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
         tcp_info_interval: cli
             .tcp_info_interval
             .map(|ms| Duration::from_secs_f64(ms.max(1.0) / 1000.0)),
+        server_affinity: cli
+            .affinity
+            .as_deref()
+            .map(parse_affinity)
+            .transpose()?
+            .and_then(|a| a.1),
+        fq_rate: match (&cli.fq_rate, cli.no_fq_socket_pacing) {
+            (Some(_), true) => anyhow::bail!("--fq-rate and --no-fq-socket-pacing contradict each other"),
+            (Some(r), false) => parse_rate(r).map_err(|e| anyhow::anyhow!("--fq-rate: {e}"))?,
+            (None, _) => 0,
+        },
+        snd_timeout: match cli.snd_timeout {
+            Some(ms) if ms > 86_400_000 => anyhow::bail!("--snd-timeout: {ms} ms is above 86400000"),
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => None,
+        },
+        pacing_timer_us: match &cli.pacing_timer {
+            Some(t) => match parse_size(t) {
+                Ok(us) if (1..=10_000_000).contains(&us) => us,
+                _ => anyhow::bail!("--pacing-timer: '{t}' is not 1..10000000 microseconds"),
+            },
+            None => 1000,
+        },
+        dont_fragment: cli.dont_fragment,
+        flowlabel,
     })
 }
 
@@ -320,8 +603,32 @@ fn server_config(cli: &Cli) -> anyhow::Result<ServerConfig> {
         },
         max_tests: cli.max_tests.max(1),
         handshake_timeout: Duration::from_secs_f64(cli.handshake_timeout.max(0.1)),
+        idle_timeout: match cli.idle_timeout {
+            Some(s) if !(1..=86_400).contains(&s) => {
+                anyhow::bail!("--idle-timeout: {s} s is outside 1..86400")
+            }
+            Some(s) => Some(Duration::from_secs(s)),
+            None => None,
+        },
+        bitrate_limit: cli
+            .server_bitrate_limit
+            .as_deref()
+            .map(parse_bitrate_limit)
+            .transpose()?
+            .flatten(),
         ..ServerConfig::default()
     })
+}
+
+/// `-A n`: this process's CPU (before any thread starts, so all inherit it).
+fn pin(common: &Common) -> anyhow::Result<()> {
+    if let Some(cpu) = common.affinity {
+        netrig_perf::sockopt::set_cpu_affinity(cpu).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
+        netrig_perf::debug::line(|| {
+            format!("pinned to CPU {cpu}: {:?}", netrig_perf::sockopt::cpu_affinity())
+        });
+    }
+    Ok(())
 }
 
 fn sink(cli: &Cli) -> anyhow::Result<Sink> {
@@ -339,23 +646,67 @@ fn sink(cli: &Cli) -> anyhow::Result<Sink> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let run = || -> anyhow::Result<()> {
+    let mut cli = Cli::parse();
+    let run = |cli: &mut Cli| -> anyhow::Result<()> {
+        unsupported(cli)?;
+        role_checks(cli)?;
+        // -D leaves the working directory: every path becomes absolute first.
+        cli.logfile = cli.logfile.as_deref().map(std::path::absolute).transpose()?;
+        cli.pidfile = cli.pidfile.as_deref().map(std::path::absolute).transpose()?;
+        netrig_perf::debug::enable(cli.debug);
+        if cli.no_fq_socket_pacing {
+            eprintln!("netrig-perf: warning - --no-fq-socket-pacing is deprecated (as in iperf3); socket pacing is off unless --fq-rate is given");
+        }
+        if cli.format_unit.is_some() && (cli.json || cli.json_stream) {
+            eprintln!("netrig-perf: warning - report format (-f) flag ignored with JSON output (-J)");
+        }
+        let cli = &*cli;
         match (&cli.client, cli.server) {
             (Some(_), true) => anyhow::bail!("cannot be both server (-s) and client (-c)"),
             (None, false) => anyhow::bail!("parameter error - must either be a client (-c) or server (-s)"),
             (Some(host), false) => {
-                let cfg = client_config(&cli, host)?;
-                client::run(&cfg, sink(&cli)?)?;
+                let cfg = client_config(cli, host)?;
+                let _pidfile = cli.pidfile.as_deref().map(Pidfile::create).transpose()?;
+                pin(&cfg.common)?;
+                client::run(&cfg, sink(cli)?)?;
             }
             (None, true) => {
-                let cfg = server_config(&cli)?;
-                server::run(&cfg, sink(&cli)?)?;
+                let cfg = server_config(cli)?;
+                let ready = if cli.daemon {
+                    Some(daemon::daemonize(cli.logfile.as_deref())?)
+                } else {
+                    None
+                };
+                if let Err(e) = pin(&cfg.common) {
+                    if let Some(r) = ready {
+                        r.report(Err(e.to_string()));
+                    }
+                    return Err(e);
+                }
+                // The pidfile is written once the server listens, so a daemon that
+                // cannot listen leaves none behind.
+                let mut pidfile = None;
+                server::run_then(&cfg, sink(cli)?, |outcome| {
+                    let outcome = outcome.and_then(|()| {
+                        pidfile = cli
+                            .pidfile
+                            .as_deref()
+                            .map(Pidfile::create)
+                            .transpose()
+                            .map_err(|e| e.to_string())?;
+                        Ok(())
+                    });
+                    if let Some(r) = ready {
+                        r.report(outcome.clone());
+                    }
+                    outcome
+                })?;
+                drop(pidfile);
             }
         }
         Ok(())
     };
-    match run() {
+    match run(&mut cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("netrig-perf: error - {e}");
@@ -368,6 +719,7 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use netrig_perf::config::BitrateLimit;
 
     #[test]
     fn command_line_is_well_formed() {
@@ -396,5 +748,227 @@ mod tests {
             (cfg.rate, cfg.burst, cfg.len, cfg.parallel, cfg.reverse),
             (Some(10_000_000), 5, 1024, 2, true)
         );
+    }
+
+    fn cli(args: &[&str]) -> Cli {
+        let mut all = vec!["netrig-perf"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).unwrap()
+    }
+
+    fn client(args: &[&str]) -> anyhow::Result<ClientConfig> {
+        let mut all = vec!["-c", "h"];
+        all.extend_from_slice(args);
+        let c = cli(&all);
+        unsupported(&c)?;
+        role_checks(&c)?;
+        client_config(&c, "h")
+    }
+
+    fn server(args: &[&str]) -> anyhow::Result<ServerConfig> {
+        let mut all = vec!["-s"];
+        all.extend_from_slice(args);
+        let c = cli(&all);
+        unsupported(&c)?;
+        role_checks(&c)?;
+        server_config(&c)
+    }
+
+    fn err(r: anyhow::Result<impl std::fmt::Debug>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn iperf3_3_12_flags_reach_the_config() {
+        let c = client(&[
+            "--bidir",
+            "-f",
+            "M",
+            "--timestamps",
+            "-d",
+            "--bind-dev",
+            "lo",
+            "-A",
+            "0,1",
+            "--dscp",
+            "AF41",
+            "--fq-rate",
+            "100M",
+            "--snd-timeout",
+            "2500",
+            "--rcv-timeout",
+            "1500",
+            "--pacing-timer",
+            "250",
+            "-6",
+            "-L",
+            "0x12345",
+        ])
+        .unwrap();
+        assert_eq!(c.common.units, UnitFormat::parse("M").unwrap());
+        assert_eq!(c.common.timestamps.as_deref(), Some("%c "));
+        assert!(c.common.debug);
+        assert_eq!(c.common.bind_dev.as_deref(), Some("lo"));
+        assert_eq!((c.common.affinity, c.server_affinity), (Some(0), Some(1)));
+        assert_eq!(c.tos, 136);
+        assert_eq!(c.fq_rate, 100_000_000);
+        assert_eq!(c.snd_timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(c.common.rcv_timeout, Duration::from_millis(1500));
+        assert_eq!((c.pacing_timer_us, c.flowlabel), (250, 0x12345));
+        let c = client(&["-u", "--dont-fragment", "--timestamps=%s: "]).unwrap();
+        assert!(c.dont_fragment);
+        assert_eq!(c.common.timestamps.as_deref(), Some("%s: "));
+        assert_eq!(c.common.rcv_timeout, DEFAULT_RCV_TIMEOUT);
+        assert_eq!(c.pacing_timer_us, 1000);
+
+        let s = server(&[
+            "-D",
+            "-I",
+            "p.pid",
+            "--idle-timeout",
+            "30",
+            "--server-bitrate-limit",
+            "1G/2",
+            "-A",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(s.idle_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(
+            s.bitrate_limit,
+            Some(BitrateLimit {
+                bits_per_second: 1_000_000_000,
+                window: Duration::from_secs(2)
+            })
+        );
+        assert_eq!(s.common.affinity, Some(1));
+    }
+
+    #[test]
+    fn iperf3_aliases_and_deprecated_flags() {
+        let c = client(&["--bandwidth", "5M", "--linux-congestion", "reno"]).unwrap();
+        assert_eq!((c.rate, c.congestion.as_deref()), (Some(5_000_000), Some("reno")));
+        assert_eq!(client(&["--no-fq-socket-pacing"]).unwrap().fq_rate, 0);
+        assert!(err(client(&["--no-fq-socket-pacing", "--fq-rate", "1M"])).contains("contradict"));
+    }
+
+    #[test]
+    fn dscp_names_and_numbers_set_the_tos_byte() {
+        for (v, tos) in [
+            ("EF", 184),
+            ("ef", 184),
+            ("46", 184),
+            ("AF11", 40),
+            ("CS1", 32),
+            ("0x3f", 252),
+        ] {
+            assert_eq!(client(&["--dscp", v]).unwrap().tos, tos, "{v}");
+        }
+        assert!(err(client(&["--dscp", "64"])).contains("--dscp"));
+        assert!(err(client(&["--dscp", "EF2"])).contains("ef, af11..af43"));
+        assert!(err(client(&["--dscp", "EF", "-S", "16"])).contains("both set the TOS"));
+        assert_eq!(client(&["-S", "16"]).unwrap().tos, 16);
+    }
+
+    #[test]
+    fn format_letters_and_words() {
+        for f in ["k", "m", "g", "t", "K", "M", "G", "T", "a", "A", "KB", "MB", "GB"] {
+            assert!(client(&["-f", f]).is_ok(), "{f}");
+        }
+        assert_eq!(
+            client(&["-f", "MB"]).unwrap().common.units,
+            UnitFormat::parse("M").unwrap()
+        );
+        assert!(!client(&["-f", "m"]).unwrap().common.units.bytes);
+        assert!(err(client(&["-f", "x"])).contains("-f: 'x' is not a unit"));
+        assert!(err(client(&["-f", "Mbit"])).contains("not a unit"));
+    }
+
+    #[test]
+    fn flags_of_the_other_role_are_refused() {
+        assert!(err(server(&["-A", "0,1"])).contains("client option"));
+        assert!(err(server(&["--dscp", "EF"])).contains("--dscp is a client option"));
+        assert!(err(server(&["--fq-rate", "1M"])).contains("client option"));
+        assert!(err(client(&["--idle-timeout", "5"])).contains("--idle-timeout is a server option"));
+        assert!(err(client(&["-D"])).contains("server option"));
+        assert!(err(client(&["--server-bitrate-limit", "1M"])).contains("server option"));
+    }
+
+    #[test]
+    fn unsupported_flags_say_why_and_what_instead() {
+        for (args, want) in [
+            (vec!["--sctp"], "no SCTP"),
+            (vec!["-X", "eth0"], "-B ADDR"),
+            (vec!["--nstreams", "2"], "-P N"),
+            (vec!["--username", "u"], "--auth-key"),
+            (vec!["--rsa-public-key-path", "k"], "--auth-key"),
+            (vec!["--use-pkcs1-padding"], "--auth-key"),
+        ] {
+            let e = err(client(&args));
+            assert!(
+                e.contains("is not supported") && e.contains(want),
+                "{args:?}: {e}"
+            );
+        }
+        for args in [
+            vec!["--rsa-private-key-path", "k"],
+            vec!["--authorized-users-path", "f"],
+            vec!["--time-skew-threshold", "10"],
+        ] {
+            assert!(err(server(&args)).contains("RSA authentication is not implemented"));
+        }
+    }
+
+    #[test]
+    fn timeouts_are_checked_as_iperf3_checks_them() {
+        assert!(err(client(&["--rcv-timeout", "1000"])).contains("only in receiving mode"));
+        assert!(client(&["--bidir", "--rcv-timeout", "1000"]).is_ok());
+        assert!(err(client(&["-R", "--rcv-timeout", "50"])).contains("100..86400000"));
+        assert!(err(client(&["-u", "--snd-timeout", "100"])).contains("TCP option"));
+        assert!(err(client(&["-R", "--snd-timeout", "100"])).contains("with -R the server sends"));
+        assert!(client(&["--bidir", "--snd-timeout", "100"]).is_ok());
+        assert!(err(server(&["--idle-timeout", "0"])).contains("1..86400"));
+        assert!(err(client(&["--pacing-timer", "0"])).contains("--pacing-timer"));
+        assert_eq!(client(&["--pacing-timer", "2K"]).unwrap().pacing_timer_us, 2048);
+    }
+
+    #[test]
+    fn flowlabel_and_dont_fragment_rules() {
+        assert_eq!(parse_flowlabel("0x12345").unwrap(), 0x12345);
+        assert_eq!(parse_flowlabel("010").unwrap(), 8);
+        assert!(parse_flowlabel("0").is_err());
+        assert!(parse_flowlabel("0x100000").is_err());
+        assert!(err(client(&["-L", "5", "-4"])).contains("IPv6"));
+        assert!(err(client(&["-L", "5", "-u"])).contains("IPv6"));
+        assert!(err(client(&["--dont-fragment"])).contains("UDP"));
+    }
+
+    #[test]
+    fn file_sets_the_length_and_its_limits() {
+        let dir = std::env::temp_dir().join(format!("netrig-perf-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("data.bin");
+        std::fs::write(&f, vec![7u8; 12_345]).unwrap();
+        let name = f.to_str().unwrap();
+        let c = client(&["-F", name]).unwrap();
+        assert_eq!((c.bytes, c.common.file.as_deref()), (12_345, Some(f.as_path())));
+        assert_eq!(
+            client(&["-F", name, "-t", "3"]).unwrap().bytes,
+            0,
+            "-t overrides, as iperf3"
+        );
+        assert_eq!(client(&["-F", name, "-n", "1K"]).unwrap().bytes, 1024);
+        assert!(err(client(&["-F", name, "-u"])).contains("UDP"));
+        assert!(err(client(&["-F", name, "--probe"])).contains("--probe or --rr"));
+        assert!(err(client(&["-F", name, "-P", "2"])).contains("-P above 1"));
+        assert!(err(client(&["-F", name, "-b", "1M"])).contains("-b"));
+        assert!(
+            client(&["-F", name, "-R", "-b", "1M"]).is_ok(),
+            "-b paces the server's sending"
+        );
+        assert!(err(client(&["-F", "/nonexistent/x"])).contains("/nonexistent/x"));
+        std::fs::write(&f, b"").unwrap();
+        assert!(err(client(&["-F", name])).contains("empty"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

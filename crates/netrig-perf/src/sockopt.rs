@@ -1,0 +1,372 @@
+//! The socket and CPU options of iperf3's flags beyond the basic ones, applied as iperf3
+//! applies them, each failure an error that names the flag:
+//!
+//! - `--fq-rate` (bit/s): SO_MAX_PACING_RATE in bytes/s on every data socket, both sides.
+//! - `--snd-timeout` (ms): TCP_USER_TIMEOUT on the client's TCP data sockets.
+//! - `--dont-fragment`: IP_MTU_DISCOVER = IP_PMTUDISC_DO on UDP data sockets, both
+//!   sides (iperf3 does IPv4 only; netrig sets IPV6_MTU_DISCOVER on IPv6 too).
+//! - `-S`/`--dscp`: the TOS byte of UDP streams (TCP's is set through `sys::TcpOpts`).
+//! - `--bind-dev`: SO_BINDTODEVICE on every socket of the side that asked.
+//! - `-L` (flow label): IPV6_FLOWLABEL_MGR (get, create) and IPV6_FLOWINFO_SEND on the
+//!   client's TCP data sockets; the label then rides in the connect address.
+//! - `-A`: sched_setaffinity of the calling thread (threads it starts inherit it).
+//!
+//! [`describe`] reads the options back from the kernel for `-d`.
+
+use std::io;
+use std::net::Ipv6Addr;
+use std::os::fd::RawFd;
+
+use crate::sys::{getsockopt_int, setsockopt_int};
+
+/// Options beyond [`crate::sys::TcpOpts`]'s, for data sockets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SockExtras {
+    /// SO_MAX_PACING_RATE, bit/s (0 = leave the kernel's default).
+    pub fq_rate_bps: u64,
+    /// TCP_USER_TIMEOUT, ms (0 = the system's setting).
+    pub user_timeout_ms: u32,
+    /// SO_BINDTODEVICE.
+    pub bind_dev: Option<String>,
+    /// IPv6 flow label (0 = none); applied at connect by [`crate::sys::tcp_connect`].
+    pub flowlabel: u32,
+}
+
+fn named(flag: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{flag}: {e}"))
+}
+
+/// The TOS byte (`-S`, `--dscp`). An IPv6 socket gets IPV6_TCLASS and also IP_TOS,
+/// which is what the kernel puts on the IPv4 packets of a v4-mapped peer (a server
+/// listening on `::` serves IPv4 clients that way).
+pub fn set_tos(fd: RawFd, tos: u32, v6: bool) -> io::Result<()> {
+    if v6 {
+        setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos as i32)?;
+        let _ = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos as i32);
+        Ok(())
+    } else {
+        setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos as i32)
+    }
+}
+
+/// SO_MAX_PACING_RATE from a rate in bit/s (the kernel takes bytes/s).
+pub fn set_fq_rate(fd: RawFd, bits_per_second: u64) -> io::Result<()> {
+    let bytes = bits_per_second / 8;
+    let r = if bytes <= u32::MAX as u64 {
+        // As iperf3: a 32-bit value, which every kernel takes.
+        setsockopt_int(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            bytes as u32 as i32,
+        )
+    } else {
+        crate::sys::set_u64_opt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, bytes)
+    };
+    r.map_err(|e| named("--fq-rate", e))
+}
+
+pub fn set_user_timeout(fd: RawFd, ms: u32) -> io::Result<()> {
+    setsockopt_int(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_USER_TIMEOUT,
+        ms.min(i32::MAX as u32) as i32,
+    )
+    .map_err(|e| named("--snd-timeout", e))
+}
+
+pub fn set_dont_fragment(fd: RawFd, v6: bool) -> io::Result<()> {
+    let r = if v6 {
+        let r = setsockopt_int(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        );
+        // A v4-mapped peer's packets follow the IPv4 option.
+        let _ = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO);
+        r
+    } else {
+        setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+    };
+    r.map_err(|e| named("--dont-fragment", e))
+}
+
+pub fn bind_to_device(fd: RawFd, dev: &str) -> io::Result<()> {
+    if dev.is_empty() || dev.len() >= libc::IFNAMSIZ || dev.contains('\0') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--bind-dev: '{dev}' is not an interface name"),
+        ));
+    }
+    // SAFETY: dev's bytes are valid for their length for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            dev.as_ptr() as *const libc::c_void,
+            dev.len() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        let hint = if e.raw_os_error() == Some(libc::ENODEV) {
+            " (no such interface)"
+        } else if e.raw_os_error() == Some(libc::EPERM) {
+            " (needs CAP_NET_RAW)"
+        } else {
+            ""
+        };
+        return Err(io::Error::new(e.kind(), format!("--bind-dev {dev}: {e}{hint}")));
+    }
+    Ok(())
+}
+
+/// The interface a socket is bound to, if any.
+fn bound_device(fd: RawFd) -> Option<String> {
+    let mut buf = [0u8; libc::IFNAMSIZ];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf and len are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r < 0 || len == 0 {
+        return None;
+    }
+    let name: Vec<u8> = buf[..len as usize]
+        .iter()
+        .copied()
+        .take_while(|&b| b != 0)
+        .collect();
+    (!name.is_empty()).then(|| String::from_utf8_lossy(&name).into_owned())
+}
+
+/// Linux's `struct in6_flowlabel_req` (linux/in6.h).
+#[repr(C)]
+struct FlowLabelReq {
+    dst: [u8; 16],
+    label: u32,
+    action: u8,
+    share: u8,
+    flags: u16,
+    expires: u16,
+    linger: u16,
+    pad: u32,
+}
+const IPV6_FL_A_GET: u8 = 0;
+const IPV6_FL_F_CREATE: u16 = 1;
+const IPV6_FL_S_ANY: u8 = 255;
+/// The flow label's bits of `sin6_flowinfo` (host order).
+pub const FLOWLABEL_MASK: u32 = 0x000f_ffff;
+
+/// Asks the kernel for `label` towards `dst` and turns on sending it, as iperf3 does;
+/// returns the `sin6_flowinfo` (network order) to connect with.
+pub fn request_flowlabel(fd: RawFd, dst: &Ipv6Addr, label: u32) -> io::Result<u32> {
+    let req = FlowLabelReq {
+        dst: dst.octets(),
+        label: (label & FLOWLABEL_MASK).to_be(),
+        action: IPV6_FL_A_GET,
+        share: IPV6_FL_S_ANY,
+        flags: IPV6_FL_F_CREATE,
+        expires: 0,
+        linger: 0,
+        pad: 0,
+    };
+    // SAFETY: req is a valid in6_flowlabel_req for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_FLOWLABEL_MGR,
+            &req as *const FlowLabelReq as *const libc::c_void,
+            std::mem::size_of::<FlowLabelReq>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(named("-L/--flowlabel", io::Error::last_os_error()));
+    }
+    setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO_SEND, 1)
+        .map_err(|e| named("-L/--flowlabel", e))?;
+    Ok(req.label)
+}
+
+/// Applies the extras that go on before a TCP socket connects (all but the flow label).
+pub fn apply_tcp(fd: RawFd, x: &SockExtras) -> io::Result<()> {
+    if let Some(dev) = &x.bind_dev {
+        bind_to_device(fd, dev)?;
+    }
+    if x.fq_rate_bps > 0 {
+        set_fq_rate(fd, x.fq_rate_bps)?;
+    }
+    if x.user_timeout_ms > 0 {
+        set_user_timeout(fd, x.user_timeout_ms)?;
+    }
+    Ok(())
+}
+
+/// Applies the options of a UDP data socket: the TOS byte, as iperf3 sets it on every
+/// stream, and the extras.
+pub fn apply_udp(fd: RawFd, x: &SockExtras, tos: u32, dont_fragment: bool, v6: bool) -> io::Result<()> {
+    if tos > 0 {
+        set_tos(fd, tos, v6).map_err(|e| named("-S/--dscp", e))?;
+    }
+    if let Some(dev) = &x.bind_dev {
+        bind_to_device(fd, dev)?;
+    }
+    if x.fq_rate_bps > 0 {
+        set_fq_rate(fd, x.fq_rate_bps)?;
+    }
+    if dont_fragment {
+        set_dont_fragment(fd, v6)?;
+    }
+    Ok(())
+}
+
+/// Pins the calling thread (and the threads it starts from now on) to `cpu`.
+pub fn set_cpu_affinity(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    if cpu >= max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is beyond the largest CPU number {}", max - 1),
+        ));
+    }
+    // SAFETY: cpu is below the set's size (checked above).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: set is valid for its size; 0 is the calling thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        // SAFETY: no arguments.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        return Err(io::Error::new(
+            e.kind(),
+            format!(
+                "cannot run on CPU {cpu} ({e}); this machine has {online} online (0..{})",
+                online - 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The CPUs the calling thread may run on.
+pub fn cpu_affinity() -> Vec<usize> {
+    // SAFETY: as in set_cpu_affinity; the kernel fills the set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r < 0 {
+        return vec![];
+    }
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: every c is below the set's size.
+    (0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// The options above and the TOS byte, as the kernel reports them, for `-d`.
+pub fn describe(fd: RawFd, v6: bool, tcp: bool) -> String {
+    let int = |level, name| {
+        getsockopt_int(fd, level, name)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|e| format!("? ({e})"))
+    };
+    let mut parts = vec![format!("IP_TOS={}", int(libc::IPPROTO_IP, libc::IP_TOS))];
+    if v6 {
+        parts.push(format!(
+            "IPV6_TCLASS={}",
+            int(libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+        ));
+    }
+    // SO_MAX_PACING_RATE reads back as 64 bits on 64-bit kernels; the low word is enough
+    // for a person (u32::MAX means unlimited).
+    parts.push(format!(
+        "SO_MAX_PACING_RATE={}",
+        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE)
+            .map(|v| (v as u32).to_string())
+            .unwrap_or_else(|e| format!("? ({e})"))
+    ));
+    if tcp {
+        parts.push(format!(
+            "TCP_USER_TIMEOUT={}",
+            int(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT)
+        ));
+    } else {
+        parts.push(format!(
+            "IP_MTU_DISCOVER={}",
+            int(libc::IPPROTO_IP, libc::IP_MTU_DISCOVER)
+        ));
+        if v6 {
+            parts.push(format!(
+                "IPV6_MTU_DISCOVER={}",
+                int(libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER)
+            ));
+        }
+    }
+    if v6 {
+        parts.push(format!(
+            "IPV6_FLOWINFO_SEND={}",
+            int(libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO_SEND)
+        ));
+    }
+    parts.push(format!(
+        "SO_BINDTODEVICE={}",
+        bound_device(fd).unwrap_or_else(|| "-".into())
+    ));
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, UdpSocket};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn options_read_back_as_set() {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let x = SockExtras {
+            fq_rate_bps: 8_000_000,
+            ..Default::default()
+        };
+        apply_udp(u.as_raw_fd(), &x, 0xb8, true, false).unwrap();
+        let d = describe(u.as_raw_fd(), false, false);
+        assert!(d.contains("IP_TOS=184"), "{d}");
+        assert!(d.contains("SO_MAX_PACING_RATE=1000000"), "{d}");
+        assert!(d.contains("IP_MTU_DISCOVER=2"), "{d}");
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        set_user_timeout(l.as_raw_fd(), 1500).unwrap();
+        assert!(describe(l.as_raw_fd(), false, true).contains("TCP_USER_TIMEOUT=1500"));
+    }
+
+    #[test]
+    fn a_missing_device_is_named() {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let e = bind_to_device(u.as_raw_fd(), "nosuchdev0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--bind-dev nosuchdev0"), "{e}");
+        let e = bind_to_device(u.as_raw_fd(), "a-name-far-too-long")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not an interface name"), "{e}");
+    }
+
+    #[test]
+    fn affinity_beyond_the_machine_is_an_error() {
+        let e = set_cpu_affinity(1000).unwrap_err().to_string();
+        assert!(e.contains("CPU 1000"), "{e}");
+        assert!(set_cpu_affinity(1 << 20).is_err());
+    }
+}
