@@ -134,3 +134,15 @@ def test_text_output_says_when_the_sender_fell_behind(perf_bin, netrig_server):
     assert "20.0 Mbits/sec schedule" in line, line
     most = re.search(r"at most (\d+\.\d) ms", line)
     assert most and float(most.group(1)) >= 100, line
+
+
+def test_pacing_timer_sets_the_slack_and_burst_groups_the_blocks(perf_bin, netrig_server):
+    srv = netrig_server()
+    rate = 8_000_000
+    p, doc = run_json([str(perf_bin), "-c", "127.0.0.1", "-p", str(srv.port), "-J", "-u", "-l", "1000",
+                       "-b", f"{rate}/10", "--pacing-timer", "5000", "-t", "2", "-i", "0.5"])
+    assert p.returncode == 0, p.stderr
+    pacing = sender_pacing(doc)
+    assert pacing["tolerance_ms"] == 5.0, pacing
+    # Groups of 10 datagrams every 10 ms still make the rate.
+    assert_rate_kept(doc, rate, 0.02)
