@@ -440,6 +440,41 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
     stream.finish(result);
 }
 
+/// Longest pause of a UDP receiver that outruns its sender.
+const RX_BACKOFF_MAX_NS: u64 = 200_000;
+/// Below this arrival rate (one datagram per 10 µs) a receiver never pauses: a paced
+/// stream's datagrams are read as they come, so jitter is measured without our pauses.
+const RX_BACKOFF_MAX_GAP_NS: u64 = 10_000;
+/// Socket-buffer cost of one queued datagram beyond its payload (skb and bookkeeping),
+/// rounded up from what loopback charges for a 64-byte datagram.
+const RX_TRUESIZE_OVERHEAD: usize = 1024;
+
+/// How many datagrams of `len` bytes the socket's receive buffer holds.
+fn queue_capacity(sock: &UdpSocket, len: usize) -> usize {
+    let rcvbuf = sys::getsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0);
+    rcvbuf.max(0) as usize / (len + RX_TRUESIZE_OVERHEAD)
+}
+
+/// How long a UDP receiver waits before its next read, given that the last read took
+/// `got` datagrams of a `batch`, `elapsed_ns` after the read before it returned.
+///
+/// A receiver faster than its sender would wake for one or two datagrams each time,
+/// and every wake-up is paid by the sender (on loopback it runs the receive path and
+/// wakes us). Pausing lets about a batch accumulate first, so both sides move whole
+/// batches. It never pauses for a slow stream, never long enough to fill more than a
+/// batch at the rate just seen, and never when the socket buffer holds fewer than
+/// eight batches (a small `-w`), so the pause cannot overflow the buffer.
+fn rx_backoff_ns(got: usize, batch: usize, elapsed_ns: u64, capacity: usize) -> u64 {
+    if got == 0 || got * 2 >= batch || capacity < 8 * batch {
+        return 0;
+    }
+    let gap_ns = elapsed_ns / got as u64; // time per datagram just seen
+    if gap_ns >= RX_BACKOFF_MAX_GAP_NS {
+        return 0;
+    }
+    (gap_ns * batch as u64).min(RX_BACKOFF_MAX_NS)
+}
+
 pub fn udp_recv(
     stream: Arc<Stream>,
     sock: UdpSocket,
@@ -475,9 +510,19 @@ pub fn udp_recv(
             stream.bytes.fetch_add(bytes, Relaxed);
             stream.blocks.fetch_add(count, Relaxed);
         };
+        let capacity = queue_capacity(&sock, len);
+        let mut last_ns = sys::monotonic_ns();
         while !ctl.stopped() {
             match batch.recv(&sock) {
-                Ok(n) => take(&batch, n),
+                Ok(n) => {
+                    take(&batch, n);
+                    let now = sys::monotonic_ns();
+                    let pause = rx_backoff_ns(n, UDP_BATCH, now.saturating_sub(last_ns), capacity);
+                    if pause > 0 {
+                        std::thread::sleep(Duration::from_nanos(pause));
+                    }
+                    last_ns = sys::monotonic_ns();
+                }
                 Err(e) if is_timeout(&e) => {
                     if ctl.stopped() {
                         return Ok(());
@@ -517,6 +562,25 @@ mod tests {
         assert!(ctl.budget_spent());
         let ctl = RunControl::new(0, 2);
         assert_eq!((ctl.claim(10), ctl.claim(10), ctl.claim(10)), (10, 10, 0));
+    }
+
+    #[test]
+    fn udp_receiver_pauses_only_when_it_outruns_a_fast_sender() {
+        let cap = 4000;
+        // A full or half-full batch: the sender keeps up, read on.
+        assert_eq!(rx_backoff_ns(64, 64, 50_000, cap), 0);
+        assert_eq!(rx_backoff_ns(32, 64, 1_000, cap), 0);
+        // Two datagrams 2 µs apart: wait for about a batch at that rate.
+        assert_eq!(rx_backoff_ns(2, 64, 4_000, cap), 2_000 * 64);
+        // Faster still: a shorter wait. Slower: capped.
+        assert_eq!(rx_backoff_ns(1, 64, 1_000, cap), 64_000);
+        assert_eq!(rx_backoff_ns(1, 64, 9_000, cap), RX_BACKOFF_MAX_NS);
+        // A paced, slow stream (one datagram per 10 µs or slower) is read as it comes.
+        assert_eq!(rx_backoff_ns(1, 64, 10_000, cap), 0);
+        assert_eq!(rx_backoff_ns(3, 64, 1_000_000, cap), 0);
+        // A small socket buffer (-w) or an empty read: never pause.
+        assert_eq!(rx_backoff_ns(1, 64, 1_000, 8 * 64 - 1), 0);
+        assert_eq!(rx_backoff_ns(0, 64, 1_000, cap), 0);
     }
 
     #[test]
