@@ -308,8 +308,9 @@ pub fn answer_repeated_hello(s: &UdpSocket) {
     }
 }
 
-fn stamp(buf: &mut [u8], seq: u64, counters_64bit: bool) {
-    let now = sys::realtime_ns();
+/// Writes the iperf3 header; `now` is read once per batch by the caller, since every
+/// datagram of a batch leaves in the same call.
+fn stamp(buf: &mut [u8], seq: u64, now: u64, counters_64bit: bool) {
     let h = UdpHeader {
         sec: (now / 1_000_000_000) as u32,
         usec: ((now % 1_000_000_000) / 1000) as u32,
@@ -334,6 +335,7 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             .take(len * gso_max.max(1))
             .collect();
         let mut bufs: Vec<Vec<u8>> = vec![template; UDP_BATCH];
+        let mut sender = sys::SendBatch::new(UDP_BATCH);
         let mut pacer = pacer_for(&opts);
         let mut seq: u64 = 0;
         let mut next_hello_check = 0u64;
@@ -371,11 +373,13 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             if n == 0 {
                 return Ok(());
             }
+            let sent_at = sys::realtime_ns();
             if use_gso && n >= 2 && n <= gso_max {
                 for i in 0..n {
                     stamp(
                         &mut flat[i * len..(i + 1) * len],
                         seq + 1 + i as u64,
+                        sent_at,
                         opts.udp_counters_64bit,
                     );
                 }
@@ -405,12 +409,11 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
                 }
             }
             for (i, b) in bufs.iter_mut().take(n).enumerate() {
-                stamp(b, seq + 1 + i as u64, opts.udp_counters_64bit);
+                stamp(b, seq + 1 + i as u64, sent_at, opts.udp_counters_64bit);
             }
             let mut sent = 0;
             while sent < n {
-                let refs: Vec<&[u8]> = bufs[sent..n].iter().map(|b| b.as_slice()).collect();
-                match sys::send_batch(&sock, &refs) {
+                match sender.send(&sock, &bufs[sent..n]) {
                     Ok(k) => {
                         sent += k;
                     }
