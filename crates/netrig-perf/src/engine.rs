@@ -512,15 +512,17 @@ pub fn udp_recv(
             drop(rx);
             stream.bytes.fetch_add(bytes, Relaxed);
             stream.blocks.fetch_add(count, Relaxed);
+            count as usize
         };
         let capacity = queue_capacity(&sock, len);
         let mut last_ns = sys::monotonic_ns();
         while !ctl.stopped() {
             match batch.recv(&sock) {
                 Ok(n) => {
-                    take(&batch, n);
+                    // Datagrams, not messages: one GRO message may carry dozens.
+                    let got = take(&batch, n);
                     let now = sys::monotonic_ns();
-                    let pause = rx_backoff_ns(n, UDP_BATCH, now.saturating_sub(last_ns), capacity);
+                    let pause = rx_backoff_ns(got, UDP_BATCH, now.saturating_sub(last_ns), capacity);
                     if pause > 0 {
                         std::thread::sleep(Duration::from_nanos(pause));
                     }
