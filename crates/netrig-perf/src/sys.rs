@@ -288,6 +288,17 @@ impl SendBatch {
     }
 }
 
+/// `recv` with flags (std's `read` takes none), for MSG_WAITALL.
+pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of its length for the whole call.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), flags) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
 pub const SOL_UDP: i32 = 17;
 pub const UDP_SEGMENT: i32 = 103;
 pub const UDP_GRO: i32 = 104;
