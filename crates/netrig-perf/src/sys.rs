@@ -244,26 +244,59 @@ pub fn udp_bind_shared(addr: &SocketAddr) -> io::Result<UdpSocket> {
 
 /// Batched UDP sends: `sendmmsg` over slices of one buffer.
 pub fn send_batch(sock: &UdpSocket, bufs: &[&[u8]]) -> io::Result<usize> {
-    let mut iovs: Vec<libc::iovec> = bufs
-        .iter()
-        .map(|b| libc::iovec {
-            iov_base: b.as_ptr() as *mut libc::c_void,
-            iov_len: b.len(),
-        })
-        .collect();
-    // SAFETY: zeroed mmsghdr is valid; each points at one iovec that outlives the call.
-    let mut msgs: Vec<libc::mmsghdr> = iovs
-        .iter_mut()
-        .map(|iov| {
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = iov as *mut libc::iovec;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
-    // SAFETY: msgs is valid for msgs.len() entries.
-    let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, 0) };
-    check(r).map(|n| n as usize)
+    SendBatch::new(bufs.len()).send(sock, bufs)
+}
+
+/// Reusable headers for `sendmmsg`, so a sender loop allocates nothing per call.
+pub struct SendBatch {
+    iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers are rewritten before every call and never dereferenced by
+// us; they only live for the duration of one `send`.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    pub fn new(capacity: usize) -> SendBatch {
+        // SAFETY: zeroed iovec and mmsghdr are valid (null pointers, zero lengths).
+        let zero_iov: libc::iovec = unsafe { std::mem::zeroed() };
+        let zero_msg: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        SendBatch {
+            iovs: vec![zero_iov; capacity],
+            msgs: vec![zero_msg; capacity],
+        }
+    }
+
+    /// Sends `bufs` (at most the capacity) as one datagram each; returns how many left.
+    pub fn send<B: AsRef<[u8]>>(&mut self, sock: &UdpSocket, bufs: &[B]) -> io::Result<usize> {
+        let n = bufs.len().min(self.msgs.len());
+        for (i, b) in bufs[..n].iter().enumerate() {
+            let b = b.as_ref();
+            self.iovs[i] = libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            };
+            self.msgs[i].msg_hdr.msg_iov = &mut self.iovs[i];
+            self.msgs[i].msg_hdr.msg_iovlen = 1;
+            self.msgs[i].msg_len = 0;
+        }
+        // SAFETY: the first n headers each point at one iovec of self, which points at
+        // a buffer borrowed from `bufs` for the whole call.
+        let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.msgs.as_mut_ptr(), n as u32, 0) };
+        check(r).map(|k| k as usize)
+    }
+}
+
+/// `recv` with flags (std's `read` takes none), for MSG_WAITALL.
+pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of its length for the whole call.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), flags) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
 }
 
 pub const SOL_UDP: i32 = 17;
