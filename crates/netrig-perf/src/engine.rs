@@ -278,9 +278,11 @@ pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let mut buf = vec![0u8; len.max(1)];
-        let mut last = 0usize;
+        // A byte or block budget is watched by the reads' counts: wait for nothing more.
+        let budget = ctl.bytes_limit > 0 || ctl.blocks_limit > 0;
+        let (mut last, mut gap_ns, mut read_at) = (0usize, u64::MAX, sys::monotonic_ns());
         while !ctl.stopped() {
-            let flags = if wait_for_whole_buffer(last, buf.len()) {
+            let flags = if !budget && wait_for_whole_buffer(last, buf.len(), gap_ns) {
                 libc::MSG_WAITALL
             } else {
                 0
@@ -290,7 +292,8 @@ pub fn tcp_recv(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
                 Ok(n) => {
                     stream.bytes.fetch_add(n as u64, Relaxed);
                     stream.blocks.fetch_add(1, Relaxed);
-                    last = n;
+                    let now = sys::monotonic_ns();
+                    (last, gap_ns, read_at) = (n, now - read_at, now);
                 }
                 Err(e) if is_timeout(&e) => {
                     last = 0;
@@ -334,10 +337,17 @@ const DRAIN_MAX: Duration = Duration::from_secs(1);
 /// GB -18 %, 0.88x -> 1.08x iperf3's rate). A slower stream, or one that
 /// paused (a partial or timed-out read), goes back to returning what is there, so
 /// its counts never lag by more than the time one buffer takes to arrive, and a
-/// stop is still seen within [`POLL`] (SO_RCVTIMEO bounds the whole wait).
-fn wait_for_whole_buffer(last_read: usize, buf_len: usize) -> bool {
-    last_read > 0 && last_read >= buf_len
+/// stop is still seen within [`POLL`] (SO_RCVTIMEO bounds the whole wait). And only
+/// when that buffer came within [`WAITALL_MAX_GAP_NS`] of the read before: a slow
+/// path's receiver that found a full buffer after a stall would otherwise hold its
+/// count back for up to [`POLL`], moving bytes between intervals.
+fn wait_for_whole_buffer(last_read: usize, buf_len: usize, gap_ns: u64) -> bool {
+    last_read > 0 && last_read >= buf_len && gap_ns <= WAITALL_MAX_GAP_NS
 }
+
+/// A whole buffer (128 KiB) in 2 ms is over 500 Mbit/s: waiting for the next costs the
+/// counts at most about that long.
+const WAITALL_MAX_GAP_NS: u64 = 2_000_000;
 
 /// Answers a repeated "9876" (the client did not get our "6789") on a stream socket.
 pub fn answer_repeated_hello(s: &UdpSocket) {
@@ -620,9 +630,11 @@ mod tests {
 
     #[test]
     fn tcp_receiver_waits_for_whole_buffers_only_behind_a_fast_sender() {
-        assert!(wait_for_whole_buffer(131_072, 131_072));
-        assert!(!wait_for_whole_buffer(65_483, 131_072));
-        assert!(!wait_for_whole_buffer(0, 131_072)); // start, or after a timeout
+        assert!(wait_for_whole_buffer(131_072, 131_072, 100_000));
+        assert!(!wait_for_whole_buffer(65_483, 131_072, 100_000));
+        assert!(!wait_for_whole_buffer(0, 131_072, 100_000)); // start, or after a timeout
+                                                              // A full buffer after a long gap: a slow path's backlog, not a fast sender.
+        assert!(!wait_for_whole_buffer(131_072, 131_072, 30_000_000));
     }
 
     #[test]
