@@ -436,8 +436,9 @@ def test_new_flags_against_an_iperf3_server(perf_bin, iperf3_server):
     assert "MBytes/sec" in p.stdout
     srv.proc.wait(timeout=10)
     (doc,) = srv.json_docs()
+    # iperf3 3.12 took the test (its test_start does not show fqrate; the socket option
+    # is checked against a netrig server above).
     assert doc["start"]["test_start"]["tos"] == 184
-    assert doc["start"]["test_start"].get("fqrate", 400_000_000) == 400_000_000
 
 
 @needs_iperf3

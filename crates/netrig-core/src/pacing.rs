@@ -23,8 +23,8 @@
 pub struct PacerConfig {
     /// Target rate, bit/s (> 0).
     pub rate_bps: u64,
-    /// Blocks due within this much of each other may leave together, and a lag no
-    /// larger does not count as behind (iperf3's `--pacing-timer`, 1 ms by default).
+    /// A lag no larger does not count as behind: a sender woken this late is on time
+    /// (iperf3's `--pacing-timer`, 1 ms by default; at most half of `max_debt_ns`).
     pub tolerance_ns: u64,
     /// Bytes that leave back to back as one group (iperf3's `-b RATE/N`: N blocks); the
     /// groups are paced at the rate. 0: every block is paced on its own.
@@ -131,8 +131,10 @@ impl Pacer {
             cfg.catch_up_pct >= 100,
             "catching up slower than the rate never catches up"
         );
-        let slack_bits = cfg.tolerance_ns as u128 * cfg.rate_bps as u128 / NS;
-        let tau_bits = slack_bits.max(cfg.burst_bytes as u128 * 8);
+        let cfg = PacerConfig {
+            tolerance_ns: cfg.tolerance_ns.min(cfg.max_debt_ns / 2),
+            ..cfg
+        };
         let mut p = Pacer {
             cfg,
             start_ns,
@@ -147,7 +149,9 @@ impl Pacer {
             forgiven_bits: 0,
             worst: vec![],
         };
-        p.tau_ns = p.at_catch_up_rate(tau_bits).max(cfg.catch_up_window_ns);
+        p.tau_ns = p
+            .at_catch_up_rate(cfg.burst_bytes as u128 * 8)
+            .max(cfg.catch_up_window_ns);
         p
     }
 
@@ -203,7 +207,7 @@ impl Pacer {
             // while the last of a debt is repaid is one episode, not many.
             let Some(open) = self.open.as_mut() else { return };
             let back = *open.back_at_ns.get_or_insert(t);
-            if t - back >= self.cfg.catch_up_window_ns {
+            if t.saturating_sub(back) >= self.cfg.catch_up_window_ns {
                 self.close_open();
             }
         }
@@ -216,7 +220,9 @@ impl Pacer {
             back_at_ns,
         }) = self.open.take()
         {
-            episode.lasted_ns = back_at_ns.unwrap_or(episode.start_ns) - episode.start_ns;
+            episode.lasted_ns = back_at_ns
+                .unwrap_or(episode.start_ns)
+                .saturating_sub(episode.start_ns);
             self.close(episode);
         }
     }
@@ -429,6 +435,25 @@ mod tests {
         assert!((r.short_at_end_bytes as i64 - 100_000).abs() <= 2000, "{r:?}");
         assert_eq!(r.short_since_ns, Some(3901 * MS));
         assert_eq!(r.episodes, 1);
+    }
+
+    #[test]
+    fn a_tolerance_past_half_the_debt_limit_is_clamped() {
+        // A peer's --pacing-timer of 10 s must not hide every stall, nor widen the
+        // catch-up window (the 2x limit still holds over 50 ms).
+        let cfg = PacerConfig {
+            tolerance_ns: 10_000 * MS,
+            ..PacerConfig::new(8_000_000)
+        };
+        let (d, p) = simulate(cfg, 1000, 3000 * MS, &[(1000 * MS, 700 * MS)]);
+        let r = p.report(3000 * MS);
+        assert_eq!(r.tolerance_ns, 500 * MS);
+        assert_eq!(r.episodes, 1, "{r:?}");
+        let fastest = (0..60)
+            .map(|i| bytes_between(&d, 1000, i * 50 * MS, (i + 1) * 50 * MS))
+            .max()
+            .unwrap();
+        assert!(fastest <= 2 * 50_000 + 2 * 10_000 + 2000, "{fastest}");
     }
 
     #[test]

@@ -389,7 +389,7 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
 
     let cpu = CpuMeter::start();
     let start_ns = sys::monotonic_ns();
-    session.start(&params)?;
+    session.start(&params, start_ns)?;
     let mut sampler = Sampler::new(session.streams.clone(), session.udp, start_ns, params.omit > 0);
     let opts = DriveOpts {
         interval: cfg.common.interval,
@@ -406,7 +406,7 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     };
     let ended = session::drive(&mut conn.ctrl, &session, out, &mut sampler, &opts)?;
     let end_ns = sys::monotonic_ns();
-    session.stop();
+    session.stop_at(end_ns);
     match ended {
         Ended::Done => {}
         Ended::Peer(State::ServerError) => return Err(conn.ctrl.read_error()),

@@ -48,7 +48,11 @@ fn last_os() -> std::io::Error {
 
 /// Forks. The parent waits for the child's word and exits with it (never returns);
 /// the child returns, detached, with the pipe to report on.
-pub fn daemonize(logfile: Option<&Path>) -> Result<Ready, DaemonError> {
+///
+/// # Safety
+/// No other thread may exist yet: after `fork` only the calling thread lives on in the
+/// child, so a lock another thread held would stay held for ever.
+pub unsafe fn daemonize(logfile: Option<&Path>) -> Result<Ready, DaemonError> {
     let mut fds = [0i32; 2];
     // SAFETY: fds is valid for two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {

@@ -53,13 +53,12 @@ pub fn send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, len:
             if ctl.stopped() {
                 return Ok(());
             }
-            let want = ctl.claim(buf.len());
-            if want == 0 {
-                return Ok(());
-            }
-            let n = file.read(&mut buf[..want])?;
+            // Read, then claim what was read: a short read (a pipe) must not use up
+            // the budget for bytes that were never sent.
+            let got = file.read(&mut buf)?;
+            let n = if got == 0 { 0 } else { ctl.claim(got) };
             if n == 0 {
-                crate::debug::line(|| format!("-F: end of file after {total} bytes"));
+                crate::debug::line(|| format!("-F: end of file or of the budget after {total} bytes"));
                 wait_acknowledged(&sock, &ctl);
                 return Ok(());
             }

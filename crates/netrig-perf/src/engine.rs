@@ -27,6 +27,9 @@ const GSO_BYTES: usize = 65_000;
 #[derive(Debug, Default)]
 pub struct RunControl {
     pub stop: AtomicBool,
+    /// When the run was stopped (CLOCK_MONOTONIC ns; 0 while it runs): the end of the
+    /// test, as the reporter measured it, for the senders' accounts.
+    pub stopped_at_ns: AtomicU64,
     pub bytes_limit: u64,
     pub blocks_limit: u64,
     pub sent_bytes: AtomicU64,
@@ -44,6 +47,21 @@ impl RunControl {
 
     pub fn stopped(&self) -> bool {
         self.stop.load(Relaxed)
+    }
+
+    /// Stops the run, which ended at `now_ns`.
+    pub fn stop_at(&self, now_ns: u64) {
+        let _ = self.stopped_at_ns.compare_exchange(0, now_ns, Relaxed, Relaxed);
+        self.stop.store(true, Relaxed);
+    }
+
+    /// The end of the run for an account taken at `now_ns`: when it was stopped, or
+    /// now for a sender that ended by itself (its budget spent, its peer gone).
+    fn ended_at(&self, now_ns: u64) -> u64 {
+        match self.stopped_at_ns.load(Relaxed) {
+            0 => now_ns,
+            t => t.min(now_ns),
+        }
     }
 
     /// Whether the byte or block budget is spent.
@@ -130,9 +148,12 @@ pub struct SendOpts {
     pub rate: u64,
     /// Blocks that may leave back to back (iperf3's `-b rate/burst`).
     pub burst: u64,
-    /// iperf3's `--pacing-timer`: blocks due within this many µs of each other may
-    /// leave together, and a sender that late is not yet behind (0: 1000).
+    /// iperf3's `--pacing-timer`: the pacer's slack, µs: a sender this late is not yet
+    /// behind its schedule (0: 1000).
     pub pacing_timer_us: u64,
+    /// When the test started (CLOCK_MONOTONIC ns): the schedule starts there, so a
+    /// worker thread that starts late owes the time it lost.
+    pub start_ns: u64,
     pub zerocopy: bool,
     pub repeating_payload: bool,
     pub udp_counters_64bit: bool,
@@ -183,7 +204,7 @@ fn pacer_for(opts: &SendOpts) -> Option<Pacer> {
         if opts.pacing_timer_us > 0 {
             cfg.tolerance_ns = opts.pacing_timer_us.saturating_mul(1000);
         }
-        Pacer::new(cfg, sys::monotonic_ns())
+        Pacer::new(cfg, opts.start_ns)
     })
 }
 
@@ -203,10 +224,11 @@ fn wait_for_pacer(pacer: &mut Pacer, ctl: &RunControl) -> Option<u64> {
     }
 }
 
-/// Leaves the pacer's account on the stream for the results.
-fn keep_report(stream: &Stream, pacer: Option<&Pacer>) {
+/// Leaves the pacer's account, as of the end of the test, on the stream.
+fn keep_report(stream: &Stream, pacer: Option<&Pacer>, ctl: &RunControl) {
     if let Some(p) = pacer {
-        *stream.pacing.lock().unwrap() = Some(p.report(sys::monotonic_ns()));
+        let end = ctl.ended_at(sys::monotonic_ns());
+        *stream.pacing.lock().unwrap() = Some(p.report(end));
     }
 }
 
@@ -270,7 +292,7 @@ pub fn tcp_send(stream: Arc<Stream>, mut sock: TcpStream, ctl: Arc<RunControl>, 
             }
         }
     })();
-    keep_report(&stream, pacer.as_ref());
+    keep_report(&stream, pacer.as_ref(), &ctl);
     stream.finish(result);
 }
 
@@ -498,7 +520,7 @@ pub fn udp_send(stream: Arc<Stream>, sock: UdpSocket, ctl: Arc<RunControl>, opts
             stream.blocks.fetch_add(n as u64, Relaxed);
         }
     })();
-    keep_report(&stream, pacer.as_ref());
+    keep_report(&stream, pacer.as_ref(), &ctl);
     stream.finish(result);
 }
 
@@ -547,6 +569,10 @@ pub fn udp_recv(
     let result = (|| -> io::Result<()> {
         sys::set_timeouts(sock.as_raw_fd(), POLL)?;
         let gro = sys::enable_gro(&sock);
+        // Jitter from the kernel's arrival stamps, not from when we read: a receiver
+        // that pauses to let a batch queue (or that the host delays) must not add its
+        // own lateness to the path's jitter.
+        let _ = sys::enable_rx_timestamps(&sock);
         let slot = if gro { 65_536 } else { len.clamp(64, 65_536) };
         let mut batch = sys::RecvBatch::new(UDP_BATCH, slot);
         let take = |batch: &sys::RecvBatch, n: usize| {
@@ -555,6 +581,7 @@ pub fn udp_recv(
             let mut rx = stream.udp_rx.lock().unwrap();
             for i in 0..n {
                 let (data, seg) = batch.get(i);
+                let arrived = batch.stamp_ns(i).unwrap_or(now);
                 for d in data.chunks(seg.unwrap_or(data.len()).max(1)) {
                     if d.len() == 4 && d == UDP_CONNECT_MSG {
                         let _ = sock.send(&UDP_CONNECT_REPLY);
@@ -564,7 +591,7 @@ pub fn udp_recv(
                     count += 1;
                     if let Ok(h) = UdpHeader::parse(d, counters_64bit) {
                         rx.seq.on_packet(h.seq);
-                        rx.jitter.on_packet(h.sent_ns(), now);
+                        rx.jitter.on_packet(h.sent_ns(), arrived);
                     }
                 }
             }

@@ -18,7 +18,9 @@ pub struct TotalRateCheck {
     periods: usize,
     next_ns: u64,
     last_total: u64,
-    window: VecDeque<u64>,
+    last_ns: u64,
+    /// (bytes moved, ns that took) per period, the newest last.
+    window: VecDeque<(u64, u64)>,
 }
 
 /// What a check found over the limit.
@@ -45,6 +47,7 @@ impl TotalRateCheck {
             periods,
             next_ns: start_ns + period.as_nanos() as u64,
             last_total: 0,
+            last_ns: start_ns,
             window: VecDeque::with_capacity(periods),
         }
     }
@@ -66,15 +69,22 @@ impl TotalRateCheck {
         }
         let moved = total_bytes.saturating_sub(self.last_total);
         self.last_total = total_bytes;
+        // The time that really passed: a check that runs late (a busy host) has seen
+        // more bytes, and must not read them as a higher rate.
+        let elapsed = now_ns.saturating_sub(self.last_ns);
+        self.last_ns = now_ns;
         if self.window.len() == self.periods {
             self.window.pop_front();
         }
-        self.window.push_back(moved);
+        self.window.push_back((moved, elapsed));
         if self.window.len() < self.periods {
             return None;
         }
-        let seconds = self.periods as f64 * self.period_ns as f64 / 1e9;
-        let bps = (self.window.iter().sum::<u64>() as f64 * 8.0 / seconds) as u64;
+        let seconds = self.window.iter().map(|w| w.1).sum::<u64>() as f64 / 1e9;
+        if seconds <= 0.0 {
+            return None;
+        }
+        let bps = (self.window.iter().map(|w| w.0).sum::<u64>() as f64 * 8.0 / seconds) as u64;
         (bps > self.limit_bps).then_some(Exceeded {
             measured_bps: bps,
             limit_bps: self.limit_bps,
@@ -94,6 +104,14 @@ mod tests {
             bits_per_second: bps,
             window: Duration::from_secs_f64(window_s),
         }
+    }
+
+    #[test]
+    fn a_late_check_divides_by_the_time_that_really_passed() {
+        // 1 Mbit/s over 1 s: a check 100 ms late that saw 1.1 s of bytes at exactly the
+        // limit is not over it.
+        let mut c = TotalRateCheck::new(limit(1_000_000, 1.0), Duration::from_secs(1), 0);
+        assert_eq!(c.check(S + S / 10, 137_500), None);
     }
 
     #[test]

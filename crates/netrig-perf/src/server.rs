@@ -127,7 +127,12 @@ pub fn run_then(
         if shared.active.load(Relaxed) > 0 {
             idle_since = Instant::now();
         }
-        if let Some(idle) = cfg.idle_timeout.filter(|&t| idle_since.elapsed() >= t) {
+        // Only when no connection is waiting: reopening the socket would reset it.
+        let waiting = n > 0;
+        if let Some(idle) = cfg
+            .idle_timeout
+            .filter(|&t| !waiting && idle_since.elapsed() >= t)
+        {
             if cfg.one_off {
                 crate::debug::line(|| {
                     format!(
@@ -351,7 +356,7 @@ fn run_test(
     let start_ns = sys::monotonic_ns();
     let mut helpers = vec![];
     match mode {
-        Mode::Bulk => session.start(&params)?,
+        Mode::Bulk => session.start(&params, start_ns)?,
         Mode::Probe => helpers.extend(crate::probe::serve(&session)?),
         Mode::Rr => helpers.extend(crate::rr::serve(&session, rr_incoming, cfg.max_rr_response)?),
     }
@@ -382,7 +387,7 @@ fn run_test(
     };
     let ended = session::drive(&mut ctrl, &session, out, &mut sampler, &opts);
     let end_ns = sys::monotonic_ns();
-    session.stop();
+    session.stop_at(end_ns);
     session.shutdown_sockets();
     for h in helpers {
         let _ = h.join();
@@ -473,7 +478,10 @@ fn server_checks(cfg: &ServerConfig, p: &Params) -> std::result::Result<(), (i32
         crate::debug::line(|| format!("test pinned to CPU {cpu} (-A n,{cpu})"));
     }
     if let Some(limit) = cfg.bitrate_limit {
-        let asked = p.bandwidth.saturating_mul(p.parallel as u64) * if p.bidirectional { 2 } else { 1 };
+        let asked = p
+            .bandwidth
+            .saturating_mul(p.parallel as u64)
+            .saturating_mul(if p.bidirectional { 2 } else { 1 });
         if asked > limit.bits_per_second {
             return Err((
                 ierr::IETOTALRATE,

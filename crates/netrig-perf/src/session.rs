@@ -80,13 +80,14 @@ impl Session {
         self.socks.get(i)
     }
 
-    /// Starts one worker thread per stream.
-    pub fn start(&mut self, params: &Params) -> Result<()> {
+    /// Starts one worker thread per stream, for a test that started at `start_ns`.
+    pub fn start(&mut self, params: &Params, start_ns: u64) -> Result<()> {
         let opts = SendOpts {
             len: params.len as usize,
             rate: params.bandwidth,
             burst: params.burst,
             pacing_timer_us: params.pacing_timer,
+            start_ns,
             zerocopy: params.zerocopy,
             repeating_payload: params.repeating_payload,
             udp_counters_64bit: params.udp_counters_64bit,
@@ -140,7 +141,12 @@ impl Session {
     }
 
     pub fn stop(&mut self) {
-        self.ctl.stop.store(true, Relaxed);
+        self.stop_at(sys::monotonic_ns());
+    }
+
+    /// Stops the workers of a test that ended at `end_ns` and waits for them.
+    pub fn stop_at(&mut self, end_ns: u64) {
+        self.ctl.stop_at(end_ns);
         for h in self.handles.drain(..) {
             let _ = h.join();
         }

@@ -673,7 +673,9 @@ fn main() -> ExitCode {
             (None, true) => {
                 let cfg = server_config(cli)?;
                 let ready = if cli.daemon {
-                    Some(daemon::daemonize(cli.logfile.as_deref())?)
+                    // SAFETY: main has started no thread yet; the server starts its own
+                    // after this returns, in the child.
+                    Some(unsafe { daemon::daemonize(cli.logfile.as_deref()) }?)
                 } else {
                     None
                 };
