@@ -820,13 +820,10 @@ impl Output {
                     );
                 }
             }
-            if let Some(line) = s
-                .sender
-                .as_ref()
-                .and_then(|x| x.pacing.as_ref())
-                .and_then(crate::report::pacing_line)
-            {
-                self.text(&format!("{label} {line}"));
+            if let Some(pacing) = s.sender.as_ref().and_then(|x| x.pacing.as_ref()) {
+                for line in crate::report::pacing_lines(pacing) {
+                    self.text(&format!("{label} {line}"));
+                }
             }
             json_streams.push(Value::Object(obj));
         }

@@ -342,37 +342,55 @@ pub fn pacing_json(r: &PacingReport) -> Value {
     })
 }
 
-/// One line for people when a sender fell behind its schedule (None when it never did).
-/// Reads the JSON form, so a peer's account (under `-R`) reads the same as ours.
-pub fn pacing_line(p: &Value) -> Option<String> {
+/// Width of a text report line after its "[  5] " stream label (80 columns in all).
+const PACING_TEXT_WIDTH: usize = 74;
+
+/// Lines for people when a sender fell behind its schedule (empty when it never did,
+/// or only by a busy host's wake-up delay), each within `PACING_TEXT_WIDTH`.
+pub fn pacing_lines(p: &Value) -> Vec<String> {
     let num = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let times = num("times_behind");
     // A lag within the catch-up window (10 ms) is a busy host's wake-up delay: the
     // JSON has it; people are told only of a stall that mattered.
     if times < 1.0 || num("max_behind_ms") < 10.0 {
-        return None;
+        return Vec::new();
     }
+    let mut parts = vec![
+        format!(
+            "sender fell behind its {} schedule {} time{}, {:.2} s in all",
+            format_rate(num("target_bps")),
+            times,
+            if times == 1.0 { "" } else { "s" },
+            num("behind_seconds"),
+        ),
+        format!(
+            "at most {:.1} ms ({}) behind",
+            num("max_behind_ms"),
+            format_bytes(num("max_behind_bytes")).trim()
+        ),
+    ];
     let short = num("short_at_end_bytes");
-    let forgiven = num("forgiven_bytes");
-    let outcome = if short > 0.0 {
-        format!("ended {} short", format_bytes(short))
+    parts.push(if short > 0.0 {
+        format!("ended {} short", format_bytes(short).trim())
     } else {
         "caught up".to_string()
-    };
-    let forgiven = if forgiven > 0.0 {
-        format!(", {} forgiven", format_bytes(forgiven))
-    } else {
-        String::new()
-    };
-    Some(format!(
-        "sender fell behind its {} schedule {} time{} ({:.2} s in all, at most {:.1} ms = {}); {outcome}{forgiven}",
-        format_rate(num("target_bps")),
-        times,
-        if times == 1.0 { "" } else { "s" },
-        num("behind_seconds"),
-        num("max_behind_ms"),
-        format_bytes(num("max_behind_bytes")),
-    ))
+    });
+    let forgiven = num("forgiven_bytes");
+    if forgiven > 0.0 {
+        parts.push(format!("{} forgiven", format_bytes(forgiven).trim()));
+    }
+    // Join the parts with "; ", starting a new line where the next would not fit.
+    let mut lines: Vec<String> = Vec::new();
+    for part in parts {
+        match lines.last_mut() {
+            Some(line) if line.len() + 2 + part.len() <= PACING_TEXT_WIDTH => {
+                line.push_str("; ");
+                line.push_str(&part);
+            }
+            _ => lines.push(part),
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -391,5 +409,25 @@ mod tests {
         // An iperf3 peer (or a UDP stream) sends none: nothing is made up.
         assert!(TcpExtremes::from_peer(&serde_json::json!({"out_of_order": 0})).is_none());
         assert!(TcpExtremes::from_peer(&serde_json::json!({"max_snd_cwnd": 1})).is_none());
+    }
+
+    #[test]
+    fn pacing_lines_fit_80_columns_and_stay_quiet_for_small_lags() {
+        let p = serde_json::json!({"target_bps": 1e9, "times_behind": 12, "behind_seconds": 1.25,
+                                   "max_behind_ms": 1234.5, "max_behind_bytes": 154_312_500,
+                                   "short_at_end_bytes": 36_700_160, "forgiven_bytes": 120_000_000});
+        let lines = pacing_lines(&p);
+        let all = lines.join(" ");
+        assert!(all.contains("12 times") && all.contains("at most 1234.5 ms"), "{all}");
+        assert!(all.contains("short") && all.contains("forgiven"), "{all}");
+        assert!(lines.len() >= 2);
+        for l in &lines {
+            assert!(l.len() <= PACING_TEXT_WIDTH, "{} columns: {l}", l.len());
+        }
+        let quiet = serde_json::json!({"target_bps": 1e7, "times_behind": 3, "max_behind_ms": 4.0});
+        assert!(pacing_lines(&quiet).is_empty());
+        let caught = serde_json::json!({"target_bps": 1e7, "times_behind": 1, "behind_seconds": 0.2,
+                                        "max_behind_ms": 150.0, "max_behind_bytes": 187_500});
+        assert!(pacing_lines(&caught).join(" ").ends_with("caught up"));
     }
 }
