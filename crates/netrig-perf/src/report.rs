@@ -418,7 +418,10 @@ mod tests {
                                    "short_at_end_bytes": 36_700_160, "forgiven_bytes": 120_000_000});
         let lines = pacing_lines(&p);
         let all = lines.join(" ");
-        assert!(all.contains("12 times") && all.contains("at most 1234.5 ms"), "{all}");
+        assert!(
+            all.contains("12 times") && all.contains("at most 1234.5 ms"),
+            "{all}"
+        );
         assert!(all.contains("short") && all.contains("forgiven"), "{all}");
         assert!(lines.len() >= 2);
         for l in &lines {

@@ -17,7 +17,7 @@ use std::io;
 use std::net::Ipv6Addr;
 use std::os::fd::RawFd;
 
-use crate::sys::{getsockopt_int, setsockopt_int};
+use crate::sys::{getsockopt_int, getsockopt_string, setsockopt_int};
 
 /// Options beyond [`crate::sys::TcpOpts`]'s, for data sockets.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -126,27 +126,7 @@ pub fn bind_to_device(fd: RawFd, dev: &str) -> io::Result<()> {
 
 /// The interface a socket is bound to, if any.
 fn bound_device(fd: RawFd) -> Option<String> {
-    let mut buf = [0u8; libc::IFNAMSIZ];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: buf and len are valid for writes of their sizes.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_BINDTODEVICE,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r < 0 || len == 0 {
-        return None;
-    }
-    let name: Vec<u8> = buf[..len as usize]
-        .iter()
-        .copied()
-        .take_while(|&b| b != 0)
-        .collect();
-    (!name.is_empty()).then(|| String::from_utf8_lossy(&name).into_owned())
+    getsockopt_string::<{ libc::IFNAMSIZ }>(fd, libc::SOL_SOCKET, libc::SO_BINDTODEVICE)
 }
 
 /// Linux's `struct in6_flowlabel_req` (linux/in6.h).

@@ -73,24 +73,22 @@ pub fn set_congestion(fd: RawFd, algo: &str) -> io::Result<()> {
 }
 
 pub fn get_congestion(fd: RawFd) -> Option<String> {
-    let mut buf = [0u8; 32];
-    let mut len = buf.len() as libc::socklen_t;
+    getsockopt_string::<32>(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION)
+}
+
+/// A socket option that the kernel returns as a NUL-terminated name of at most `N`
+/// bytes (TCP_CONGESTION, SO_BINDTODEVICE); None if unset, empty or unreadable.
+pub fn getsockopt_string<const N: usize>(fd: RawFd, level: i32, opt: i32) -> Option<String> {
+    let mut buf = [0u8; N];
+    let mut len = N as libc::socklen_t;
     // SAFETY: buf and len are valid for writes of their sizes.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
+    let r = unsafe { libc::getsockopt(fd, level, opt, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
     if r < 0 {
         return None;
     }
-    let s = &buf[..len as usize];
+    let s = &buf[..(len as usize).min(N)];
     let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-    Some(String::from_utf8_lossy(&s[..end]).into_owned())
+    (end > 0).then(|| String::from_utf8_lossy(&s[..end]).into_owned())
 }
 
 /// Raw TCP_INFO bytes (as many as the kernel fills, up to 256).
