@@ -1,4 +1,8 @@
 //! Interarrival jitter, RFC 3550 section 6.4.1: J += (|D(i-1,i)| - J) / 16.
+//!
+//! Every datagram fed here moves the estimate by a sixteenth of its transit change, so
+//! one forged send time hours off would move it by hours (twice: in and back out).
+//! Callers feed only datagrams judged the sender's and new (`seq::Verdict::feeds_jitter`).
 
 /// Jitter estimator over (send time, arrival time) pairs in nanoseconds. The two clocks
 /// need not agree: only differences of transit times enter the estimate.
@@ -45,6 +49,17 @@ mod tests {
             j.on_packet(i * 10_000_000, i * 10_000_000 + transit);
         }
         assert!((j.seconds() - 0.002).abs() < 1e-9, "{}", j.seconds());
+    }
+
+    #[test]
+    fn one_forged_send_time_would_move_the_estimate_by_an_eighth_of_its_error() {
+        // Why the receiver keeps suspicious datagrams out: a send time 2 h off, fed in,
+        // moves J by 7200 s / 16 in and again on the next honest datagram's way back.
+        let mut j = Jitter::default();
+        j.on_packet(1_000, 2_000);
+        j.on_packet(2_000 + 7_200_000_000_000, 3_000);
+        j.on_packet(3_000, 4_000);
+        assert!(j.seconds() > 800.0, "{}", j.seconds());
     }
 
     #[test]
