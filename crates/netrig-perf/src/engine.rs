@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use netrig_core::pacing::{Pacer, PacerConfig, PacingReport};
-use netrig_core::stats::{Jitter, SeqTracker};
+use netrig_core::stats::UdpReceiver;
 use netrig_core::wire::iperf3::{UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 
 use crate::sys;
@@ -87,13 +87,6 @@ impl RunControl {
     }
 }
 
-/// UDP receiver state, guarded by one mutex taken per batch.
-#[derive(Debug, Default, Clone)]
-pub struct UdpRx {
-    pub seq: SeqTracker,
-    pub jitter: Jitter,
-}
-
 /// One stream's identity and counters.
 #[derive(Debug)]
 pub struct Stream {
@@ -107,7 +100,8 @@ pub struct Stream {
     pub bytes: AtomicU64,
     /// Writes or reads (TCP), datagrams (UDP).
     pub blocks: AtomicU64,
-    pub udp_rx: Mutex<UdpRx>,
+    /// UDP receiver state, guarded by one mutex taken per batch.
+    pub udp_rx: Mutex<UdpReceiver>,
     /// Set by the worker when it ends; the error, if any, is kept.
     pub finished: AtomicBool,
     pub error: Mutex<Option<String>>,
@@ -125,7 +119,7 @@ impl Stream {
             remote,
             bytes: AtomicU64::new(0),
             blocks: AtomicU64::new(0),
-            udp_rx: Mutex::new(UdpRx::default()),
+            udp_rx: Mutex::new(UdpReceiver::default()),
             finished: AtomicBool::new(false),
             error: Mutex::new(None),
             pacing: Mutex::new(None),
@@ -575,6 +569,8 @@ pub fn udp_recv(
         let _ = sys::enable_rx_timestamps(&sock);
         let slot = if gro { 65_536 } else { len.clamp(64, 65_536) };
         let mut batch = sys::RecvBatch::new(UDP_BATCH, slot);
+        // Arrival stamps are CLOCK_REALTIME: the count starts on that clock.
+        *stream.udp_rx.lock().unwrap() = UdpReceiver::new(counters_64bit, sys::realtime_ns());
         let take = |batch: &sys::RecvBatch, n: usize| {
             let now = sys::realtime_ns();
             let (mut bytes, mut count) = (0u64, 0u64);
@@ -587,11 +583,11 @@ pub fn udp_recv(
                         let _ = sock.send(&UDP_CONNECT_REPLY);
                         continue;
                     }
-                    bytes += d.len() as u64;
-                    count += 1;
-                    if let Ok(h) = UdpHeader::parse(d, counters_64bit) {
-                        rx.seq.on_packet(h.seq);
-                        rx.jitter.on_packet(h.sent_ns(), arrived);
+                    // A datagram judged not the sender's (a forged or mangled one on
+                    // our 4-tuple) is counted apart, not as received traffic.
+                    if rx.on_datagram(d, arrived).is_senders() {
+                        bytes += d.len() as u64;
+                        count += 1;
                     }
                 }
             }

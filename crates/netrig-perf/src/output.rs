@@ -83,6 +83,9 @@ pub struct UdpEnd {
     pub packets: i64,
     pub out_of_order: i64,
     pub duplicates: i64,
+    /// Datagrams the receiver judged not the sender's (netrig's `suspicious`); None
+    /// when the receiver is an iperf3 peer, which does not count them.
+    pub suspicious: Option<i64>,
     /// The sending side's own figures for its "sender" line.
     pub sent_packets: i64,
 }
@@ -168,22 +171,28 @@ impl EndStream {
                 let tail = if whole_test { (sent - p.packets).max(0) } else { 0 };
                 UdpEnd {
                     jitter_ms: p.jitter * 1000.0,
-                    lost: p.errors + tail,
+                    lost: within(p.errors + tail, sent),
                     packets: sent,
                     out_of_order: extra("out_of_order"),
                     duplicates: extra("duplicates"),
+                    suspicious: peer
+                        .and_then(|p| p.netrig.as_ref())
+                        .and_then(|n| n.get("suspicious"))
+                        .and_then(Value::as_i64),
                     sent_packets: sent,
                 }
             } else {
                 let sent = peer.map(|p| p.packets).filter(|&n| n > 0 && whole_test);
                 let tail = sent.map(|n| (n - rx.packets as i64).max(0)).unwrap_or(0);
+                let packets = sent.unwrap_or(rx.packets as i64);
                 UdpEnd {
                     jitter_ms: rx.jitter_ms,
-                    lost: rx.lost as i64 + tail,
-                    packets: sent.unwrap_or(rx.packets as i64),
+                    lost: within(rx.lost as i64 + tail, packets),
+                    packets,
                     out_of_order: rx.out_of_order as i64,
                     duplicates: rx.duplicates as i64,
-                    sent_packets: sent.unwrap_or(rx.packets as i64),
+                    suspicious: Some(rx.suspicious as i64),
+                    sent_packets: packets,
                 }
             }
         });
@@ -195,6 +204,14 @@ impl EndStream {
             udp: udp_end,
         }
     }
+}
+
+/// Datagrams lost, as a receiver counted them, within 0 and the `packets` the sender
+/// says it sent: a receiver that took forged datagrams for the sender's (ours judges
+/// the wild ones suspicious; an iperf3 peer takes them all) can count more gaps than
+/// there were datagrams, and loss is never more than 100 %.
+fn within(lost: i64, packets: i64) -> i64 {
+    lost.clamp(0, packets.max(0))
 }
 
 /// Facts printed at the start of a test.
@@ -294,6 +311,7 @@ fn sample_json(s: &Sample, udp: bool) -> Map<String, Value> {
         m.insert("lost_percent".into(), u.lost_percent().into());
         m.insert("out_of_order".into(), u.out_of_order.into());
         m.insert("duplicates".into(), u.duplicates.into());
+        m.insert("suspicious".into(), u.suspicious.into());
     }
     m.insert("omitted".into(), s.omitted.into());
     m.insert("sender".into(), s.stream.sender.into());
@@ -335,6 +353,7 @@ fn sum_samples(samples: &[&Sample], udp: bool) -> (Map<String, Value>, Sample) {
         "pmtu",
         "out_of_order",
         "duplicates",
+        "suspicious",
     ] {
         m.remove(k);
     }
@@ -711,6 +730,9 @@ impl Output {
             m.insert("lost_percent".into(), u.lost_percent().into());
             if socket.is_some() {
                 m.insert("out_of_order".into(), u.out_of_order.into());
+                if let Some(n) = u.suspicious {
+                    m.insert("suspicious".into(), n.into());
+                }
             }
         } else if is_sender_side {
             if let Some(r) = side.retransmits {
@@ -787,6 +809,15 @@ impl Output {
                         0.0,
                         s.receiver.as_ref().map(|r| r.end).unwrap_or(0.0),
                         u.out_of_order
+                    );
+                    self.text(&l);
+                }
+                if let Some(n) = u.suspicious.filter(|&n| n > 0) {
+                    let l = format!(
+                        "{label}{} {:4.1}-{:4.1} sec  {n} suspicious datagrams, left out of loss and jitter",
+                        self.role(s.local_sender),
+                        0.0,
+                        s.receiver.as_ref().map(|r| r.end).unwrap_or(0.0),
                     );
                     self.text(&l);
                 }
@@ -872,6 +903,7 @@ impl Output {
                     packets: us.iter().map(|u| u.packets).sum(),
                     out_of_order: us.iter().map(|u| u.out_of_order).sum(),
                     duplicates: us.iter().map(|u| u.duplicates).sum(),
+                    suspicious: us.iter().filter_map(|u| u.suspicious).reduce(|a, b| a + b),
                     sent_packets: us.iter().map(|u| u.sent_packets).sum(),
                 }
             });
@@ -1047,6 +1079,43 @@ fn http_date(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peers_loss_count_never_exceeds_what_was_sent() {
+        // An iperf3 receiver that took a forged 2^32 - 1 for the sender's: 4 billion
+        // "lost" of 2,600 sent. The report stays within 100 %; iperf3 counts no suspects.
+        let stream = crate::engine::Stream::new(1, 4, true, "a".into(), "b".into());
+        let local = Sample {
+            stream,
+            start: 0.0,
+            end: 3.0,
+            bytes: 2_600 * 1460,
+            packets: 2_600,
+            omitted: false,
+            tcp: None,
+            udp_rx: None,
+        };
+        let mut peer = StreamResult {
+            id: 1,
+            errors: 4_294_954_718,
+            packets: 4_294_967_295,
+            ..Default::default()
+        };
+        let u = EndStream::build(&local, None, Some(&peer), true, true)
+            .udp
+            .unwrap();
+        assert_eq!((u.lost, u.packets, u.suspicious), (2_600, 2_600, None));
+        assert_eq!(u.lost_percent(), 100.0);
+        // A netrig receiver reports its suspects and an honest count.
+        peer.errors = 3;
+        peer.packets = 2_600;
+        peer.netrig = Some(json!({"suspicious": 200}));
+        let u = EndStream::build(&local, None, Some(&peer), true, true)
+            .udp
+            .unwrap();
+        assert_eq!((u.lost, u.packets, u.suspicious), (3, 2_600, Some(200)));
+        assert_eq!((within(-5, 10), within(12, 10), within(4, 0)), (0, 10, 0));
+    }
 
     #[test]
     fn percent_like_c_g2() {

@@ -19,6 +19,7 @@ struct Snap {
     lost: u64,
     out_of_order: u64,
     duplicates: u64,
+    suspicious: u64,
     retrans: u64,
 }
 
@@ -40,6 +41,8 @@ pub struct UdpRxSample {
     pub packets: u64,
     pub out_of_order: u64,
     pub duplicates: u64,
+    /// Datagrams judged not the sender's (netrig only; see `netrig_core::stats::seq`).
+    pub suspicious: u64,
 }
 
 impl UdpRxSample {
@@ -159,6 +162,7 @@ fn snap(s: &Stream, udp: bool, tcp: Option<&TcpInfo>) -> Snap {
         out.lost = rx.seq.lost;
         out.out_of_order = rx.seq.out_of_order;
         out.duplicates = rx.seq.duplicates;
+        out.suspicious = rx.seq.suspicious;
     }
     out
 }
@@ -217,6 +221,7 @@ impl Sampler {
             packets: now.highest.saturating_sub(from.highest),
             out_of_order: now.out_of_order.saturating_sub(from.out_of_order),
             duplicates: now.duplicates.saturating_sub(from.duplicates),
+            suspicious: now.suspicious.saturating_sub(from.suspicious),
         });
         Sample {
             stream: s.clone(),

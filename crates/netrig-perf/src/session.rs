@@ -196,12 +196,16 @@ impl Session {
     }
 
     /// netrig's keys in a stream's results (iperf3 ignores them): the UDP receiver's
-    /// reordering and duplicates, a paced sender's account of its schedule.
+    /// reordering, duplicates and suspicious datagrams, a paced sender's account of its
+    /// schedule.
     fn stream_extras(&self, s: &Stream, rx: &crate::report::UdpRxSample) -> Option<serde_json::Value> {
         let mut m = serde_json::Map::new();
         if self.udp {
             m.insert("out_of_order".into(), rx.out_of_order.into());
             m.insert("duplicates".into(), rx.duplicates.into());
+            if !s.sender {
+                m.insert("suspicious".into(), rx.suspicious.into());
+            }
         }
         if let Some(p) = s.pacing.lock().unwrap().as_ref() {
             m.insert("pacing".into(), crate::report::pacing_json(p));
