@@ -275,7 +275,14 @@ mod tests {
     fn in_order_has_nothing_to_report() {
         let t = run(&(1..=10_000).collect::<Vec<_>>());
         assert_eq!(
-            (t.highest, t.received, t.lost, t.out_of_order, t.duplicates, t.suspicious),
+            (
+                t.highest,
+                t.received,
+                t.lost,
+                t.out_of_order,
+                t.duplicates,
+                t.suspicious
+            ),
             (10_000, 10_000, 0, 0, 0, 0)
         );
     }
@@ -332,7 +339,10 @@ mod tests {
         // Replays of long-lost numbers, too old to tell from late ones.
         seqs.extend((4..WINDOW).step_by(4));
         let t = run(&seqs);
-        assert_eq!((t.lost, t.received, t.out_of_order), (honest.lost, honest.received, 0));
+        assert_eq!(
+            (t.lost, t.received, t.out_of_order),
+            (honest.lost, honest.received, 0)
+        );
         assert_eq!(t.lost, WINDOW / 2 - 1); // 2 * WINDOW is lost: not yet counted
         assert_eq!(t.suspicious, 2 + WINDOW / 4 - 1);
         assert_eq!(t.duplicates, 3);

@@ -74,7 +74,11 @@ mod tests {
             }
             if s % 10 == 0 {
                 for (i, &f) in forged.iter().enumerate() {
-                    let fake_sent = if i % 2 == 0 { sent + 7200 * SEC } else { sent - 7200 * SEC };
+                    let fake_sent = if i % 2 == 0 {
+                        sent + 7200 * SEC
+                    } else {
+                        sent - 7200 * SEC
+                    };
                     rx.on_datagram(&datagram(f, fake_sent, counters_64bit), sent + 200_000);
                 }
             }
