@@ -73,26 +73,30 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def check_owner(path: Path, allow_foreign: bool = False, flag: str = "--allow-foreign-dir") -> None:
+def check_owner(path: Path, allow_foreign: bool = False) -> None:
     """Refuses (ForeignDir) to write into `path` when it, or a directory or link on the
     way to it, belongs to a user other than root, us or the sudo user: that user could
-    swap what netrig writes for links. Parts that do not exist yet are skipped."""
+    swap what netrig writes for links. Parts that do not exist yet are skipped;
+    `allow_foreign` (--allow-foreign-dir) skips the check."""
     if allow_foreign:
         return
     trusted = trusted_uids()
     absolute = Path(os.path.abspath(path))
-    for p in [*reversed(absolute.parents), absolute, *reversed(Path(os.path.realpath(path)).parents)]:
+    real = Path(os.path.realpath(path))
+    chain = [*reversed(absolute.parents), absolute, *reversed(real.parents), real]
+    for p in dict.fromkeys(chain):  # the path as written, then where its links lead
         try:
             st = os.lstat(p)
         except FileNotFoundError:
             continue
         if st.st_uid not in trusted:
             what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a directory"
-            where = "" if p == absolute else f" (on the way to {path})"
+            where = ("" if p == absolute else f" (where {path} leads)" if p == real
+                     else f" (on the way to {path})")
             raise ForeignDir(f"{p}: {what} owned by {_owner(st.st_uid)}{where}: netrig runs "
                              f"as {_owner(os.geteuid())} and does not write results where "
                              f"another user can replace them; choose another directory, or "
-                             f"give {flag} if you trust that user")
+                             f"give --allow-foreign-dir if you trust that user")
 
 
 def _parts(rel: str | PurePath) -> list[str]:

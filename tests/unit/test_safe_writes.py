@@ -143,6 +143,12 @@ def test_a_directory_another_user_owns_on_the_way_is_refused(tmp_path, monkeypat
     assert (f"{foreign}: a directory owned by nobody (uid 65534) (on the way to "
             f"{foreign / 'results'})") in capsys.readouterr().err
     assert list(foreign.iterdir()) == []
+    (tmp_path / "link").symlink_to(foreign)  # root's own link to nobody's directory
+    assert main(["run", str(ROOT / "examples" / "000-lan-tcp.yaml"), "--quick", "-q",
+                 "--results", str(tmp_path / "link")]) == 1
+    assert (f"{foreign}: a directory owned by nobody (uid 65534) (where {tmp_path / 'link'} "
+            "leads)") in capsys.readouterr().err
+    assert list(foreign.iterdir()) == []
 
 
 @needs_root
