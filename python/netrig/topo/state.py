@@ -1,9 +1,10 @@
 """A lab's state file: everything a lab creates is named here before it is created.
 
 `/run/netrig/labs/PREFIX/state.json` (atomic writes) lists the lab's namespaces and
-processes. It holds PIDs and paths, so it is root's alone: the file is 0600, the
-directories 0700, and it is written through no symbolic link (netrig.safefs). `netrig down` removes exactly those; `netrig clean` removes the labs whose
+processes. `netrig down` removes exactly those; `netrig clean` removes the labs whose
 builder died mid-build or whose link emulator died. Nothing else is ever touched.
+It holds PIDs and paths, so it is root's alone: the file is 0600, the directories
+below NETRIG_RUN_DIR 0700, and it is written through no symbolic link (netrig.safefs).
 """
 
 from __future__ import annotations
