@@ -45,6 +45,8 @@ commands:
                                in results/<scenario>/<time>/ (or --out)
   report DIR                   rebuild a results directory's figures and report
   compare DIR1 DIR2 [--out D]  two runs of an experiment side by side
+      (run, report, compare: a results directory another user owns is refused
+       unless --allow-foreign-dir is given)
   version                      versions of netrig and its binaries
 """
 
@@ -276,7 +278,8 @@ def _run(args: argparse.Namespace) -> int:
         if not args.scenario:
             raise NetrigError("netrig run SCENARIO (or --resume DIR)")
         scenario = load_scenario(args.scenario, quick=args.quick, sets=args.set)
-        out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name)
+        out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name,
+                                                           args.allow_foreign_dir)
         if args.out and (out / "meta.json").exists():
             raise NetrigError(f"--out {out}: it already holds results (use --resume {out} to finish them)")
     if os.geteuid() != 0:
@@ -286,12 +289,12 @@ def _run(args: argparse.Namespace) -> int:
               f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} min; "
               f"results in {out}", file=sys.stderr)
     out, status = runner.run(scenario, out, resume=bool(args.resume), progress=not args.quiet,
-                             argv=sys.argv)
+                             argv=sys.argv, allow_foreign=args.allow_foreign_dir)
     code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
     try:
         from netrig.exp import report
 
-        page = report.build(out)
+        page = report.build(out, args.allow_foreign_dir)
         print(f"netrig: report: {page}", file=sys.stderr)
     except ImportError:
         pass
@@ -310,7 +313,7 @@ def _report(args: argparse.Namespace) -> int:
 
     from netrig.exp import report
 
-    print(report.build(Path(args.dir)))
+    print(report.build(Path(args.dir), args.allow_foreign_dir))
     return 0
 
 
@@ -319,7 +322,8 @@ def _compare(args: argparse.Namespace) -> int:
 
     from netrig.exp import report
 
-    print(report.compare(Path(args.a), Path(args.b), Path(args.out) if args.out else None))
+    print(report.compare(Path(args.a), Path(args.b), Path(args.out) if args.out else None,
+                         args.allow_foreign_dir))
     return 0
 
 
@@ -334,6 +338,10 @@ def _parser() -> argparse.ArgumentParser:
 
     def prefix(p: argparse.ArgumentParser) -> None:
         p.add_argument("--prefix", help="the lab (default: the only one up)")
+
+    def foreign(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--allow-foreign-dir", action="store_true",
+                       help="write results into a directory another user owns")
 
     p = cmd("up", _up, "build a lab and leave it up")
     p.add_argument("file")
@@ -375,12 +383,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="results", help="where results go (default: ./results)")
     p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    foreign(p)
     p = cmd("report", _report, "rebuild the figures and report of a results directory")
     p.add_argument("dir")
+    foreign(p)
     p = cmd("compare", _compare, "two results directories side by side")
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--out", help="where to write the comparison (default: beside A)")
+    foreign(p)
     cmd("version", _version, "versions")
     return ap
 

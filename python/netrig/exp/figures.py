@@ -21,6 +21,7 @@ statistics (`mean_ci`) live in results.py.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -32,7 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullFormatter
 
-from netrig import units
+from netrig import safefs, units
 from netrig.exp.results import Results, is_number, load, mean_ci, short
 from netrig.exp.results import label as value_text
 from netrig.theory import jain
@@ -188,18 +189,19 @@ def make_figures(out: Path) -> Figures:
     """Draws the figures of a results directory into out/figures (replacing its PNGs)."""
     res = load(out)
     plans = _sweep_plans([("", res)]) + _fairness(res) + _cdfs(res) + _timeseries(res)
-    return _render(plans, out / "figures")
+    return _render(plans, out)
 
 
-def compare_figures(a: Results, b: Results, dest: Path) -> Figures:
-    """The sweep curves of two results directories on shared axes (A solid, B dashed)."""
-    return _render(_sweep_plans([("A", a), ("B", b)]), dest)
+def compare_figures(a: Results, b: Results, out: Path) -> Figures:
+    """The sweep curves of two results directories on shared axes (A solid, B dashed),
+    drawn into out/figures."""
+    return _render(_sweep_plans([("A", a), ("B", b)]), out)
 
 
-def _render(plans: list[_Plan], dest: Path) -> Figures:
-    dest.mkdir(parents=True, exist_ok=True)
-    for old in dest.glob("*.png"):
-        old.unlink()
+def _render(plans: list[_Plan], out: Path) -> Figures:
+    """Draws into out/figures (its old PNGs removed), through no link (safefs)."""
+    dest = safefs.makedirs(out, "figures")
+    safefs.remove_matching(out, "figures", ".png")
     done = Figures()
     done.omitted = max(0, len(plans) - MAX_FIGURES)
     for plan in plans[:MAX_FIGURES]:
@@ -216,7 +218,9 @@ def _render(plans: list[_Plan], dest: Path) -> Figures:
         while any(f.path == path for f in done):
             k += 1
             path = dest / f"{stem}-{k}.png"
-        fig.savefig(path, dpi=DPI)
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=DPI)
+        safefs.write(out, path.relative_to(out), png.getvalue())
         done.append(Figure(path, plan.title, plan.caption, plan.kind))
     return done
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netrig import safefs
 from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
 from netrig.exp.results import (
     Results,
@@ -254,8 +255,10 @@ def to_markdown(title: str, sections: list[Section], base: Path) -> str:
 
 
 # The report.
-def build(out: Path) -> Path:
-    """Rewrites results.csv, the figures, report.html and report.md; returns report.html."""
+def build(out: Path, allow_foreign: bool = False) -> Path:
+    """Rewrites results.csv, the figures, report.html and report.md; returns report.html.
+    Refuses (safefs.ForeignDir) a directory another user owns unless `allow_foreign`."""
+    safefs.check_owner(out, allow_foreign)
     res = load(out)
     write_csv(out)
     drawn = make_figures(out)
@@ -270,8 +273,8 @@ def build(out: Path) -> Path:
         ("Far from theory", _far(rows)),
         ("Figures", _figures(drawn)),
     ]
-    atomic_write(out / "report.md", to_markdown(title, sections, out))
-    atomic_write(out / "report.html", to_html(title, sections))
+    atomic_write(out / "report.md", to_markdown(title, sections, out), out)
+    atomic_write(out / "report.html", to_html(title, sections), out)
     return out / "report.html"
 
 
@@ -415,15 +418,17 @@ def _figures(drawn: Figures) -> list[Block]:
 
 
 # Two directories compared.
-def compare(a: Path, b: Path, out: Path | None = None) -> Path:
-    """compare.html (in `out`, by default a new directory beside a); returns its path."""
+def compare(a: Path, b: Path, out: Path | None = None, allow_foreign: bool = False) -> Path:
+    """compare.html (in `out`, by default a new directory beside a); returns its path.
+    Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`."""
     ra, rb = load(a), load(b)
     out = out or a.parent / f"compare-{a.name}-vs-{b.name}"
-    out.mkdir(parents=True, exist_ok=True)
+    safefs.check_owner(out, allow_foreign)
+    safefs.makedirs(out)
     sa, sb = ({_join_key(r): r for r in summary(x)} for x in (ra, rb))
     table = Table(["point", "flow", "metric", "A measured", "B measured", "B/A", "expected"],
                   [_joined(sa.get(k), sb.get(k)) for k in [*sa, *(k for k in sb if k not in sa)]])
-    drawn = compare_figures(ra, rb, out / "figures")
+    drawn = compare_figures(ra, rb, out)
     warnings: list[Block] = [Note(f"{side}: {v.text}", warn=True)
                              for side, r in (("A", ra), ("B", rb)) if (v := _verdict(r)).warn]
     sections: list[Section] = [
@@ -433,7 +438,7 @@ def compare(a: Path, b: Path, out: Path | None = None) -> Path:
                                          "the means."), table]),
         ("Sweep curves", list(drawn) or [Note("No sweep curves: A has no sweep.")]),
     ]
-    atomic_write(out / "compare.html", to_html(f"netrig compare: {a.name} vs {b.name}", sections))
+    atomic_write(out / "compare.html", to_html(f"netrig compare: {a.name} vs {b.name}", sections), out)
     return out / "compare.html"
 
 

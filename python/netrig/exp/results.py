@@ -9,7 +9,8 @@
       results.csv              tidy: one row per flow per run, measured beside expected
       figures/*.png, report.html, report.md
 
-Every file is written atomically (a temporary file renamed into place), and every JSON
+Every file is written atomically (a temporary file renamed into place) and through no
+symbolic link below the results directory (netrig.safefs), and every JSON
 document carries `"schema": SCHEMA`. A run's run.json is written last: a run without one
 did not finish, and `--resume` runs it again.
 
@@ -35,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.exp.scenario import SCHEMA
 
@@ -85,22 +87,20 @@ def pacing_note(run: dict[str, Any]) -> str:
             "so the path was offered less than the scenario says")
 
 
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def atomic_write(path: Path, text: str, root: Path | None = None) -> None:
+    """Writes path atomically, through no symbolic link: the directories from `root`
+    (the results directory; by default path's own directory) down to path are entered
+    without following links, and a link planted at the file's name is replaced."""
+    base = root if root is not None else path.parent
+    safefs.write(base, path.relative_to(base), text)
 
 
-def write_json(path: Path, doc: dict[str, Any]) -> None:
-    atomic_write(path, json.dumps({"schema": SCHEMA, **doc}, indent=1, default=_plain) + "\n")
+def write_json(path: Path, doc: dict[str, Any], root: Path | None = None) -> None:
+    atomic_write(path, json.dumps({"schema": SCHEMA, **doc}, indent=1, default=_plain) + "\n", root)
 
 
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    atomic_write(path, "".join(json.dumps(r, default=_plain) + "\n" for r in rows))
+def write_jsonl(path: Path, rows: list[dict[str, Any]], root: Path | None = None) -> None:
+    atomic_write(path, "".join(json.dumps(r, default=_plain) + "\n" for r in rows), root)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -121,15 +121,21 @@ def _plain(o: Any) -> Any:
     return str(o)
 
 
-def new_dir(root: Path, name: str) -> Path:
+def new_dir(root: Path, name: str, allow_foreign: bool = False) -> Path:
+    """A new results/<name>/<time> directory below root (refused when another user
+    owns root or a directory on its way: safefs.check_owner)."""
+    safefs.check_owner(root, allow_foreign)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    d = root / name / stamp
+    safefs.makedirs(root, name)
     k = 1
-    while d.exists():
-        k += 1
-        d = root / name / f"{stamp}-{k}"
-    d.mkdir(parents=True)
-    return d
+    while True:
+        leaf = stamp if k == 1 else f"{stamp}-{k}"
+        try:
+            with safefs.directory(root, name, create=False) as fd:
+                os.mkdir(leaf, safefs.RESULTS.dir, dir_fd=fd)
+            return root / name / leaf
+        except FileExistsError:
+            k += 1
 
 
 def label(value: Any) -> str:
@@ -260,7 +266,7 @@ def write_csv(out: Path) -> Path:
     w.writeheader()
     for r in rows:
         w.writerow({k: _cell(r.get(k)) for k in cols})
-    atomic_write(out / "results.csv", buf.getvalue())
+    atomic_write(out / "results.csv", buf.getvalue(), out)
     return out / "results.csv"
 
 

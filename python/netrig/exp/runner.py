@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from netrig import units
+from netrig import safefs, units
 from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.exp import results as res
@@ -121,12 +122,14 @@ def _mmss(s: float) -> str:
 
 
 def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
-        argv: list[str] | None = None) -> tuple[Path, str]:
+        argv: list[str] | None = None, allow_foreign: bool = False) -> tuple[Path, str]:
     """Runs what is not yet done in `out`; returns (out, status) with status one of
-    "complete", "interrupted" or "failed" (some runs failed; the rest are kept)."""
-    out.mkdir(parents=True, exist_ok=True)
+    "complete", "interrupted" or "failed" (some runs failed; the rest are kept).
+    Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`."""
+    safefs.check_owner(out, allow_foreign)
+    safefs.makedirs(out)
     if not resume:
-        res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False))
+        res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
     meta = res.read_json(out / "meta.json") if resume and (out / "meta.json").exists() else {
         "scenario": scenario.name, "source": scenario.source, "quick": scenario.quick,
         "sets": scenario.sets, "sweep_keys": scenario.sweep_keys, "repeat": scenario.repeat,
@@ -138,7 +141,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     meta.setdefault("resumed", [])
     if resume:
         meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    res.write_json(out / "meta.json", meta)
+    res.write_json(out / "meta.json", meta, out)
     old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
     status = "complete"
     failures = 0
@@ -158,7 +161,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                     seed = scenario.seed + point.index * scenario.repeat + rep
                     note = ""
                     try:
-                        doc = run_one(point, rep, seed, out / "runs" / rid, shown.tick)
+                        doc = run_one(point, rep, seed, out, rid, shown.tick)
                         bad = [n for n, f in doc["flows"].items() if f["summary"].get("status") != "ok"]
                         if bad:
                             note = f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
@@ -174,7 +177,8 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                         note = f"run {rid} failed: {e}"
                         res.write_json(out / "runs" / rid / "run.json", {
                             "run": rid, "point": point.index, "rep": rep, "seed": seed,
-                            "params": point.params, "status": "failed", "error": str(e), "flows": {}})
+                            "params": point.params, "status": "failed", "error": str(e), "flows": {}},
+                            out)
                         if failures >= 3:
                             raise RunFailed(f"three runs in a row failed; the last: {e}") from e
                     shown.end_run(k, point, settle, note)
@@ -191,7 +195,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
             signal.signal(signal.SIGTERM, old)
         meta["status"] = status
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        res.write_json(out / "meta.json", meta)
+        res.write_json(out / "meta.json", meta, out)
         res.write_csv(out)
     return out, status
 
@@ -200,12 +204,12 @@ def _lab_prefix() -> str:
     return f"nx{os.getpid() % 100000}"
 
 
-def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[str, Any]:
-    """One run of one point; writes rdir (run.json last) and returns run.json's content."""
-    if rdir.exists():
-        for p in sorted(rdir.rglob("*"), reverse=True):
-            p.unlink() if p.is_file() else p.rmdir()
-    rdir.mkdir(parents=True, exist_ok=True)
+def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -> dict[str, Any]:
+    """One run of one point; writes out/runs/rid (run.json last) and returns run.json's
+    content."""
+    rdir = out / "runs" / rid
+    safefs.remove_tree(out, f"runs/{rid}")
+    safefs.makedirs(out, f"runs/{rid}")
     plan = make_plan(point.topology)
     spec = point.spec
     interval = units.seconds(spec.interval)
@@ -236,9 +240,10 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
             if f.kind in SERVED:
                 port = BASE_PORT + i
                 ports[name] = port
-                servers.append((name, port, net[f.to].popen(
-                    [str(binary("netrig-perf")), "-s", "-1", "-p", str(port)],
-                    stdout=open(os.devnull, "w"), stderr=open(rdir / f"server-{name}.log", "w"))))
+                with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log:
+                    servers.append((name, port, net[f.to].popen(
+                        [str(binary("netrig-perf")), "-s", "-1", "-p", str(port)],
+                        stdout=subprocess.DEVNULL, stderr=log)))
         deadline = time.monotonic() + 10
         for name, port, p in servers:
             while not _tcp_listening(p.pid, port):
@@ -289,7 +294,7 @@ def run_one(point: Point, rep: int, seed: int, rdir: Path, tick=None) -> dict[st
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
     expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
-    doc = _write_run(rdir, point, rep, seed, outcomes, expected, monitors, started_wall,
+    doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "interrupted" if interrupted else "ok", errors, emulator)
     if interrupted:
         raise KeyboardInterrupt
@@ -450,19 +455,20 @@ def _net_dev() -> dict[str, dict[str, int]]:
     return out
 
 
-def _write_run(rdir: Path, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],
+def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],
                expected: dict[str, Expected], monitors: list[dict[str, Any]], started: float,
                status: str, teardown_errors: list[str],
                emulator: dict[str, Any] | None = None) -> dict[str, Any]:
+    rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
     for name, o in outcomes.items():
         raw = o.stdout if o.spec.kind in ("ping", "command") else o.stdout or "{}"
         res.atomic_write(rdir / "flows" / f"{name}.{'txt' if o.spec.kind in ('ping', 'command') else 'json'}",
-                         raw if raw.endswith("\n") or not raw else raw + "\n")
+                         raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():
-            res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr)
-        res.write_jsonl(rdir / "series" / f"{name}.jsonl", o.series())
+            res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
+        res.write_jsonl(rdir / "series" / f"{name}.jsonl", o.series(), out)
         summary = o.summary()
         entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
                                  "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
@@ -480,12 +486,12 @@ def _write_run(rdir: Path, point: Point, rep: int, seed: int, outcomes: dict[str
         key = f"monitor-{row['monitor']}"
         by_monitor.setdefault(key, []).append(row)
     for key, rows in by_monitor.items():
-        res.write_jsonl(rdir / "series" / f"{key}.jsonl", rows)
-    doc = {"run": rdir.name, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
+        res.write_jsonl(rdir / "series" / f"{key}.jsonl", rows, out)
+    doc = {"run": rid, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
            "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
            "seconds": round(time.time() - started, 3), "flows": flows,
            "monitors": sorted(by_monitor), "teardown_errors": teardown_errors}
     if emulator is not None:
         doc["emulator"] = emulator
-    res.write_json(rdir / "run.json", doc)
+    res.write_json(rdir / "run.json", doc, out)
     return doc

@@ -3,6 +3,8 @@
 `/run/netrig/labs/PREFIX/state.json` (atomic writes) lists the lab's namespaces and
 processes. `netrig down` removes exactly those; `netrig clean` removes the labs whose
 builder died mid-build or whose link emulator died. Nothing else is ever touched.
+It holds PIDs and paths, so it is root's alone: the file is 0600, the directories
+below NETRIG_RUN_DIR 0700, and it is written through no symbolic link (netrig.safefs).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from netrig import safefs
 from netrig.errors import NetrigError
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
@@ -52,10 +55,8 @@ class LabState:
         return LABS_DIR / self.prefix
 
     def save(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / "state.json.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=1) + "\n")
-        os.replace(tmp, self.dir / "state.json")
+        safefs.write(LABS_DIR.parent, f"{LABS_DIR.name}/{check_prefix(self.prefix)}/state.json",
+                     json.dumps(asdict(self), indent=1) + "\n", safefs.PRIVATE)
 
     @classmethod
     def load(cls, prefix: str) -> LabState:
@@ -72,8 +73,8 @@ class LabState:
         return cls(**data, schema=SCHEMA)
 
     def remove(self) -> None:
-        for f in ("state.json", "state.json.tmp"):
-            (self.dir / f).unlink(missing_ok=True)
+        for f in ("state.json", "state.json.tmp"):  # .tmp: the fixed temporary name of older netrig
+            safefs.unlink(LABS_DIR.parent, f"{LABS_DIR.name}/{self.prefix}/{f}", safefs.PRIVATE)
 
 
 def labs() -> list[str]:
