@@ -51,8 +51,10 @@ MAX_VALUES = 200_000  # values in a document once its aliases are expanded
 MAX_DEPTH = 64  # mappings and lists nested in each other
 _BOOL = "tag:yaml.org,2002:bool"
 # What a Literal field holds, for "'x' is not <what> (expected ...)".
-_CHOICES = {"kind": "a node kind", "backend": "a backend", "aqm": "a queue discipline",
+_CHOICES = {"backend": "a backend", "aqm": "a queue discipline",
             "type": "a queue discipline", "distribution": "a delay distribution"}
+# What a `kind:` holds, by the section it is in (a file's nodes, a scenario's flows...).
+_KINDS = {"nodes": "a node kind", "flows": "a flow kind", "monitors": "a monitor kind"}
 # Fields typed as text that hold a unit: a bare number there is told what unit it lacks.
 _UNITS: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("target", "interval", "tupdate", "max_burst"), units.seconds),
@@ -306,7 +308,8 @@ def _reword(p: Problem, data: Any) -> str:
     m = re.fullmatch(r"Input should be ('.*')", p.message)
     if m is None or isinstance(value, (dict, list)):
         return p.message
-    what = "a node kind" if p.path[:1] == ("nodes",) else _CHOICES.get(field, "allowed")
+    what = _KINDS.get(p.path[0]) if p.path[:1] == ("nodes",) or field == "kind" else None
+    what = what or _CHOICES.get(field, "allowed")
     return f"{_show(value)} is not {what} (expected {m.group(1)})"
 
 
