@@ -26,7 +26,6 @@ import os
 import re
 from collections.abc import Callable
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -207,6 +206,7 @@ def check(data: Any, lines: dict[Key, int], source: str,
     if found:
         return None, found
     topo = _build(spec, source)
+    topo.lines = {k: lines[base + (k,)] for k in ("name", "prefix") if base + (k,) in lines}
     found = [(_line(lines, base + p.path), base + p.path, _one_line(p.message))
              for p in topo.problems()]
     return (None if found else topo), found
@@ -248,6 +248,16 @@ def _parse(text: str, source: str) -> tuple[Any, dict[Key, int], list[tuple[int,
         if len(path) == 3 and path[0] == "links" and path[2] in (0, 1):
             loader.lines.setdefault((*path[:2], "ab"[path[2]]), line)
     return data, loader.lines, repeats
+
+
+def parse_value(text: str) -> Any:
+    """One YAML value given on the command line (`--set KEY=VALUE`), read with the file's
+    bounds: no alias bomb, no deep nesting. Raises `yaml.YAMLError`."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _short_forms(data: dict[str, Any]) -> list[Problem]:

@@ -451,6 +451,7 @@ class Topology:
         self.nodes: dict[str, str] = {}
         self.links: list[Link] = []
         self.source: str | None = None
+        self.lines: dict[str, int] = {}  # the line of name: and prefix: in `source`
 
     # The Python API.
     def _node(self, name: str, kind: str) -> str:
@@ -586,3 +587,14 @@ class Topology:
     @property
     def lab_prefix(self) -> str:
         return self.prefix or self.name
+
+    def lab_prefix_problem(self) -> str | None:
+        """Why this topology cannot be built under its own prefix (its prefix:, else its
+        name), at the key that gave it; None when it can. (A scenario's topology runs
+        under a prefix of the run's, so only `netrig up` asks.)"""
+        if PREFIX_RE.fullmatch(self.lab_prefix):
+            return None
+        where = f"{self.source or self.name}:{self.lines.get('name', 1)}: name"
+        return (f"{where}: '{self.name}' is also the lab's prefix (the file gives no prefix:), "
+                "and a prefix is 1-15 lowercase letters, digits or _: add prefix: to the "
+                "file, or give --prefix")
