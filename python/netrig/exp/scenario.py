@@ -252,6 +252,9 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
             raise ScenarioError([f"--set {s}: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"])
         try:
             set_values[key.strip()] = tload.parse_value(raw) if raw.strip() else ""
+        except yaml.composer.ComposerError as e:  # past the loader's bounds
+            raise ScenarioError([f"--set {key.strip()}: the value, at column "
+                                 f"{e.problem_mark.column + 1}: {e.problem}"]) from None
         except yaml.YAMLError as e:
             raise ScenarioError([f"--set {s}: the value is not YAML: {e}"]) from None
     # The topology: a file beside the scenario, or inline.
