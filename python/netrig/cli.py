@@ -85,9 +85,15 @@ def _prefix(args: argparse.Namespace) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     from netrig.net import Network
+    from netrig.topo.load import load
+    from netrig.topo.model import TopologyError
 
     t0 = time.monotonic()
-    net = Network(args.file, prefix=args.prefix,
+    topo = load(args.file)
+    problem = None if args.prefix else topo.lab_prefix_problem()
+    if problem:  # found here, at its line, rather than by the builder
+        raise TopologyError([problem])
+    net = Network(topo, prefix=args.prefix,
                   progress=None if args.quiet else lambda m: print(f"  {m}", file=sys.stderr))
     net.start()
     st = net.detach()

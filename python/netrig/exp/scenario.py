@@ -41,6 +41,7 @@ from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _p
 
 Key = tuple[str | int, ...]
 SCHEMA = 1
+MAX_POINTS = 1000  # sweep points: each is checked before anything runs, and each runs
 
 FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "command"]
 # Which keys each kind of flow takes (besides kind, from, start, duration).
@@ -62,6 +63,20 @@ class ScenarioError(NetrigError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+def _not_negative(v: Any) -> float:
+    s = units.seconds(v)
+    if s < 0:
+        raise units.UnitError(f"'{v}' is negative (it should be 0s or more)")
+    return s
+
+
+def _positive(v: Any) -> float:
+    s = units.seconds(v)
+    if s <= 0:
+        raise units.UnitError(f"'{v}' should be more than 0")
+    return s
 
 
 class FlowSpec(BaseModel):
@@ -90,8 +105,10 @@ class FlowSpec(BaseModel):
     timeout: str | int | None = None
     count: int = Field(1, ge=0, le=64)  # copies, NAME.1 ... NAME.N (0: left out)
 
-    _seconds = field_validator("start", "duration", "omit", "interval", "timeout")(
-        classmethod(lambda cls, v: _check(units.seconds, v)))
+    _not_negative = field_validator("start", "omit")(
+        classmethod(lambda cls, v: _check(_not_negative, v)))
+    _positive = field_validator("duration", "interval", "timeout")(
+        classmethod(lambda cls, v: _check(_positive, v)))
     _sizes = field_validator("bytes", "window", "length", "size")(
         classmethod(lambda cls, v: _check(units.size_bytes, v)))
     _rates = field_validator("rate")(classmethod(lambda cls, v: _check(units.rate_bps, v)))
@@ -123,7 +140,7 @@ class MonitorSpec(BaseModel):
     iface: str | None = None
     interval: str | int | None = None
 
-    _seconds = field_validator("interval")(classmethod(lambda cls, v: _check(units.seconds, v)))
+    _positive = field_validator("interval")(classmethod(lambda cls, v: _check(_positive, v)))
 
 
 class ScenarioFile(BaseModel):
@@ -142,8 +159,10 @@ class ScenarioFile(BaseModel):
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     quick: dict[str, Any] | None = None
 
-    _seconds = field_validator("duration", "interval", "settle")(
-        classmethod(lambda cls, v: _check(units.seconds, v)))
+    _positive = field_validator("duration", "interval")(
+        classmethod(lambda cls, v: _check(_positive, v)))
+    _not_negative = field_validator("settle")(
+        classmethod(lambda cls, v: _check(_not_negative, v)))
     _pct = field_validator("tolerance")(classmethod(lambda cls, v: _check(units.fraction, v)))
 
 
@@ -196,9 +215,9 @@ class Scenario:
 def load_scenario(path: str | Path, quick: bool = False, sets: list[str] | None = None) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError([f"{path}: cannot read the file: {e}"]) from None
+        text = tload.read(path)
+    except TopologyError as e:
+        raise ScenarioError(e.problems) from None
     return loads_scenario(text, str(path), quick, sets or [], base_dir=path.parent)
 
 
@@ -232,7 +251,10 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
         if not eq or not key.strip():
             raise ScenarioError([f"--set {s}: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"])
         try:
-            set_values[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            set_values[key.strip()] = tload.parse_value(raw) if raw.strip() else ""
+        except yaml.composer.ComposerError as e:  # past the loader's bounds
+            raise ScenarioError([f"--set {key.strip()}: the value, at column "
+                                 f"{e.problem_mark.column + 1}: {e.problem}"]) from None
         except yaml.YAMLError as e:
             raise ScenarioError([f"--set {s}: the value is not YAML: {e}"]) from None
     # The topology: a file beside the scenario, or inline.
@@ -241,10 +263,10 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
     if isinstance(t, str):
         tpath = (base_dir or Path(".")) / t
         try:
-            ttext = tpath.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ScenarioError([f"{source}:{lines.get(('topology',), 1)}: topology: cannot read "
-                                 f"{tpath}: {e}"]) from None
+            ttext = tload.read(tpath, "the topology file")
+        except TopologyError as e:
+            raise ScenarioError([f"{source}:{lines.get(('topology',), 1)}: topology: {p}"
+                                 for p in e.problems]) from None
         try:
             tdata, topo_lines, tfound = tload._parse(ttext, str(tpath))
         except tload.TopologyError as e:
@@ -272,6 +294,13 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
         msg = _apply(data, key, values[0] if values else None, probe=True)
         if msg:
             problems.append(f"{source}:{lines.get(('sweep', key), 1)}: sweep.{key}: {msg}")
+    points_n = 1
+    for values in sweep.values():
+        points_n *= max(len(values), 1)
+    if points_n > MAX_POINTS:
+        sizes = " x ".join(str(len(v)) for v in sweep.values())
+        problems.append(f"{source}:{lines.get(('sweep',), 1)}: sweep: {sizes} = {points_n} points; "
+                        f"a scenario sweeps at most {MAX_POINTS}")
     if problems:
         raise ScenarioError(problems)
     # Each swept value on its own, blamed on its own item; then the combinations.
@@ -397,8 +426,6 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             out.append(Problem(("flows", name, "to"), "a flow from a node to itself"))
         if f.bytes is not None and f.duration is not None:
             out.append(Problem(("flows", name, "bytes"), "give duration or bytes, not both"))
-        if f.duration is not None and f.seconds("duration") <= 0:
-            out.append(Problem(("flows", name, "duration"), "should be more than 0"))
         if f.kind in ("tcp", "udp") and f.omit is not None and f.seconds("omit") % 1:
             out.append(Problem(("flows", name, "omit"), "whole seconds (netrig-perf -O)"))
         elif f.omit is not None and f.bytes is None and \
@@ -407,8 +434,6 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                                "flow's duration to measure (omit is the duration's first part)"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
-    if units.seconds(spec.duration) <= 0:
-        out.append(Problem(("duration",), "should be more than 0"))
     if not 0.1 <= units.seconds(spec.interval) <= 10:
         out.append(Problem(("interval",), "between 100ms and 10s (the flows' report interval)"))
     if not any(f.count for f in spec.flows.values()):

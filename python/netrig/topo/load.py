@@ -12,14 +12,20 @@ This module owns reading the file and saying where each problem is
 the schema (`TopologyFile`, plus what YAML itself hides: repeated keys, short-form links
 of the wrong length), then, on a topology built from the valid file, `Topology.problems()`
 (dangling names, duplicate links, switch loops).
+
+Input is bounded before it is trusted: a file above `MAX_BYTES` is refused unread, and
+the YAML composer refuses nesting deeper than `MAX_DEPTH` and a document whose aliases
+expand to more than `MAX_VALUES` values (an alias bomb), at the line of the alias. Each
+node's expanded size is counted once, when it is composed, so a bomb costs what its
+text costs, never what it expands to.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from os import PathLike
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -39,10 +45,15 @@ from netrig.topo.model import (
 
 Key = tuple[str | int, ...]
 _MERGE = "tag:yaml.org,2002:merge"
+MAX_BYTES = 1 << 20  # a topology or scenario file (1 MiB)
+MAX_VALUES = 200_000  # values in a document once its aliases are expanded
+MAX_DEPTH = 64  # mappings and lists nested in each other
 _BOOL = "tag:yaml.org,2002:bool"
 # What a Literal field holds, for "'x' is not <what> (expected ...)".
-_CHOICES = {"kind": "a node kind", "backend": "a backend", "aqm": "a queue discipline",
+_CHOICES = {"backend": "a backend", "aqm": "a queue discipline",
             "type": "a queue discipline", "distribution": "a delay distribution"}
+# What a `kind:` holds, by the section it is in (a file's nodes, a scenario's flows...).
+_KINDS = {"nodes": "a node kind", "flows": "a flow kind", "monitors": "a monitor kind"}
 # Fields typed as text that hold a unit: a bare number there is told what unit it lacks.
 _UNITS: dict[str, Callable[[Any], Any]] = {
     **dict.fromkeys(("target", "interval", "tupdate", "max_burst"), units.seconds),
@@ -60,6 +71,54 @@ class _Loader(yaml.SafeLoader):
         super().__init__(text)
         self.lines: dict[Key, int] = {(): 1}
         self.repeats: list[tuple[int, Key, int]] = []  # (line, path, line of the first)
+        self.sizes: dict[int, int] = {}  # id(node) -> values it stands for, aliases expanded
+        self.aliases: list[tuple[yaml.Mark, str, int]] = []  # (where, anchor, its size)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """PyYAML's, counting what each node expands to as it is composed: an alias
+        stands for its anchor's whole size; a document past MAX_VALUES or MAX_DEPTH is
+        refused at once (a `ComposerError`, reported at its line)."""
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            if id(node) not in self.sizes:
+                raise yaml.composer.ComposerError(
+                    None, None, f"the alias *{event.anchor} is inside its own anchor "
+                    f"&{event.anchor}: it would repeat forever", event.start_mark)
+            self.aliases.append((event.start_mark, event.anchor, self.sizes[id(node)]))
+            return node
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested more than {MAX_DEPTH} deep (netrig reads at most that)",
+                event.start_mark)
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        if isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self.sizes[id(k)] + self.sizes[id(v)] for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self.sizes[id(item)] for item in node.value)
+        else:
+            size = 1
+        if size > MAX_VALUES:
+            raise self._too_big(node, size)
+        self.sizes[id(node)] = size
+        return node
+
+    def _too_big(self, node: yaml.Node, size: int) -> yaml.MarkedYAMLError:
+        """The error for a node past MAX_VALUES: at its biggest alias, if it has one."""
+        inside = [a for a in self.aliases
+                  if node.start_mark.index <= a[0].index <= node.end_mark.index]
+        if not inside:
+            return yaml.composer.ComposerError(
+                None, None, f"more than {MAX_VALUES} values in one document (netrig reads "
+                "at most that)", node.start_mark)
+        mark, anchor, each = max(inside, key=lambda a: a[2])  # the first of the biggest
+        return yaml.composer.ComposerError(
+            None, None, f"the alias *{anchor} stands for {each} values, and with it the "
+            f"document holds more than {MAX_VALUES} once its aliases are expanded (an alias "
+            "bomb?): netrig reads at most that", mark)
 
     def record(self, node: yaml.Node, path: Key = (), inside: frozenset[int] = frozenset()) -> None:
         if id(node) in inside:  # a recursive alias: its first visit records it
@@ -92,11 +151,23 @@ _Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False
 
 def load(path: str | PathLike[str]) -> Topology:
     """Read and check a topology file; `TopologyError` lists every problem found."""
+    return loads(read(path), source=str(path))
+
+
+def read(path: str | PathLike[str], what: str = "the file") -> str:
+    """A topology or scenario file's text, refused unread (past its first MAX_BYTES + 1
+    bytes) when it is larger than MAX_BYTES; `what` names it in the errors."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:
+                size = os.fstat(f.fileno()).st_size
+                has = f"{size} bytes" if size > MAX_BYTES else f"more than {MAX_BYTES} bytes"
+                raise TopologyError([f"{path}: {what} holds {has}; netrig reads at most "
+                                     f"{MAX_BYTES} (1 MiB)"])
+        return raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise TopologyError([f"{path}: cannot read the file: {e}"]) from None
-    return loads(text, source=str(path))
+        raise TopologyError([f"{path}: cannot read {what}: {e}"]) from None
 
 
 def loads(text: str, source: str = "<string>") -> Topology:
@@ -135,6 +206,7 @@ def check(data: Any, lines: dict[Key, int], source: str,
     if found:
         return None, found
     topo = _build(spec, source)
+    topo.lines = {k: lines[base + (k,)] for k in ("name", "prefix") if base + (k,) in lines}
     found = [(_line(lines, base + p.path), base + p.path, _one_line(p.message))
              for p in topo.problems()]
     return (None if found else topo), found
@@ -147,6 +219,9 @@ def where(found: list[tuple[int, Key, str]], source: str) -> list[str]:
 
 def _parse(text: str, source: str) -> tuple[Any, dict[Key, int], list[tuple[int, Key, str]]]:
     """The file's data, where each key and item is, and its repeated keys as problems."""
+    if len(text) > MAX_BYTES or len(text.encode("utf-8")) > MAX_BYTES:
+        raise TopologyError([f"{source}: the text holds {len(text.encode('utf-8'))} bytes; "
+                             f"netrig reads at most {MAX_BYTES} (1 MiB)"])
     loader = _Loader(text)
     data = None
     try:
@@ -173,6 +248,16 @@ def _parse(text: str, source: str) -> tuple[Any, dict[Key, int], list[tuple[int,
         if len(path) == 3 and path[0] == "links" and path[2] in (0, 1):
             loader.lines.setdefault((*path[:2], "ab"[path[2]]), line)
     return data, loader.lines, repeats
+
+
+def parse_value(text: str) -> Any:
+    """One YAML value given on the command line (`--set KEY=VALUE`), read with the file's
+    bounds: no alias bomb, no deep nesting. Raises `yaml.YAMLError`."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _short_forms(data: dict[str, Any]) -> list[Problem]:
@@ -233,7 +318,8 @@ def _reword(p: Problem, data: Any) -> str:
     m = re.fullmatch(r"Input should be ('.*')", p.message)
     if m is None or isinstance(value, (dict, list)):
         return p.message
-    what = "a node kind" if p.path[:1] == ("nodes",) else _CHOICES.get(field, "allowed")
+    what = _KINDS.get(p.path[0]) if p.path[:1] == ("nodes",) or field == "kind" else None
+    what = what or _CHOICES.get(field, "allowed")
     return f"{_show(value)} is not {what} (expected {m.group(1)})"
 
 

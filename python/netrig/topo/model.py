@@ -16,6 +16,7 @@ path of the key at fault, e.g. ("links", 3, "b").
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netrig import units
 from netrig.errors import NetrigError
+from netrig.topo.state import PREFIX_RE
 
 Kind = Literal["host", "switch", "router"]
 AQMS = ("droptail", "red", "codel", "pie", "fq_codel")
@@ -392,6 +394,20 @@ class Link:
         return self.b if node == self.a else self.a
 
 
+def _unreadable(trace: str | None) -> str | None:
+    """What keeps netrig-link from reading a trace file, if anything."""
+    if trace is None:
+        return None
+    at = os.path.abspath(trace)
+    if not os.path.exists(at):
+        return f"no trace file '{trace}' (looked for {at})"
+    if not os.path.isfile(at):
+        return f"'{trace}' is not a file (a trace is a mahimahi file, one line per delivery)"
+    if not os.access(at, os.R_OK):
+        return f"cannot read the trace file '{trace}' ({at}): permission denied"
+    return None
+
+
 _SHAPE_ERRORS = ("literal_error", "model_type", "dict_type", "string_type", "int_type", "float_type",
                  "list_type", "bool_type", "model_attributes_type", "int_parsing", "float_parsing")
 
@@ -435,6 +451,7 @@ class Topology:
         self.nodes: dict[str, str] = {}
         self.links: list[Link] = []
         self.source: str | None = None
+        self.lines: dict[str, int] = {}  # the line of name: and prefix: in `source`
 
     # The Python API.
     def _node(self, name: str, kind: str) -> str:
@@ -467,6 +484,10 @@ class Topology:
     # Whole-topology checks.
     def problems(self) -> list[Problem]:
         out: list[Problem] = []
+        if self.prefix is not None and not PREFIX_RE.fullmatch(self.prefix):
+            out.append(Problem(("prefix",), f"'{self.prefix}' is not a lab prefix: use 1-15 "
+                               "lowercase letters, digits or _, starting with a letter or digit "
+                               "(it starts every namespace the lab creates)"))
         if not self.nodes:
             out.append(Problem(("nodes",), "no nodes"))
         for n in self.nodes:
@@ -474,6 +495,7 @@ class Topology:
                 out.append(Problem(("nodes", n), "a node name is 1-20 letters, digits or _"))
         seen: dict[frozenset[str], int] = {}
         names: dict[str, int] = {}
+        broken: set[int] = set()  # links whose directions do not resolve
         for i, l in enumerate(self.links):
             for end in ("a", "b"):
                 n = getattr(l, end)
@@ -493,9 +515,33 @@ class Topology:
                     l.direction(d)
                 except ValidationError as e:
                     out.append(Problem(("links", i, key), "; ".join(p.message for p in _problems_of(e))))
+                    broken.add(i)
                 except units.UnitError as e:
                     out.append(Problem(("links", i, key), str(e)))
+                    broken.add(i)
         out += self._switch_loops()
+        out += self._traces(skip=broken)
+        return out
+
+    def _traces(self, skip: set[int]) -> list[Problem]:
+        """Every trace a link replays is a file netrig-link can read (it reads it when
+        the lab is built, from this process's directory, as written), blamed on the key
+        that named it: the direction's, the link's or the file's default. Links in
+        `skip` (already wrong) are not looked at."""
+        out: list[Problem] = []
+        for i, l in enumerate(self.links):
+            if i in skip:
+                continue
+            for over, key in ((l.spec.a_to_b, "a_to_b"), (l.spec.b_to_a, "b_to_a")):
+                if over is not None and "trace" in over.model_fields_set:
+                    path, trace = ("links", i, key, "trace"), over.trace
+                elif "trace" in l.spec.model_fields_set:
+                    path, trace = ("links", i, "trace"), l.spec.trace
+                else:
+                    path, trace = ("defaults", "link", "trace"), self.defaults.trace
+                msg = _unreadable(trace)
+                if msg and Problem(path, msg) not in out:
+                    out.append(Problem(path, msg))
         return out
 
     def _switch_loops(self) -> list[Problem]:
@@ -541,3 +587,14 @@ class Topology:
     @property
     def lab_prefix(self) -> str:
         return self.prefix or self.name
+
+    def lab_prefix_problem(self) -> str | None:
+        """Why this topology cannot be built under its own prefix (its prefix:, else its
+        name), at the key that gave it; None when it can. (A scenario's topology runs
+        under a prefix of the run's, so only `netrig up` asks.)"""
+        if PREFIX_RE.fullmatch(self.lab_prefix):
+            return None
+        where = f"{self.source or self.name}:{self.lines.get('name', 1)}: name"
+        return (f"{where}: '{self.name}' is also the lab's prefix (the file gives no prefix:), "
+                "and a prefix is 1-15 lowercase letters, digits or _: add prefix: to the "
+                "file, or give --prefix")
