@@ -370,13 +370,13 @@ fn run_test(
         Mode::Rr => (p, p),
     };
 
-    let mut session = Session::new(&params);
+    let mut session = Session::new(params);
     if mode == Mode::Bulk {
         session.file = cfg.common.file.clone();
     }
     let rr_incoming = match params.protocol {
         Protocol::Tcp => {
-            let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, &params)?;
+            let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, params)?;
             for (i, s) in tcp.into_iter().enumerate() {
                 let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
                 out.connected(s.as_raw_fd(), &l, &r);
@@ -390,7 +390,7 @@ fn run_test(
             }
         }
         Protocol::Udp => {
-            let udp = collect_udp(sh, &mut ctrl, peer, expected, &params)?;
+            let udp = collect_udp(sh, &mut ctrl, peer, expected, params)?;
             for (i, s) in udp.into_iter().enumerate() {
                 let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
                 out.connected(s.as_raw_fd(), &l, &r);
@@ -401,7 +401,7 @@ fn run_test(
     };
     sh.running.lock().unwrap().insert(cookie);
 
-    out.start(&StartInfo::of(&params, &cookie, false));
+    out.start(&StartInfo::of(params, &cookie, false));
     ctrl.sock
         .write_all(&[State::TestStart.emit(), State::TestRunning.emit()])?;
 
@@ -410,7 +410,7 @@ fn run_test(
     let start_ns = sys::monotonic_ns();
     let mut helpers = vec![];
     match mode {
-        Mode::Bulk => session.start(&params, start_ns)?,
+        Mode::Bulk => session.start(params, start_ns)?,
         Mode::Probe => helpers.extend(crate::probe::serve(&session)?),
         Mode::Rr => helpers.extend(crate::rr::serve(
             &session,
