@@ -198,8 +198,16 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Tests served at the same time; more get ACCESS_DENIED.
     pub max_tests: usize,
-    /// How long a new connection may take to send its cookie or parameters.
+    /// How long a new connection may take, from its accept, to send its cookie and (if
+    /// it opens a test) its parameters: one deadline for the whole handshake, not a
+    /// timeout per read (default 5 s). Later setup steps of a test use it too.
     pub handshake_timeout: Duration,
+    /// netrig: connections waiting for their handshake, in all (default 256). Past it,
+    /// the one that has waited longest is closed to make room.
+    pub max_pending: usize,
+    /// netrig: connections waiting for their handshake from one source, an IPv4 address
+    /// or an IPv6 /64 (default 16). Past it, that source's longest-waiting one is closed.
+    pub max_pending_per_source: usize,
     /// Idle limit on a running test's control connection beyond its duration.
     pub grace: Duration,
     /// Largest rr response a client may ask for.
@@ -227,6 +235,8 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             max_tests: 64,
             handshake_timeout: Duration::from_secs(5),
+            max_pending: 256,
+            max_pending_per_source: 16,
             grace: Duration::from_secs(10),
             max_rr_response: 1 << 30,
             idle_timeout: None,

@@ -6,7 +6,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -24,12 +24,23 @@ use crate::output::Output;
 use crate::session::{DataSock, Session};
 use crate::sys;
 
+/// The most connections a new-connection test may have open at the server at once,
+/// for `parallel` client workers: each worker holds one connection at a time, and the
+/// server may not yet have seen the close of a worker's previous connection when its
+/// next one arrives, hence twice `-P` (which the server caps with `--max-parallel`).
+pub fn max_new_conns(parallel: u32) -> usize {
+    2 * parallel.max(1) as usize
+}
+
 /// Server side: a handler per connection, and a dispatcher for connections that arrive
-/// during the test (new-connection mode).
+/// during the test (new-connection mode), at most `max_conns` of them open at once: one
+/// more is closed at once and counted in `refused`.
 pub fn serve(
     session: &Session,
     incoming: Option<Receiver<(u64, TcpStream)>>,
     max_response: u64,
+    max_conns: usize,
+    refused: Arc<AtomicU64>,
 ) -> Result<Vec<JoinHandle<()>>> {
     let mut handles = vec![];
     for i in 0..session.streams.len() {
@@ -43,11 +54,25 @@ pub fn serve(
         handles.push(std::thread::spawn(move || {
             let mut workers = vec![];
             while !ctl.stopped() {
-                if let Ok((_, t)) = rx.recv_timeout(POLL) {
-                    let ctl = ctl.clone();
-                    workers.push(std::thread::spawn(move || handle(t, &ctl, max_response)));
-                }
+                let Ok((_, t)) = rx.recv_timeout(POLL) else {
+                    workers.retain(|w: &JoinHandle<()>| !w.is_finished());
+                    continue;
+                };
                 workers.retain(|w: &JoinHandle<()>| !w.is_finished());
+                if workers.len() >= max_conns {
+                    refused.fetch_add(1, Relaxed);
+                    continue; // dropped: closed
+                }
+                let ctl = ctl.clone();
+                match std::thread::Builder::new()
+                    .name("rr".into())
+                    .spawn(move || handle(t, &ctl, max_response))
+                {
+                    Ok(w) => workers.push(w),
+                    Err(_) => {
+                        refused.fetch_add(1, Relaxed);
+                    }
+                }
             }
             for w in workers {
                 let _ = w.join();

@@ -1,12 +1,16 @@
 //! The server: many tests at once, each on its own thread, none able to wedge another.
 //!
-//! Every new connection gets a thread that reads its 37-byte cookie within the
-//! handshake timeout. A cookie of a test that is opening streams makes it that test's
-//! data stream; any other cookie starts a new test. UDP streams are matched to tests
-//! one test at a time (the "9876" datagram carries no cookie), under a short lock.
+//! One thread accepts connections and holds them in the handshake [`gate`] (no thread
+//! each) until each has sent its 37-byte cookie within the handshake deadline. A cookie
+//! of a test that is opening streams makes it that test's data stream; any other cookie
+//! is asked for its parameters, and only a valid parameter exchange takes a test slot
+//! and a thread. UDP streams are matched to tests one test at a time (the "9876"
+//! datagram carries no cookie), under a short lock.
+
+mod gate;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -15,16 +19,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use netrig_core::iperf3::{Mode, Params, Protocol, Results, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
-use netrig_core::wire::iperf3::{Cookie, State, COOKIE_LEN, UDP_CONNECT_REPLY};
+use netrig_core::wire::iperf3::{Cookie, State, UDP_CONNECT_REPLY};
 use serde_json::Map;
 
-use crate::config::{Family, ServerConfig};
+use crate::config::{Family, Format, ServerConfig};
 use crate::control::Control;
 use crate::error::{ierr, PerfError, Result};
 use crate::output::{EndStream, Output, Sink, StartInfo};
 use crate::report::{CpuMeter, Sampler};
 use crate::session::{self, DataSock, DriveOpts, Ended, Session};
 use crate::sys;
+use gate::{Arrived, Caps, Gate, Ready};
 
 /// Data connections handed to a test: (accept order, stream).
 type Incoming = Receiver<(u64, TcpStream)>;
@@ -114,21 +119,43 @@ pub fn run_then(
         shutdown: AtomicBool::new(false),
     });
     banner(&shared);
-    let mut pfd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let mut gate = Gate::new(Caps {
+        deadline: cfg.handshake_timeout,
+        per_source: cfg.max_pending_per_source.max(1),
+        total: cfg.max_pending.max(1),
+        max_params: MAX_PARAMS_LEN,
+    });
+    let mut pfds: Vec<libc::pollfd> = vec![];
     let mut accepted: u64 = 0;
     let mut idle_since = Instant::now();
     while !shared.shutdown.load(Relaxed) {
-        // SAFETY: pfd is valid for the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, 200) };
+        pfds.clear();
+        pfds.extend(
+            std::iter::once(listener.as_raw_fd())
+                .chain(gate.fds())
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                }),
+        );
+        let wait_ms = gate
+            .next_deadline()
+            .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as i32 + 1)
+            .unwrap_or(200)
+            .clamp(0, 200);
+        // SAFETY: pfds is valid for the call and its length is its element count.
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, wait_ms) };
+        let now = Instant::now();
         if shared.active.load(Relaxed) > 0 {
-            idle_since = Instant::now();
+            idle_since = now;
+        }
+        let readable: Vec<bool> = pfds[1..].iter().map(|p| n > 0 && p.revents != 0).collect();
+        for r in gate.service(&readable, now) {
+            route(&shared, &mut gate, r);
         }
         // Only when no connection is waiting: reopening the socket would reset it.
-        let waiting = n > 0;
+        let waiting = n > 0 && pfds[0].revents != 0;
         if let Some(idle) = cfg
             .idle_timeout
             .filter(|&t| !waiting && idle_since.elapsed() >= t)
@@ -151,29 +178,32 @@ pub fn run_then(
             });
             drop(listener);
             listener = listen(cfg)?;
-            pfd.fd = listener.as_raw_fd();
             idle_since = Instant::now();
             continue;
         }
-        if n <= 0 {
-            continue;
-        }
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                idle_since = Instant::now();
-                let sh = shared.clone();
-                // Accept order is the order the client opened its streams in; stream
-                // roles (which send, which receive) depend on it, and the connection
-                // threads may finish reading cookies in any order.
-                accepted += 1;
-                let seq = accepted;
-                let _ = std::thread::Builder::new()
-                    .name("conn".into())
-                    .spawn(move || handle_conn(sh, stream, peer, seq));
+        // A bounded batch per round, so waiting connections are read between batches.
+        for _ in 0..if waiting { 64 } else { 0 } {
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    idle_since = Instant::now();
+                    // Accept order is the order the client opened its streams in; stream
+                    // roles (which send, which receive) depend on it, and cookies may
+                    // complete in any order.
+                    accepted += 1;
+                    if let Some(r) = gate.admit(stream, sys::canonical(peer), accepted, Instant::now()) {
+                        route(&shared, &mut gate, r);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
+                Err(_) => break,
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => std::thread::sleep(Duration::from_millis(50)),
-            Err(_) => {}
+        }
+        for line in gate.reports(Instant::now()) {
+            notice(&shared, &format!("netrig-perf: {line}"));
         }
     }
     // One-off: let the finished test's thread write its last words.
@@ -195,35 +225,90 @@ fn banner(sh: &Shared) {
     }
 }
 
-fn handle_conn(sh: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, seq: u64) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(sh.cfg.handshake_timeout));
-    let mut buf = [0u8; COOKIE_LEN];
-    if stream.read_exact(&mut buf).is_err() {
-        return; // idle, slow or gone: its thread ends, nobody else waited
+/// A line for whoever runs the server: in the text output, or on stderr beside JSON.
+fn notice(sh: &Shared, line: &str) {
+    if sh.cfg.common.format == Format::Text {
+        let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), false);
+        out.configure(&sh.cfg.common);
+        out.text(line);
+    } else {
+        eprintln!("{line}");
     }
-    let Ok(cookie) = Cookie::parse(&buf) else {
-        let _ = stream.write_all(&[State::AccessDenied.emit()]);
-        return;
-    };
-    let tx = sh.pending.lock().unwrap().get(&cookie).cloned();
-    if let Some(tx) = tx {
-        let _ = tx.send((seq, stream));
-        return;
+}
+
+/// Where a connection goes once the gate lets it through: to the test its cookie names,
+/// back into the gate to send its parameters, or to a test thread of its own.
+fn route(sh: &Arc<Shared>, gate: &mut Gate, r: Ready) {
+    match r {
+        Ready::Cookie(a) => {
+            let tx = sh.pending.lock().unwrap().get(&a.cookie).cloned();
+            if let Some(tx) = tx {
+                let _ = a.stream.set_nonblocking(false);
+                let _ = tx.send((a.seq, a.stream));
+            } else if sh.running.lock().unwrap().contains(&a.cookie) {
+                deny(a.stream);
+            } else if let Some(r) = gate.await_params(a) {
+                route(sh, gate, r);
+            }
+        }
+        Ready::BadFrame { arrived, error } => refuse_at_gate(sh, arrived, ierr::IERECVPARAMS, error),
+        Ready::Params { arrived, body } => match check_params(&sh.cfg, &arrived.cookie, &body) {
+            Err((code, e)) => refuse_at_gate(sh, arrived, code, e),
+            Ok(params) => start_test(sh, arrived, params, body),
+        },
     }
-    if sh.running.lock().unwrap().contains(&cookie) {
-        let _ = stream.write_all(&[State::AccessDenied.emit()]);
-        return;
+}
+
+/// ACCESS_DENIED ("the server is busy"), written without waiting.
+fn deny(mut stream: TcpStream) {
+    let _ = stream.write_all(&[State::AccessDenied.emit()]);
+}
+
+/// Parameters this server will not run: the client hears why; the log says who asked.
+fn refuse_at_gate(sh: &Shared, a: Arrived, code: i32, e: PerfError) {
+    let mut ctrl = Control::new(a.stream);
+    let e = refuse(&mut ctrl, code, e);
+    notice(
+        sh,
+        &format!(
+            "netrig-perf: error - {}, port {}: {e}",
+            a.peer.ip(),
+            a.peer.port()
+        ),
+    );
+    if sh.cfg.one_off {
+        sh.shutdown.store(true, Relaxed);
     }
+}
+
+/// A test slot and a thread for a valid parameter exchange, or ACCESS_DENIED.
+fn start_test(sh: &Arc<Shared>, a: Arrived, params: Params, body: Vec<u8>) {
     if sh.active.fetch_add(1, Relaxed) >= sh.cfg.max_tests {
         sh.active.fetch_sub(1, Relaxed);
-        let _ = stream.write_all(&[State::AccessDenied.emit()]);
-        return;
+        return deny(a.stream);
     }
+    let _ = a.stream.set_nonblocking(false);
+    let sh2 = sh.clone();
+    let spawned = std::thread::Builder::new()
+        .name("test".into())
+        .spawn(move || handle_test(sh2, a.stream, a.cookie, a.peer, params, body));
+    if spawned.is_err() {
+        sh.active.fetch_sub(1, Relaxed);
+    }
+}
+
+fn handle_test(
+    sh: Arc<Shared>,
+    stream: TcpStream,
+    cookie: Cookie,
+    peer: SocketAddr,
+    params: Params,
+    body: Vec<u8>,
+) {
     let number = sh.tests.fetch_add(1, Relaxed) + 1;
     let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), true);
     out.configure(&sh.cfg.common);
-    let result = run_test(&sh, stream, cookie, sys::canonical(peer), &mut out);
+    let result = run_test(&sh, stream, cookie, peer, &params, &body, &mut out);
     sh.pending.lock().unwrap().remove(&cookie);
     sh.running.lock().unwrap().remove(&cookie);
     if let Err(e) = &result {
@@ -250,6 +335,8 @@ fn run_test(
     stream: TcpStream,
     cookie: Cookie,
     peer: SocketAddr,
+    params: &Params,
+    body: &[u8],
     out: &mut Output,
 ) -> Result<()> {
     let cfg = &sh.cfg;
@@ -263,50 +350,16 @@ fn run_test(
         serde_json::json!({ "host": peer.ip().to_string(), "port": peer.port() }),
     );
     let mut ctrl = Control::new(stream);
-    ctrl.send_state(State::ParamExchange)?;
-    let body = ctrl
-        .recv_json(MAX_PARAMS_LEN, cfg.handshake_timeout, "the client's parameters")
-        .map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e))?;
-    let params =
-        Params::parse(&body, &cfg.limits).map_err(|e| refuse(&mut ctrl, ierr::IERECVPARAMS, e.into()))?;
-    if let Some(key) = &cfg.common.auth_key {
-        let presented = params.netrig.as_ref().and_then(|n| n.auth.as_deref());
-        if !crate::auth::verify(key, &cookie, presented) {
-            let why = if presented.is_some() {
-                "wrong key"
-            } else {
-                "this server requires a key (--auth-key)"
-            };
-            return Err(refuse(&mut ctrl, ierr::IEAUTHTEST, PerfError::Auth(why.into())));
-        }
-    }
-    if let Some(v) = params
-        .netrig
-        .as_ref()
-        .map(|n| n.version)
-        .filter(|&v| v > crate::client::NETRIG_PROTO)
-    {
-        let e = PerfError::Config(format!(
-            "the client speaks netrig protocol version {v}; this server speaks up to {} (upgrade the server)",
-            crate::client::NETRIG_PROTO
-        ));
-        return Err(refuse(&mut ctrl, ierr::IEUNIMP, e));
-    }
-    crate::debug::line(|| format!("parameters received: {}", String::from_utf8_lossy(&body)));
-    if let Err((code, e)) = server_checks(cfg, &params) {
-        return Err(refuse(&mut ctrl, code, e));
+    crate::debug::line(|| format!("parameters received: {}", String::from_utf8_lossy(body)));
+    if let Some(cpu) = params.server_affinity {
+        // This test's thread and the stream threads it starts run on that CPU.
+        crate::sockopt::set_cpu_affinity(cpu as usize).map_err(|e| {
+            let e = PerfError::Config(format!("-A: the client's server CPU: {e}"));
+            refuse(&mut ctrl, ierr::IEAFFINITY, e)
+        })?;
+        crate::debug::line(|| format!("test pinned to CPU {cpu} (-A n,{cpu})"));
     }
     let mode = params.mode();
-    match (mode, params.protocol) {
-        (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) => {
-            return Err(refuse(
-                &mut ctrl,
-                ierr::IEUNIMP,
-                PerfError::Config(format!("{mode:?} mode needs the other protocol")),
-            ));
-        }
-        _ => {}
-    }
     let p = params.parallel as usize;
     let (expected, senders_from) = match mode {
         Mode::Bulk if params.bidirectional => (2 * p, p),
@@ -317,13 +370,13 @@ fn run_test(
         Mode::Rr => (p, p),
     };
 
-    let mut session = Session::new(&params);
+    let mut session = Session::new(params);
     if mode == Mode::Bulk {
         session.file = cfg.common.file.clone();
     }
     let rr_incoming = match params.protocol {
         Protocol::Tcp => {
-            let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, &params)?;
+            let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, params)?;
             for (i, s) in tcp.into_iter().enumerate() {
                 let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
                 out.connected(s.as_raw_fd(), &l, &r);
@@ -337,7 +390,7 @@ fn run_test(
             }
         }
         Protocol::Udp => {
-            let udp = collect_udp(sh, &mut ctrl, peer, expected, &params)?;
+            let udp = collect_udp(sh, &mut ctrl, peer, expected, params)?;
             for (i, s) in udp.into_iter().enumerate() {
                 let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
                 out.connected(s.as_raw_fd(), &l, &r);
@@ -348,17 +401,24 @@ fn run_test(
     };
     sh.running.lock().unwrap().insert(cookie);
 
-    out.start(&StartInfo::of(&params, &cookie, false));
+    out.start(&StartInfo::of(params, &cookie, false));
     ctrl.sock
         .write_all(&[State::TestStart.emit(), State::TestRunning.emit()])?;
 
+    let rr_refused = Arc::new(AtomicU64::new(0));
     let cpu = CpuMeter::start();
     let start_ns = sys::monotonic_ns();
     let mut helpers = vec![];
     match mode {
-        Mode::Bulk => session.start(&params, start_ns)?,
+        Mode::Bulk => session.start(params, start_ns)?,
         Mode::Probe => helpers.extend(crate::probe::serve(&session)?),
-        Mode::Rr => helpers.extend(crate::rr::serve(&session, rr_incoming, cfg.max_rr_response)?),
+        Mode::Rr => helpers.extend(crate::rr::serve(
+            &session,
+            rr_incoming,
+            cfg.max_rr_response,
+            crate::rr::max_new_conns(params.parallel),
+            rr_refused.clone(),
+        )?),
     }
     let bulk = mode == Mode::Bulk;
     let mut sampler = Sampler::new(
@@ -391,6 +451,17 @@ fn run_test(
     session.shutdown_sockets();
     for h in helpers {
         let _ = h.join();
+    }
+    let refused = rr_refused.load(Relaxed);
+    if refused > 0 {
+        let line = format!(
+            "netrig-perf: --rr-new-conn: closed {refused} connection{} of the client's beyond the {} a test of -P {} may have open at once (--max-parallel {})",
+            if refused == 1 { "" } else { "s" },
+            crate::rr::max_new_conns(params.parallel),
+            params.parallel,
+            cfg.limits.max_parallel
+        );
+        notice(sh, &line);
     }
     let ended = match ended {
         Err(e @ PerfError::NoData { .. }) => return Err(refuse(&mut ctrl, ierr::IENOMSG, e)),
@@ -463,20 +534,51 @@ fn run_test(
     Ok(())
 }
 
-/// What this server's own flags demand of a test, checked before any stream opens:
-/// the CPU the client asks for (`-A n,m`), the total rate it asks for against
-/// `--server-bitrate-limit` (as iperf3 does), and what `-F` can serve.
-fn server_checks(cfg: &ServerConfig, p: &Params) -> std::result::Result<(), (i32, PerfError)> {
-    if let Some(cpu) = p.server_affinity {
-        // This test's thread and the stream threads it starts run on that CPU.
-        crate::sockopt::set_cpu_affinity(cpu as usize).map_err(|e| {
-            (
-                ierr::IEAFFINITY,
-                PerfError::Config(format!("-A: the client's server CPU: {e}")),
-            )
-        })?;
-        crate::debug::line(|| format!("test pinned to CPU {cpu} (-A n,{cpu})"));
+/// The parameter exchange's verdict, before the test takes a slot: the parameters
+/// parse within the server's limits, carry the key it demands and a protocol version it
+/// speaks, and ask for a test it can serve.
+fn check_params(
+    cfg: &ServerConfig,
+    cookie: &Cookie,
+    body: &[u8],
+) -> std::result::Result<Params, (i32, PerfError)> {
+    let params = Params::parse(body, &cfg.limits).map_err(|e| (ierr::IERECVPARAMS, e.into()))?;
+    if let Some(key) = &cfg.common.auth_key {
+        let presented = params.netrig.as_ref().and_then(|n| n.auth.as_deref());
+        if !crate::auth::verify(key, cookie, presented) {
+            let why = if presented.is_some() {
+                "wrong key"
+            } else {
+                "this server requires a key (--auth-key)"
+            };
+            return Err((ierr::IEAUTHTEST, PerfError::Auth(why.into())));
+        }
     }
+    if let Some(v) = params
+        .netrig
+        .as_ref()
+        .map(|n| n.version)
+        .filter(|&v| v > crate::client::NETRIG_PROTO)
+    {
+        let e = PerfError::Config(format!(
+            "the client speaks netrig protocol version {v}; this server speaks up to {} (upgrade the server)",
+            crate::client::NETRIG_PROTO
+        ));
+        return Err((ierr::IEUNIMP, e));
+    }
+    let mode = params.mode();
+    if let (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) = (mode, params.protocol) {
+        let e = PerfError::Config(format!("{mode:?} mode needs the other protocol"));
+        return Err((ierr::IEUNIMP, e));
+    }
+    server_checks(cfg, &params)?;
+    Ok(params)
+}
+
+/// What this server's own flags demand of a test, checked before any stream opens:
+/// the total rate it asks for against `--server-bitrate-limit` (as iperf3 does), and
+/// what `-F` can serve. (The CPU it asks for, `-A n,m`, is set on the test's thread.)
+fn server_checks(cfg: &ServerConfig, p: &Params) -> std::result::Result<(), (i32, PerfError)> {
     if let Some(limit) = cfg.bitrate_limit {
         let asked = p
             .bandwidth

@@ -90,9 +90,18 @@ struct Cli {
     /// Server: tests served at once; more are refused as busy.
     #[arg(long, default_value_t = 64)]
     max_tests: usize,
-    /// Server: seconds a new connection may take to send its cookie and parameters.
+    /// Server: seconds a new connection may take, from its accept, to send its cookie
+    /// and parameters (one deadline, not per read).
     #[arg(long, default_value_t = 5.0)]
     handshake_timeout: f64,
+    /// Server, netrig only: connections waiting for their handshake, in all; past it
+    /// the longest-waiting one is closed.
+    #[arg(long, default_value_t = 256)]
+    max_pending: usize,
+    /// Server, netrig only: connections waiting for their handshake per source address
+    /// (IPv6: per /64); past it that source's longest-waiting one is closed.
+    #[arg(long, default_value_t = 16)]
+    max_pending_per_source: usize,
 
     // --- client ---
     /// UDP instead of TCP.
@@ -603,6 +612,14 @@ fn server_config(cli: &Cli) -> anyhow::Result<ServerConfig> {
         },
         max_tests: cli.max_tests.max(1),
         handshake_timeout: Duration::from_secs_f64(cli.handshake_timeout.max(0.1)),
+        max_pending: match cli.max_pending {
+            n @ 1..=65_536 => n,
+            n => anyhow::bail!("--max-pending: {n} is outside 1..65536"),
+        },
+        max_pending_per_source: match cli.max_pending_per_source {
+            n @ 1..=65_536 => n,
+            n => anyhow::bail!("--max-pending-per-source: {n} is outside 1..65536"),
+        },
         idle_timeout: match cli.idle_timeout {
             Some(s) if !(1..=86_400).contains(&s) => {
                 anyhow::bail!("--idle-timeout: {s} s is outside 1..86400")
