@@ -60,6 +60,22 @@ def seconds(value: object) -> float:
     return float(m.group(1)) * _TIME_SCALE[m.group(2).lower() if m.group(2) != "µs" else "µs"]
 
 
+def seconds_above_zero(value: object) -> float:
+    """`seconds`, refusing 0 and below (a duration, an interval)."""
+    s = seconds(value)
+    if s <= 0:
+        raise UnitError(f"'{value}' should be more than 0")
+    return s
+
+
+def seconds_not_negative(value: object) -> float:
+    """`seconds`, refusing a negative time (a start, a delay)."""
+    s = seconds(value)
+    if s < 0:
+        raise UnitError(f"'{value}' is negative (it should be 0s or more)")
+    return s
+
+
 def size_bytes(value: object) -> int:
     """`64KB` -> 64000, `64KiB` -> 65536, `1500` -> 1500."""
     text = _text(value, "size")

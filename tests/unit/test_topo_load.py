@@ -179,7 +179,7 @@ def test_a_percentage_without_its_sign() -> None:
 
 def test_a_negative_delay() -> None:
     assert link_errors("{a: r1, b: r2, delay: -5ms}") == [
-        "t.yaml:8: links[0].delay: '-5ms' is negative (a delay is 0 or more)"]
+        "t.yaml:8: links[0].delay: '-5ms' is negative (it should be 0s or more)"]
 
 
 def test_loss_above_100_percent() -> None:

@@ -65,20 +65,6 @@ class ScenarioError(NetrigError):
         self.problems = problems
 
 
-def _not_negative(v: Any) -> float:
-    s = units.seconds(v)
-    if s < 0:
-        raise units.UnitError(f"'{v}' is negative (it should be 0s or more)")
-    return s
-
-
-def _positive(v: Any) -> float:
-    s = units.seconds(v)
-    if s <= 0:
-        raise units.UnitError(f"'{v}' should be more than 0")
-    return s
-
-
 class FlowSpec(BaseModel):
     """One flow. `from` is where it starts (a command's node); `to` its peer."""
 
@@ -106,9 +92,9 @@ class FlowSpec(BaseModel):
     count: int = Field(1, ge=0, le=64)  # copies, NAME.1 ... NAME.N (0: left out)
 
     _not_negative = field_validator("start", "omit")(
-        classmethod(lambda cls, v: _check(_not_negative, v)))
+        classmethod(lambda cls, v: _check(units.seconds_not_negative, v)))
     _positive = field_validator("duration", "interval", "timeout")(
-        classmethod(lambda cls, v: _check(_positive, v)))
+        classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
     _sizes = field_validator("bytes", "window", "length", "size")(
         classmethod(lambda cls, v: _check(units.size_bytes, v)))
     _rates = field_validator("rate")(classmethod(lambda cls, v: _check(units.rate_bps, v)))
@@ -140,7 +126,8 @@ class MonitorSpec(BaseModel):
     iface: str | None = None
     interval: str | int | None = None
 
-    _positive = field_validator("interval")(classmethod(lambda cls, v: _check(_positive, v)))
+    _positive = field_validator("interval")(
+        classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
 
 
 class ScenarioFile(BaseModel):
@@ -160,9 +147,9 @@ class ScenarioFile(BaseModel):
     quick: dict[str, Any] | None = None
 
     _positive = field_validator("duration", "interval")(
-        classmethod(lambda cls, v: _check(_positive, v)))
+        classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
     _not_negative = field_validator("settle")(
-        classmethod(lambda cls, v: _check(_not_negative, v)))
+        classmethod(lambda cls, v: _check(units.seconds_not_negative, v)))
     _pct = field_validator("tolerance")(classmethod(lambda cls, v: _check(units.fraction, v)))
 
 

@@ -89,7 +89,7 @@ class Aqm(BaseModel):
     @field_validator("target", "interval", "tupdate", "max_burst")
     @classmethod
     def _duration(cls, v: Any) -> Any:
-        return _check(_positive_seconds, v)
+        return _check(units.seconds_above_zero, v)
 
     @field_validator("min_th", "max_th")
     @classmethod
@@ -105,20 +105,6 @@ class Aqm(BaseModel):
             takes = ", ".join(allowed) or "no parameters"
             raise ValueError(f"{self.type} does not take {', '.join(sorted(wrong))} (it takes {takes})")
         return self
-
-
-def _positive_seconds(v: Any) -> float:
-    s = units.seconds(v)
-    if s <= 0:
-        raise units.UnitError(f"'{v}' must be above 0")
-    return s
-
-
-def _nonneg_seconds(v: Any) -> float:
-    s = units.seconds(v)
-    if s < 0:
-        raise units.UnitError(f"'{v}' is negative (a delay is 0 or more)")
-    return s
 
 
 def _percent(v: Any) -> float:
@@ -190,7 +176,7 @@ class Shaping(BaseModel):
     @field_validator("delay", "jitter")
     @classmethod
     def _time(cls, v: Any) -> Any:
-        return _check(_nonneg_seconds, v)
+        return _check(units.seconds_not_negative, v)
 
     @field_validator("correlation", "loss", "loss_correlation", "duplicate", "corrupt", "reorder")
     @classmethod
