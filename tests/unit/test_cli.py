@@ -57,3 +57,22 @@ def test_launcher_script_is_installed():
         pytest.skip("netrig is not installed in this interpreter's environment")
     p = subprocess.run([launcher, "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "perf ARGS" in p.stdout
+
+
+def test_clean_skips_a_lab_another_netrig_version_wrote(tmp_path, monkeypatch, capsys):
+    """A state file with keys this netrig does not know (a newer netrig's lab on the same
+    machine) is named and skipped; it is neither a traceback nor torn down."""
+    import json
+
+    from netrig.topo import state
+
+    monkeypatch.setattr(state, "LABS_DIR", tmp_path / "labs")
+    state.LabState("mine", "lab.yaml").save()
+    newer = state.LABS_DIR / "newer" / "state.json"
+    doc = json.loads((state.LABS_DIR / "mine" / "state.json").read_text())
+    newer.parent.mkdir()
+    newer.write_text(json.dumps({**doc, "prefix": "newer", "topology_sha256": "ab" * 32}))
+    assert main(["clean"]) == 0
+    err = capsys.readouterr().err
+    assert f"{newer}: a state file with keys this netrig does not know (topology_sha256)" in err
+    assert newer.exists()

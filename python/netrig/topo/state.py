@@ -13,7 +13,7 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from netrig import safefs
@@ -70,6 +70,11 @@ class LabState:
         if data.get("schema") != SCHEMA:
             raise LabError(f"{path}: state schema {data.get('schema')}, this netrig reads {SCHEMA}")
         data.pop("schema", None)
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            # Another netrig wrote it (same schema, newer fields): say so, never a traceback.
+            raise LabError(f"{path}: a state file with keys this netrig does not know "
+                           f"({', '.join(unknown)}): written by another netrig version")
         return cls(**data, schema=SCHEMA)
 
     def remove(self) -> None:
