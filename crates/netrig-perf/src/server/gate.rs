@@ -117,11 +117,15 @@ impl Burst {
         let n = std::mem::take(&mut self.count);
         self.first = (!ended).then_some(now);
         (n > 0).then(|| {
+            let span = if n == 1 {
+                String::new()
+            } else {
+                format!(" in {:.1} s", self.last.duration_since(first).as_secs_f64())
+            };
             format!(
-                "closed {n} connection{} {} (over {:.1} s)",
+                "closed {n} connection{}{span} {}",
                 if n == 1 { "" } else { "s" },
-                self.what,
-                self.last.duration_since(first).as_secs_f64()
+                self.what
             )
         })
     }
@@ -168,9 +172,13 @@ impl Gate {
         Gate {
             caps,
             waiting: vec![],
-            over_source_cap: Burst::new("over the per-source cap on waiting handshakes (--max-pending-per-source): the oldest waiting ones"),
-            over_total_cap: Burst::new("over the cap on waiting handshakes (--max-pending): the oldest waiting ones"),
-            expired: Burst::new("that had not finished their handshake by the deadline (--handshake-timeout)"),
+            over_source_cap: Burst::new(
+                "waiting for their handshake, the longest waiting, over --max-pending-per-source",
+            ),
+            over_total_cap: Burst::new(
+                "waiting for their handshake, the longest waiting, over --max-pending",
+            ),
+            expired: Burst::new("that had not sent their handshake within --handshake-timeout"),
         }
     }
 
@@ -491,7 +499,7 @@ mod tests {
         }
         assert_eq!(b.due(t0 + Duration::from_millis(500)), None);
         let line = b.due(t0 + Duration::from_secs(2)).unwrap();
-        assert!(line.starts_with("closed 100 connections x"), "{line}");
+        assert_eq!(line, "closed 100 connections in 0.1 s x");
         assert_eq!(b.due(t0 + Duration::from_secs(30)), None);
     }
 
