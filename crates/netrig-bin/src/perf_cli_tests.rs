@@ -254,3 +254,39 @@ fn file_sets_the_length_and_its_limits() {
     assert!(err(client(&["-F", name])).contains("empty"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_key_comes_from_a_private_file_or_the_flag() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("netrig-perf-cli-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("key");
+    std::fs::write(&f, b"s3cret\n").unwrap();
+    let name = f.to_str().unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let c = client(&["--auth-key-file", name]).unwrap();
+    assert_eq!(c.common.auth_key.unwrap().as_bytes(), b"s3cret");
+    let s = server(&["--auth-key-file", name]).unwrap();
+    assert_eq!(s.common.auth_key.unwrap().as_bytes(), b"s3cret");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = err(server(&["--auth-key-file", name]));
+    assert!(
+        e.contains(&format!("--auth-key-file {name}: permissions 0644 are too open")),
+        "{e}"
+    );
+    assert!(
+        Cli::try_parse_from(["netrig-perf", "-s", "--auth-key", "k", "--auth-key-file", name]).is_err(),
+        "one key source at a time"
+    );
+    assert_eq!(
+        client(&["--auth-key", "k"])
+            .unwrap()
+            .common
+            .auth_key
+            .unwrap()
+            .as_bytes(),
+        b"k"
+    );
+    assert!(err(client(&["--auth-key", ""])).contains("the key is empty"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,6 +10,7 @@ use netrig_core::iperf3::{Mode, NetrigParams, Params, Protocol, Results, MAX_RES
 use netrig_core::wire::iperf3::{Cookie, State, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 use serde_json::{Map, Value};
 
+use crate::auth::{self, AuthKey, Nonce};
 use crate::config::{ClientConfig, ClientMode, Family};
 use crate::control::Control;
 use crate::error::{PerfError, Result};
@@ -82,10 +83,45 @@ pub fn expect(ctrl: &mut Control, want: State, what: &str) -> Result<()> {
     let timeout = ctrl.setup_timeout.unwrap_or(SETUP_TIMEOUT);
     match ctrl.recv_state(timeout, what)? {
         s if s == want => Ok(()),
-        State::AccessDenied => Err(PerfError::Busy),
-        State::ServerError => Err(ctrl.read_error()),
-        State::ServerTerminate => Err(PerfError::Server("the server has terminated".into())),
-        other => Err(PerfError::Protocol(format!("expected {want:?}, got {other:?}"))),
+        other => Err(unexpected(ctrl, other, want)),
+    }
+}
+
+/// A state other than the one wanted, as an error: the server's refusal in its words.
+fn unexpected(ctrl: &mut Control, got: State, want: State) -> PerfError {
+    match got {
+        State::AccessDenied => PerfError::Busy,
+        State::ServerError => ctrl.read_error(),
+        State::ServerTerminate => PerfError::Server("the server has terminated".into()),
+        other => PerfError::Protocol(format!("expected {want:?}, got {other:?}")),
+    }
+}
+
+/// The server's parameter request, after its challenge if it has a key (see
+/// [`crate::auth`]): the challenge's nonce, or None from a keyless server. A key on
+/// one side only is an error naming the mismatch.
+fn await_param_request(ctrl: &mut Control, key: Option<&AuthKey>) -> Result<Option<Nonce>> {
+    let timeout = ctrl.setup_timeout.unwrap_or(SETUP_TIMEOUT);
+    let what = "the server's parameter request";
+    let byte = ctrl.recv_byte(timeout, what)?;
+    if byte == auth::CHALLENGE_STATE {
+        crate::debug::line(|| "control: received the server's auth challenge".into());
+        if key.is_none() {
+            return Err(PerfError::Auth(
+                "the server requires a key and this client has none: give it the server's key with --auth-key-file PATH or NETRIG_PERF_KEY".into(),
+            ));
+        }
+        let body = ctrl.recv_json(auth::MAX_FRAME, timeout, "the server's auth challenge")?;
+        let nonce = Nonce::parse_challenge(&body).map_err(PerfError::Protocol)?;
+        expect(ctrl, State::ParamExchange, what)?;
+        return Ok(Some(nonce));
+    }
+    match State::parse(byte)? {
+        State::ParamExchange if key.is_some() => Err(PerfError::Auth(
+            "this client has a key but the server asked for parameters without a challenge: the server has no key (or is iperf3, or a netrig-perf older than the challenge); give both sides the same key, or neither".into(),
+        )),
+        State::ParamExchange => Ok(None),
+        other => Err(unexpected(ctrl, other, State::ParamExchange)),
     }
 }
 
@@ -112,18 +148,14 @@ pub fn build_params(cfg: &ClientConfig, conn: &Connection) -> Params {
         (Protocol::Udp, None) if mode == Mode::Bulk => 1024 * 1024,
         _ => 0,
     };
-    let auth = cfg
-        .common
-        .auth_key
-        .as_ref()
-        .map(|k| crate::auth::token(k, &conn.cookie));
-    let netrig = (mode != Mode::Bulk || auth.is_some() || cfg.no_gso).then_some(NetrigParams {
+    // The proof travels in a frame of its own, over these parameters' exact bytes.
+    let netrig = (mode != Mode::Bulk || cfg.no_gso).then_some(NetrigParams {
         mode,
         version: NETRIG_PROTO,
         rr_response,
         rr_new_conn,
         no_gso: cfg.no_gso,
-        auth,
+        auth: None,
     });
     Params {
         protocol,
@@ -516,14 +548,16 @@ pub fn say_done(conn: &mut Connection) {
 /// Everything before the data flows: connect, parameters, CREATE_STREAMS.
 pub fn negotiate(cfg: &ClientConfig) -> Result<(Connection, Params)> {
     let mut conn = connect(cfg)?;
-    expect(
-        &mut conn.ctrl,
-        State::ParamExchange,
-        "the server's parameter request",
-    )?;
+    let key = cfg.common.auth_key.as_ref();
+    let challenge = await_param_request(&mut conn.ctrl, key)?;
     let params = build_params(cfg, &conn);
-    crate::debug::line(|| format!("parameters sent: {}", params.to_json()));
-    conn.ctrl.send_json(&params.to_json())?;
+    let body = serde_json::to_vec(&params.to_json()).map_err(|e| PerfError::Protocol(e.to_string()))?;
+    crate::debug::line(|| format!("parameters sent: {}", String::from_utf8_lossy(&body)));
+    conn.ctrl.send_frame(&body)?;
+    if let (Some(key), Some(nonce)) = (key, challenge) {
+        let proof = auth::proof_json(key.as_bytes(), &nonce, &conn.cookie, &body);
+        conn.ctrl.send_frame(&proof)?;
+    }
     expect(
         &mut conn.ctrl,
         State::CreateStreams,

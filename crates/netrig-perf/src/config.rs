@@ -37,7 +37,8 @@ pub struct Common {
     pub logfile: Option<PathBuf>,
     pub forceflush: bool,
     pub verbose: bool,
-    pub auth_key: Option<String>,
+    /// `--auth-key-file`, `NETRIG_PERF_KEY` or `--auth-key`: see [`crate::auth`].
+    pub auth_key: Option<crate::auth::AuthKey>,
     /// `-f`: the unit of the bitrate column.
     pub units: UnitFormat,
     /// `--timestamps[=FORMAT]`: a strftime(3) prefix for every text line.

@@ -45,15 +45,18 @@ impl Control {
 
     /// Reads one state byte, waiting at most `timeout`.
     pub fn recv_state(&mut self, timeout: Duration, what: &str) -> Result<State> {
+        let state = State::parse(self.recv_byte(timeout, what)?)?;
+        crate::debug::line(|| format!("control: received {state:?}"));
+        Ok(state)
+    }
+
+    /// Reads one raw byte, for a state netrig adds to iperf3's (see [`crate::auth`]).
+    pub fn recv_byte(&mut self, timeout: Duration, what: &str) -> Result<u8> {
         self.sock.set_read_timeout(Some(timeout))?;
         let mut b = [0u8; 1];
         match self.sock.read(&mut b) {
             Ok(0) => Err(PerfError::PeerClosed(format!("while waiting for {what}"))),
-            Ok(_) => {
-                let state = State::parse(b[0])?;
-                crate::debug::line(|| format!("control: received {state:?}"));
-                Ok(state)
-            }
+            Ok(_) => Ok(b[0]),
             Err(e) => Err(io_context(e, what)),
         }
     }
@@ -86,6 +89,13 @@ impl Control {
         let body = serde_json::to_vec(v).map_err(|e| PerfError::Protocol(e.to_string()))?;
         self.sock
             .write_all(&emit_json_frame(&body))
+            .map_err(|e| io_context(e, "sending JSON"))
+    }
+
+    /// Frames and sends a JSON document's exact bytes (say, ones a proof covers).
+    pub fn send_frame(&mut self, body: &[u8]) -> Result<()> {
+        self.sock
+            .write_all(&emit_json_frame(body))
             .map_err(|e| io_context(e, "sending JSON"))
     }
 
@@ -129,6 +139,8 @@ impl Control {
             if let Ok(v) = serde_json::from_slice::<Value>(&body) {
                 if let Some(m) = v.get("netrig_error").and_then(Value::as_str) {
                     if code == crate::error::ierr::IEAUTHTEST {
+                        // The server's words already say "authentication failed: ".
+                        let m = m.strip_prefix("authentication failed: ").unwrap_or(m);
                         return PerfError::Auth(m.to_string());
                     }
                     return PerfError::Server(m.to_string());

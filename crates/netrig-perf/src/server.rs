@@ -22,6 +22,7 @@ use netrig_core::iperf3::{Mode, Params, Protocol, Results, MAX_PARAMS_LEN, MAX_R
 use netrig_core::wire::iperf3::{Cookie, State, UDP_CONNECT_REPLY};
 use serde_json::Map;
 
+use crate::auth;
 use crate::config::{Family, Format, ServerConfig};
 use crate::control::Control;
 use crate::error::{ierr, PerfError, Result};
@@ -247,15 +248,28 @@ fn route(sh: &Arc<Shared>, gate: &mut Gate, r: Ready) {
                 let _ = tx.send((a.seq, a.stream));
             } else if sh.running.lock().unwrap().contains(&a.cookie) {
                 deny(a.stream);
-            } else if let Some(r) = gate.await_params(a) {
-                route(sh, gate, r);
+            } else {
+                // A fresh challenge for this connection alone, if the server has a key.
+                let challenge = match sh.cfg.common.auth_key.as_ref().map(|_| auth::Nonce::fresh()) {
+                    None => None,
+                    Some(Ok(n)) => Some(n),
+                    Some(Err(e)) => {
+                        let e = PerfError::Auth(format!("no challenge for this connection: {e}"));
+                        return refuse_at_gate(sh, a, ierr::IEAUTHTEST, e);
+                    }
+                };
+                if let Some(r) = gate.await_params(a, challenge) {
+                    route(sh, gate, r);
+                }
             }
         }
         Ready::BadFrame { arrived, error } => refuse_at_gate(sh, arrived, ierr::IERECVPARAMS, error),
-        Ready::Params { arrived, body } => match check_params(&sh.cfg, &arrived.cookie, &body) {
-            Err((code, e)) => refuse_at_gate(sh, arrived, code, e),
-            Ok(params) => start_test(sh, arrived, params, body),
-        },
+        Ready::Params { arrived, body, proof } => {
+            match check_params(&sh.cfg, &arrived.cookie, &body, proof.as_ref()) {
+                Err((code, e)) => refuse_at_gate(sh, arrived, code, e),
+                Ok(params) => start_test(sh, arrived, params, body),
+            }
+        }
     }
 }
 
@@ -534,26 +548,24 @@ fn run_test(
     Ok(())
 }
 
-/// The parameter exchange's verdict, before the test takes a slot: the parameters
-/// parse within the server's limits, carry the key it demands and a protocol version it
+/// The parameter exchange's verdict, before the test takes a slot: the proof answers
+/// this connection's challenge for these exact parameter bytes (if the server has a
+/// key), and the parameters parse within the server's limits, in a protocol version it
 /// speaks, and ask for a test it can serve.
 fn check_params(
     cfg: &ServerConfig,
     cookie: &Cookie,
     body: &[u8],
+    proof: Option<&gate::Proof>,
 ) -> std::result::Result<Params, (i32, PerfError)> {
-    let params = Params::parse(body, &cfg.limits).map_err(|e| (ierr::IERECVPARAMS, e.into()))?;
     if let Some(key) = &cfg.common.auth_key {
-        let presented = params.netrig.as_ref().and_then(|n| n.auth.as_deref());
-        if !crate::auth::verify(key, cookie, presented) {
-            let why = if presented.is_some() {
-                "wrong key"
-            } else {
-                "this server requires a key (--auth-key)"
-            };
-            return Err((ierr::IEAUTHTEST, PerfError::Auth(why.into())));
-        }
+        let refused = |why: String| (ierr::IEAUTHTEST, PerfError::Auth(why));
+        let Some(p) = proof else {
+            return Err(refused("this server requires a key and sent no challenge".into()));
+        };
+        auth::verify(key.as_bytes(), &p.nonce, cookie, body, &p.doc).map_err(|e| refused(e.to_string()))?;
     }
+    let params = Params::parse(body, &cfg.limits).map_err(|e| (ierr::IERECVPARAMS, e.into()))?;
     if let Some(v) = params
         .netrig
         .as_ref()

@@ -9,6 +9,7 @@ use clap::Parser;
 use netrig_core::iperf3::{Limits, Protocol};
 use netrig_core::tos::parse_dscp;
 use netrig_core::units::{parse_rate, parse_size, UnitFormat};
+use netrig_perf::auth::AuthKey;
 use netrig_perf::client;
 use netrig_perf::config::{
     ClientConfig, ClientMode, Common, Family, Format, ServerConfig, DEFAULT_RCV_TIMEOUT,
@@ -70,9 +71,16 @@ struct Cli {
     /// More detail (CPU use, parameters).
     #[arg(short = 'V', long)]
     verbose: bool,
-    /// Shared key: a client proves it, a server demands it.
-    #[arg(long, value_name = "KEY", env = "NETRIG_PERF_KEY")]
+    /// Shared key: a client proves it, a server demands it (a proof per connection,
+    /// over the server's challenge and the test's parameters). Visible to every user in
+    /// ps: prefer --auth-key-file, or the key in NETRIG_PERF_KEY (used when neither
+    /// flag is given).
+    #[arg(long, value_name = "KEY")]
     auth_key: Option<String>,
+    /// Shared key, read from FILE (readable by its owner only, as ssh demands of
+    /// private keys; one trailing newline is dropped).
+    #[arg(long, value_name = "FILE", conflicts_with = "auth_key")]
+    auth_key_file: Option<PathBuf>,
 
     // --- server ---
     /// Serve one client, then exit.
@@ -290,7 +298,7 @@ struct Cli {
 /// Why each iperf3 flag netrig-perf cannot honour is refused, and what to use instead.
 fn unsupported(cli: &Cli) -> anyhow::Result<()> {
     const SCTP: &str = "netrig-perf has no SCTP (iperf3 has it only when built with libsctp)";
-    const RSA: &str = "iperf3's RSA authentication is not implemented; use --auth-key KEY (or NETRIG_PERF_KEY) on client and server: a shared key, checked with HMAC-SHA256 over the test's cookie";
+    const RSA: &str = "iperf3's RSA authentication is not implemented; use --auth-key-file FILE (or NETRIG_PERF_KEY, or --auth-key KEY) on client and server: a shared key, proven with HMAC-SHA256 over the server's challenge, the cookie and the test's parameters";
     let given: [(bool, &str, &str, &str); 9] = [
         (cli.sctp, "--sctp", SCTP, "; test TCP (the default) or UDP (-u)"),
         (
@@ -372,6 +380,23 @@ fn size(flag: &str, v: &Option<String>) -> anyhow::Result<u64> {
     }
 }
 
+/// The shared key: from --auth-key-file or --auth-key, else from NETRIG_PERF_KEY.
+fn auth_key(cli: &Cli) -> anyhow::Result<Option<AuthKey>> {
+    if let Some(path) = &cli.auth_key_file {
+        return Ok(Some(netrig_perf::auth::read_key_file(path)?));
+    }
+    let (key, whence) = match &cli.auth_key {
+        Some(k) => (k.as_bytes().to_vec(), "--auth-key"),
+        None => match std::env::var_os("NETRIG_PERF_KEY") {
+            Some(k) => (k.into_encoded_bytes(), "NETRIG_PERF_KEY"),
+            None => return Ok(None),
+        },
+    };
+    AuthKey::new(key)
+        .map(Some)
+        .ok_or_else(|| anyhow::anyhow!("{whence}: the key is empty"))
+}
+
 fn common(cli: &Cli) -> anyhow::Result<Common> {
     if cli.interval != 0.0 && !(0.1..=60.0).contains(&cli.interval) {
         anyhow::bail!(
@@ -403,7 +428,7 @@ fn common(cli: &Cli) -> anyhow::Result<Common> {
         logfile: cli.logfile.clone(),
         forceflush: cli.forceflush,
         verbose: cli.verbose,
-        auth_key: cli.auth_key.clone(),
+        auth_key: auth_key(cli)?,
         units: match &cli.format_unit {
             Some(f) => UnitFormat::parse(f).map_err(|_| {
                 anyhow::anyhow!("-f: '{f}' is not a unit: k m g t (bits), K M G T (bytes), a A (adaptive), b B, KB MB GB TB")

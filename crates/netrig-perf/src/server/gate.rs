@@ -1,7 +1,8 @@
 //! The handshake gate: every new connection waits here, on the server's one accepting
 //! thread, until it has sent its 37-byte cookie (and, if it opens a new test, its
-//! parameters) or its deadline passes. No connection gets a thread or a test slot
-//! before that.
+//! parameters, and on a server with a key the proof that answers the challenge the
+//! gate sent it: see [`crate::auth`]) or its deadline passes. No connection gets a
+//! thread or a test slot before that.
 //!
 //! Three limits keep a crowd of idle or slow connections from starving real clients:
 //! - a deadline from accept for the whole handshake (`--handshake-timeout`), not a
@@ -21,8 +22,9 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use netrig_core::wire::iperf3::{parse_json_frame_len, Cookie, State, COOKIE_LEN};
+use netrig_core::wire::iperf3::{emit_json_frame, parse_json_frame_len, Cookie, State, COOKIE_LEN};
 
+use crate::auth::{self, Nonce};
 use crate::error::PerfError;
 
 /// The gate's limits (from the server's configuration).
@@ -40,13 +42,71 @@ enum Stage {
         buf: [u8; COOKIE_LEN],
         got: usize,
     },
+    /// Waiting for the parameters and, after a challenge, the proof (see
+    /// [`crate::auth`]).
     Params {
         cookie: Cookie,
-        prefix: [u8; 4],
-        got: usize,
-        body: Vec<u8>,
-        len: Option<usize>,
+        challenge: Option<Nonce>,
+        frame: Frame,
+        params: Option<Vec<u8>>,
     },
+}
+
+/// One length-prefixed JSON frame, read as far as it has arrived.
+struct Frame {
+    prefix: [u8; 4],
+    got: usize,
+    body: Vec<u8>,
+    len: Option<usize>,
+    max: usize,
+}
+
+enum FrameStep {
+    Wait,
+    Done(Vec<u8>),
+    Bad(PerfError),
+    Closed,
+}
+
+impl Frame {
+    fn new(max: usize) -> Frame {
+        Frame {
+            prefix: [0; 4],
+            got: 0,
+            body: vec![],
+            len: None,
+            max,
+        }
+    }
+
+    fn read(&mut self, stream: &mut TcpStream) -> FrameStep {
+        if self.len.is_none() {
+            if !fill(stream, &mut self.prefix, &mut self.got) {
+                return FrameStep::Closed;
+            }
+            if self.got < self.prefix.len() {
+                return FrameStep::Wait;
+            }
+            match parse_json_frame_len(self.prefix, self.max) {
+                Ok(n) => self.len = Some(n),
+                Err(e) => return FrameStep::Bad(e.into()),
+            }
+        }
+        let n = self.len.unwrap_or(0);
+        // Grown as bytes arrive, not by what the length prefix claims.
+        let mut chunk = [0u8; 4096];
+        while self.body.len() < n {
+            let want = (n - self.body.len()).min(chunk.len());
+            match stream.read(&mut chunk[..want]) {
+                Ok(0) => return FrameStep::Closed,
+                Ok(k) => self.body.extend_from_slice(&chunk[..k]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return FrameStep::Wait,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return FrameStep::Closed,
+            }
+        }
+        FrameStep::Done(std::mem::take(&mut self.body))
+    }
 }
 
 struct Waiting {
@@ -62,8 +122,13 @@ pub enum Ready {
     /// It sent a cookie: the server decides whether it is a data stream, a new test
     /// (then [`Gate::await_params`]) or refused.
     Cookie(Arrived),
-    /// A new test's control connection sent its parameters (the framed body).
-    Params { arrived: Arrived, body: Vec<u8> },
+    /// A new test's control connection sent its parameters (the framed body) and,
+    /// if it was challenged, its proof.
+    Params {
+        arrived: Arrived,
+        body: Vec<u8>,
+        proof: Option<Proof>,
+    },
     /// Its parameter frame is malformed (too long, empty): refuse it with this error.
     BadFrame { arrived: Arrived, error: PerfError },
 }
@@ -76,6 +141,12 @@ pub struct Arrived {
     pub seq: u64,
     pub cookie: Cookie,
     pub since: Instant,
+}
+
+/// A challenged connection's answer: the nonce it was sent, and its proof document.
+pub struct Proof {
+    pub nonce: Nonce,
+    pub doc: Vec<u8>,
 }
 
 /// Closures of one kind, reported once per burst: a line when a burst ends (a second
@@ -137,6 +208,8 @@ pub struct Gate {
     pub over_source_cap: Burst,
     pub over_total_cap: Burst,
     pub expired: Burst,
+    /// Connections that hung up on the auth challenge (clients without the key).
+    pub unanswered: Burst,
 }
 
 /// The group a source's connections share a cap in: the IPv4 address, or the IPv6 /64.
@@ -158,12 +231,14 @@ enum Step {
     Wait,
     Done(Got),
     Drop,
+    /// It hung up on its challenge.
+    Unanswered,
 }
 
 /// What a connection got through with (its stream is still in its `Waiting`).
 enum Got {
     Cookie(Cookie),
-    Params(Cookie, Vec<u8>),
+    Params(Cookie, Vec<u8>, Option<Proof>),
     BadFrame(Cookie, PerfError),
 }
 
@@ -179,6 +254,7 @@ impl Gate {
                 "waiting for their handshake, the longest waiting, over --max-pending",
             ),
             expired: Burst::new("that had not sent their handshake within --handshake-timeout"),
+            unanswered: Burst::new("that hung up on the auth challenge (clients without the key?)"),
         }
     }
 
@@ -208,9 +284,9 @@ impl Gate {
                 got: 0,
             },
         };
-        match advance(&mut w, self.caps.max_params) {
+        match advance(&mut w) {
             Step::Done(got) => return Some(ready(w, got)),
-            Step::Drop => return None,
+            Step::Drop | Step::Unanswered => return None,
             Step::Wait => {}
         }
         let key = source_key(peer.ip());
@@ -230,11 +306,18 @@ impl Gate {
         None
     }
 
-    /// A new test's control connection: asks for its parameters and waits for them,
-    /// within what is left of the deadline from its accept.
-    pub fn await_params(&mut self, a: Arrived) -> Option<Ready> {
+    /// A new test's control connection: challenges it if the server has a key (a
+    /// fresh `challenge` for this connection alone), asks for its parameters and waits
+    /// for them (and the proof), within what is left of the deadline from its accept.
+    pub fn await_params(&mut self, a: Arrived, challenge: Option<Nonce>) -> Option<Ready> {
         let mut stream = a.stream;
-        if stream.write_all(&[State::ParamExchange.emit()]).is_err() {
+        let mut hello = vec![];
+        if let Some(nonce) = &challenge {
+            hello.push(auth::CHALLENGE_STATE);
+            hello.extend_from_slice(&emit_json_frame(&nonce.challenge_json()));
+        }
+        hello.push(State::ParamExchange.emit());
+        if stream.write_all(&hello).is_err() {
             return None;
         }
         let mut w = Waiting {
@@ -244,15 +327,18 @@ impl Gate {
             since: a.since,
             stage: Stage::Params {
                 cookie: a.cookie,
-                prefix: [0; 4],
-                got: 0,
-                body: vec![],
-                len: None,
+                challenge,
+                frame: Frame::new(self.caps.max_params),
+                params: None,
             },
         };
-        match advance(&mut w, self.caps.max_params) {
+        match advance(&mut w) {
             Step::Done(got) => Some(ready(w, got)),
             Step::Drop => None,
+            Step::Unanswered => {
+                self.unanswered.hit(Instant::now());
+                None
+            }
             Step::Wait => {
                 // It was counted when admitted: it goes back without a cap check.
                 self.waiting.push(w);
@@ -278,12 +364,16 @@ impl Gate {
         let waiting = std::mem::take(&mut self.waiting);
         for (i, mut w) in waiting.into_iter().enumerate() {
             if readable.get(i).copied().unwrap_or(false) {
-                match advance(&mut w, self.caps.max_params) {
+                match advance(&mut w) {
                     Step::Done(got) => {
                         out.push(ready(w, got));
                         continue;
                     }
                     Step::Drop => continue,
+                    Step::Unanswered => {
+                        self.unanswered.hit(now);
+                        continue;
+                    }
                     Step::Wait => {}
                 }
             }
@@ -307,6 +397,7 @@ impl Gate {
             &mut self.over_source_cap,
             &mut self.over_total_cap,
             &mut self.expired,
+            &mut self.unanswered,
         ]
         .into_iter()
         .filter_map(|b| b.due(now))
@@ -329,7 +420,7 @@ fn fill(stream: &mut TcpStream, buf: &mut [u8], got: &mut usize) -> bool {
 }
 
 /// Reads what the connection's stage needs, as far as it has arrived.
-fn advance(w: &mut Waiting, max_params: usize) -> Step {
+fn advance(w: &mut Waiting) -> Step {
     if let Stage::Cookie { buf, got } = &mut w.stage {
         if !fill(&mut w.stream, buf, got) {
             return Step::Drop;
@@ -345,49 +436,42 @@ fn advance(w: &mut Waiting, max_params: usize) -> Step {
     }
     let Stage::Params {
         cookie,
-        prefix,
-        got,
-        body,
-        len,
+        challenge,
+        frame,
+        params,
     } = &mut w.stage
     else {
         unreachable!("the cookie stage returned above")
     };
     let cookie = *cookie;
-    if len.is_none() {
-        if !fill(&mut w.stream, prefix, got) {
-            return Step::Drop;
-        }
-        if *got < prefix.len() {
-            return Step::Wait;
-        }
-        match parse_json_frame_len(*prefix, max_params) {
-            Ok(n) => {
-                *len = Some(n);
-                *got = 0;
-            }
-            Err(e) => return Step::Done(Got::BadFrame(cookie, e.into())),
-        }
-    }
-    let n = len.unwrap_or(0);
-    if body.len() < n {
-        // Grown as bytes arrive, not by what the length prefix claims.
-        let mut chunk = [0u8; 4096];
-        loop {
-            let want = (n - body.len()).min(chunk.len());
-            if want == 0 {
-                break;
-            }
-            match w.stream.read(&mut chunk[..want]) {
-                Ok(0) => return Step::Drop,
-                Ok(k) => body.extend_from_slice(&chunk[..k]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Wait,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return Step::Drop,
-            }
+    if params.is_none() {
+        match frame.read(&mut w.stream) {
+            FrameStep::Wait => return Step::Wait,
+            FrameStep::Closed if challenge.is_some() => return Step::Unanswered,
+            FrameStep::Closed => return Step::Drop,
+            FrameStep::Bad(e) => return Step::Done(Got::BadFrame(cookie, e)),
+            FrameStep::Done(body) => match challenge {
+                None => return Step::Done(Got::Params(cookie, body, None)),
+                Some(_) => {
+                    *params = Some(body);
+                    *frame = Frame::new(auth::MAX_FRAME);
+                }
+            },
         }
     }
-    Step::Done(Got::Params(cookie, std::mem::take(body)))
+    let Some(nonce) = *challenge else {
+        return Step::Drop; // only a challenged connection gets here
+    };
+    match frame.read(&mut w.stream) {
+        FrameStep::Wait => Step::Wait,
+        FrameStep::Closed => Step::Unanswered,
+        FrameStep::Bad(e) => Step::Done(Got::BadFrame(cookie, e)),
+        FrameStep::Done(doc) => Step::Done(Got::Params(
+            cookie,
+            params.take().unwrap_or_default(),
+            Some(Proof { nonce, doc }),
+        )),
+    }
 }
 
 fn ready(w: Waiting, got: Got) -> Ready {
@@ -400,9 +484,10 @@ fn ready(w: Waiting, got: Got) -> Ready {
     };
     match got {
         Got::Cookie(c) => Ready::Cookie(arrived(c)),
-        Got::Params(c, body) => Ready::Params {
+        Got::Params(c, body, proof) => Ready::Params {
             arrived: arrived(c),
             body,
+            proof,
         },
         Got::BadFrame(c, error) => Ready::BadFrame {
             arrived: arrived(c),
@@ -480,14 +565,14 @@ mod tests {
         let Some(Ready::Cookie(a)) = g.admit(s, peer, 1, Instant::now()) else {
             panic!("cookie not read at accept")
         };
-        assert!(g.await_params(a).is_none());
+        assert!(g.await_params(a, None).is_none());
         let mut b = [0u8; 1];
         c.read_exact(&mut b).unwrap();
         assert_eq!(b[0], State::ParamExchange.emit());
         c.write_all(&[0, 0, 0, 2, b'{', b'}']).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         let got = g.service(&[true], Instant::now());
-        assert!(matches!(&got[..], [Ready::Params { body, .. }] if body == b"{}"));
+        assert!(matches!(&got[..], [Ready::Params { body, proof: None, .. }] if body == b"{}"));
     }
 
     #[test]
