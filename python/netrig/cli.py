@@ -85,15 +85,17 @@ def _prefix(args: argparse.Namespace) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     from netrig.net import Network
-    from netrig.topo.load import load
+    from netrig.topo.load import loads
     from netrig.topo.model import TopologyError
+    from netrig.topo.state import read_topology
 
     t0 = time.monotonic()
-    topo = load(args.file)
+    _, text, _ = read_topology(args.file)  # read once: what is built is what is recorded
+    topo = loads(text, source=args.file)  # errors name the file as typed; the lab, its absolute path
     problem = None if args.prefix else topo.lab_prefix_problem()
     if problem:  # found here, at its line, rather than by the builder
         raise TopologyError([problem])
-    net = Network(topo, prefix=args.prefix,
+    net = Network(topo, prefix=args.prefix, topology_text=text,
                   progress=None if args.quiet else lambda m: print(f"  {m}", file=sys.stderr))
     net.start()
     st = net.detach()
