@@ -26,7 +26,8 @@ from netrig import safefs
 from netrig.errors import NetrigError
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
-SCHEMA = 1
+SCHEMA = 2  # 2: topology_sha256, topology_text, link_changes (a schema 1 file reads as 2 without them)
+READS = (1, SCHEMA)
 PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
 
 
@@ -76,7 +77,7 @@ class LabState:
             raise LabError(f"no lab '{prefix}' is up (no {path})") from None
         except json.JSONDecodeError as e:
             raise LabError(f"{path}: not a state file ({e})") from None
-        if data.get("schema") != SCHEMA:
+        if data.get("schema") not in READS:
             raise LabError(f"{path}: state schema {data.get('schema')}, this netrig reads {SCHEMA}")
         data.pop("schema", None)
         return cls(**data, schema=SCHEMA)
