@@ -287,6 +287,7 @@ def teardown(st: LabState) -> list[str]:
             time.sleep(0.02)
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
+    userspace.forget(pid)
     # Whatever still runs inside the lab's namespaces belongs to the lab.
     victims = {p for ps in netns.pids(st.namespaces).values() for p in ps}
     victims.discard(os.getpid())
