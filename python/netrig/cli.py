@@ -214,7 +214,7 @@ def _dead(st, missing: list[str]) -> list[str]:
     dead = []
     for role, pid in st.pids.items():  # the lab's emulators
         if not alive(pid, role):
-            dead.append(f"DEAD: {role} (pid {pid}) is not running: the links it emulates pass nothing")
+            dead.append(f"DEAD: {role} (pid {pid}) is NOT RUNNING: the links it emulates pass nothing")
     dead += [f"DEAD: namespace {ns} is gone" for ns in missing]
     if st.owner_pid and not alive(st.owner_pid):
         who = "the netrig building it" if st.status == "building" else "the netrig running it"

@@ -135,7 +135,7 @@ def test_status_exits_nonzero_and_names_each_dead_part(tmp_path):
     (labs / "trust" / "state.json").write_text(json.dumps(doc))
     r = netrig("status", "--prefix", "trust", env={"NETRIG_RUN_DIR": str(run)})
     assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
-    assert f"DEAD: netrig-link (pid {emu}) is not running" in r.stdout, r.stdout
+    assert f"DEAD: netrig-link (pid {emu}) is NOT RUNNING" in r.stdout, r.stdout
     assert f"DEAD: namespace {gone_ns} is gone" in r.stdout, r.stdout
     assert f"DEAD: the netrig running it (pid {owner}) is gone" in r.stdout, r.stdout
     j = netrig("status", "--prefix", "trust", "--json", env={"NETRIG_RUN_DIR": str(run)})

@@ -94,7 +94,7 @@ def test_link_set_uses_the_labs_own_file_and_status_names_a_dead_emulator(tmp_pa
             time.sleep(0.02)
         st = netrig("status", "--prefix", prefix)
         assert st.returncode == 1, (st.stdout, st.stderr)
-        assert f"DEAD: netrig-link (pid {pid}) is not running" in st.stdout, st.stdout
+        assert f"DEAD: netrig-link (pid {pid}) is NOT RUNNING" in st.stdout, st.stdout
     finally:
         netrig("down", "--prefix", prefix)
     assert not (LABS_DIR / prefix).exists()
