@@ -243,7 +243,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     net = Network(point.topology, prefix=_lab_prefix(), seed=seed)
     net.start()
     watch = _EmulatorWatch(net)
-    t0 = time.monotonic()
+    t0 = time.monotonic()  # again when the flows start: what "noticed N s into it" counts from
     servers = []
     send_buffers: dict[str, float] = {}
     try:
