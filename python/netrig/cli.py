@@ -51,6 +51,23 @@ commands:
 """
 
 
+# Commands that need root, and why (said to a user who is not).
+NEEDS_ROOT = {
+    "up": "it creates network namespaces",
+    "down": "it deletes the lab's network namespaces and stops its processes",
+    "link": "it changes a running lab, whose state and emulator are root's",
+    "run": "it creates network namespaces",
+    "clean": "it deletes network namespaces and stops processes",
+    "exec": "it enters a lab's network namespace",
+    "pingall": "it pings inside a lab's network namespaces",
+    "status": "a lab's state is root's alone",
+}
+
+
+class NeedsRoot(NetrigError):
+    pass
+
+
 def _perf(args: list[str]) -> int:
     exe = str(binary("netrig-perf"))
     # Replace this process, so signals and exit codes are netrig-perf's own.
@@ -85,15 +102,17 @@ def _prefix(args: argparse.Namespace) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     from netrig.net import Network
-    from netrig.topo.load import load
+    from netrig.topo.load import loads
     from netrig.topo.model import TopologyError
+    from netrig.topo.state import read_topology
 
     t0 = time.monotonic()
-    topo = load(args.file)
+    _, text, _ = read_topology(args.file)  # read once: what is built is what is recorded
+    topo = loads(text, source=args.file)  # errors name the file as typed; the lab, its absolute path
     problem = None if args.prefix else topo.lab_prefix_problem()
     if problem:  # found here, at its line, rather than by the builder
         raise TopologyError([problem])
-    net = Network(topo, prefix=args.prefix,
+    net = Network(topo, prefix=args.prefix, topology_text=text,
                   progress=None if args.quiet else lambda m: print(f"  {m}", file=sys.stderr))
     net.start()
     st = net.detach()
@@ -145,16 +164,21 @@ def _status(args: argparse.Namespace) -> int:
         except NetrigError as e:
             print(f"netrig: {e}", file=sys.stderr)
     missing = [ns for ns in st.namespaces if not netns.exists(ns)]
+    dead = _dead(st, missing)
     if args.json:
         print(json.dumps({"prefix": st.prefix, "status": st.status, "topology": st.topology,
                           "missing_namespaces": missing, "netrig_link": {"pid": pid, "alive": emu_alive},
-                          **st.plan, "live": stats}, indent=1))
-        return 0
-    print(f"lab '{st.prefix}' ({st.topology}): {st.status}, backend {st.backend}")
-    if missing:
-        print(f"  MISSING namespaces: {', '.join(missing)}")
-    if st.control:
-        print(f"  netrig-link pid {pid}: " + ("running" if emu_alive else "NOT RUNNING (its links pass nothing)"))
+                          "dead": dead, **st.plan, "live": stats}, indent=1))
+        return 1 if dead else 0
+    print(f"lab '{st.prefix}' ({st.topology}): {'NOT ALL UP' if dead else st.status}, "
+          f"backend {st.backend}")
+    for line in dead:
+        print(f"  {line}")
+    if st.topology_sha256 and _file_sha256(st.topology) != st.topology_sha256:
+        print(f"  CHANGED: {st.topology} is no longer the file the lab was built from "
+              "(link set refuses it)")
+    if st.control and emu_alive:
+        print(f"  netrig-link pid {pid}: running")
     print("nodes:")
     _print_nodes(st.plan)
     print("links:")
@@ -171,7 +195,33 @@ def _status(args: argparse.Namespace) -> int:
                       f"delivered {x.get('delivered', 0)} ({x.get('delivered_bytes', 0)} B), "
                       f"drops: queue full {x.get('drops_overflow', 0)}, aqm {x.get('drops_aqm', 0)}, "
                       f"loss {x.get('lost', 0)}; late p99 {x.get('lateness', {}).get('p99_us', 0):.0f} us")
-    return 0
+    return 1 if dead else 0
+
+
+def _file_sha256(path: str) -> str | None:
+    from netrig.topo.state import read_topology
+
+    try:
+        return read_topology(path)[2]
+    except NetrigError:
+        return None
+
+
+def _dead(st, missing: list[str]) -> list[str]:
+    """What of lab `st` is dead, gone or not up yet, one line each (none when all is up)."""
+    from netrig.topo.state import alive
+
+    dead = []
+    for role, pid in st.pids.items():  # the lab's emulators
+        if not alive(pid, role):
+            dead.append(f"DEAD: {role} (pid {pid}) is NOT RUNNING: the links it emulates pass nothing")
+    dead += [f"DEAD: namespace {ns} is gone" for ns in missing]
+    if st.owner_pid and not alive(st.owner_pid):
+        who = "the netrig building it" if st.status == "building" else "the netrig running it"
+        dead.append(f"DEAD: {who} (pid {st.owner_pid}) is gone; 'netrig clean' removes the lab")
+    elif st.status != "up":
+        dead.append(f"BUILDING: pid {st.owner_pid} is still building it; it is not up yet")
+    return dead
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -288,8 +338,6 @@ def _run(args: argparse.Namespace) -> int:
                                                            args.allow_foreign_dir)
         if args.out and (out / "meta.json").exists():
             raise NetrigError(f"--out {out}: it already holds results (use --resume {out} to finish them)")
-    if os.geteuid() != 0:
-        raise NetrigError("netrig run builds namespaces: run it as root")
     if not args.quiet:
         print(f"netrig: {scenario.name}: {len(scenario.points)} point(s) x {scenario.repeat} "
               f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} min; "
@@ -404,10 +452,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE, end="")
-        return 0 if argv else 2
     try:
+        if not argv or argv[0] in ("-h", "--help", "help"):
+            print(USAGE, end="")
+            sys.stdout.flush()
+            return 0 if argv else 2
         if argv[0] == "perf":
             return _perf(argv[1:])
         ap = _parser()
@@ -419,9 +468,28 @@ def main(argv: list[str] | None = None) -> int:
             args.cmd = argv[i + 1:]
         else:
             args = ap.parse_args(argv)
-        return args.fn(args)
+        if args.command in NEEDS_ROOT and os.geteuid() != 0:
+            name = "link set" if args.command == "link" else args.command
+            raise NeedsRoot(f"netrig {name} needs root ({NEEDS_ROOT[args.command]}); run it with sudo")
+        code = args.fn(args)
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return code
+    except NeedsRoot as e:
+        print(e, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader went away (`netrig status | head -1`): stop quietly, as a program
+        # killed by SIGPIPE would; stdout goes to /dev/null so the exit flush says nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
     except NetrigError as e:
         print(f"netrig: error: {e}", file=sys.stderr)
+        return 1
+    except PermissionError as e:  # the system refused something a check above did not foresee
+        print(f"netrig: error: {e.filename or ''}{': ' if e.filename else ''}{e.strerror}"
+              " (netrig needs root for labs and experiments)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("netrig: interrupted", file=sys.stderr)

@@ -147,11 +147,16 @@ def _tcp_listening(pid: int, port: int) -> bool:
 
 class Network:
     def __init__(self, topo: Topology | str | Path, prefix: str | None = None, progress=None,
-                 seed: int = 1) -> None:
+                 seed: int = 1, topology_text: str | None = None) -> None:
+        """`topology_text`: with a Topology read from a file, the text it was read from
+        (recorded in the lab's state, so later commands can check the file is the same)."""
         if not isinstance(topo, Topology):
-            from netrig.topo.load import load
+            from netrig.topo.load import loads
+            from netrig.topo.state import read_topology
 
-            topo = load(topo)
+            _, topology_text, _ = read_topology(topo)
+            topo = loads(topology_text, source=str(topo))
+        self.topology_text = topology_text
         self.topo = topo.check()
         self.prefix = prefix or topo.lab_prefix
         self.progress = progress
@@ -162,7 +167,7 @@ class Network:
 
     # Life.
     def start(self) -> Network:
-        self.state = builder.build(self.plan, self.prefix, self.progress, self.seed)
+        self.state = builder.build(self.plan, self.prefix, self.progress, self.seed, self.topology_text)
         return self
 
     def stop(self) -> list[str]:
@@ -189,9 +194,7 @@ class Network:
     @classmethod
     def attach(cls, prefix: str) -> Network:
         st = LabState.load(prefix)
-        if st.topology.startswith("<"):
-            raise LabError(f"lab '{prefix}' was built from Python, not a file: use it from there")
-        net = cls(st.topology, prefix=prefix)
+        net = cls(builder.topology_of(st), prefix=prefix)
         net.state = st
         return net
 
@@ -271,14 +274,17 @@ class Network:
     def set_link(self, a: str, b: str, **params: Any) -> dict[str, Any]:
         """Changes a link's shaping live: set_link("r2", "r3", delay="50ms")."""
         link = self.topo.link_named(a, b)
+        st = self._lab()
+        # The link as it runs: as built, with what earlier changes set (the whole of it is
+        # sent again below, so an earlier change is never undone by a later one).
         merged = link.spec.model_dump(exclude_unset=True)
+        merged.update(st.link_changes.get(link.name, {}))
         merged.update(params)
         try:
             changed = Link(LinkSpec.model_validate(merged), link.defaults)
         except ValidationError as e:
             raise TopologyError([f"link {link.name}: {p.where()}: {p.message}"
                                  for p in _problems_of(e)]) from None
-        st = self._lab()
         if st.backend != "userspace" or not st.control:
             raise LabError("live link changes need the user-space backend (netrig-link)")
         entry = next((x for x in st.plan.get("links", []) if x["name"] == link.name), None)
@@ -292,5 +298,6 @@ class Network:
                 "spec": userspace.direction_spec(changed.direction(d))})
             entry[name] = changed.shaping(d).model_dump(exclude_none=True)
         link.spec = changed.spec
+        st.link_changes[link.name] = {**st.link_changes.get(link.name, {}), **params}
         st.save()
         return out

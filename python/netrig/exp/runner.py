@@ -7,6 +7,11 @@ the run's files and, last, its run.json. Ctrl-C or SIGTERM stops the flows, tear
 network down, writes what was measured (the run marked "interrupted") and the CSV, and
 leaves the directory resumable: `run(..., resume=True)` runs only the runs that lack a
 finished run.json.
+
+A run's link emulators (the netrig-link processes its lab's state names) are watched
+while it runs and once more before teardown: a run whose emulator died measured a
+broken network, so it is stopped and marked "failed" with the reason (which process,
+how it ended, when that was noticed), and a resume runs it again.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process
 from netrig.exp.scenario import Point, Scenario, find_link
+from netrig.link import userspace
 from netrig.net import Network, _tcp_listening
 from netrig.topo import netns
 from netrig.topo.plan import make_plan
+from netrig.topo.state import alive
 
 SERVED = ("tcp", "udp", "probe", "fetch")
 BASE_PORT = 5301
@@ -160,6 +167,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                     shown.start_run(k, point, rep, scenario.repeat, len(scenario.points))
                     seed = scenario.seed + point.index * scenario.repeat + rep
                     note = ""
+                    error = ""
                     try:
                         doc = run_one(point, rep, seed, out, rid, shown.tick)
                         bad = [n for n, f in doc["flows"].items() if f["summary"].get("status") != "ok"]
@@ -167,8 +175,14 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                             note = f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
                                 doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
                             status = "failed"
+                        if doc["status"] == "failed":  # recorded whole, flows and all
+                            error = doc.get("error", "")
+                            note = f"run {rid} failed: {error}" + (f"\n{note}" if note else "")
+                            status = "failed"
+                            failures += 1
+                        else:
+                            failures = 0
                         note = "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc)) if x)
-                        failures = 0
                     except KeyboardInterrupt:
                         raise
                     except Exception as e:  # the run is recorded as failed; the rest go on
@@ -181,6 +195,9 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                             out)
                         if failures >= 3:
                             raise RunFailed(f"three runs in a row failed; the last: {e}") from e
+                    if error and failures >= 3:
+                        shown.end_run(k, point, settle, note)
+                        raise RunFailed(f"three runs in a row failed; the last: {error}")
                     shown.end_run(k, point, settle, note)
                     k += 1
                     if settle and k < scenario.runs:
@@ -225,6 +242,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     emulator: dict[str, Any] | None = None
     net = Network(point.topology, prefix=_lab_prefix(), seed=seed)
     net.start()
+    watch = _EmulatorWatch(net)
+    t0 = time.monotonic()  # again when the flows start: what "noticed N s into it" counts from
     servers = []
     send_buffers: dict[str, float] = {}
     try:
@@ -272,6 +291,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             while any(t.is_alive() for t in threads):
                 if time.monotonic() - t0 > limit + 15:
                     stop.set()
+                if watch.check(t0, "while its flows ran; they were stopped then"):
+                    stop.set()
                 for t in threads:
                     t.join(timeout=0.1)
                 if tick:
@@ -291,14 +312,65 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=5)
+        watch.check(t0, "after its flows ended")  # the last look, before teardown stops it
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
     expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
-                     "interrupted" if interrupted else "ok", errors, emulator)
+                     "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
+                     emulator, watch.died)
     if interrupted:
         raise KeyboardInterrupt
     return doc
+
+
+class _EmulatorWatch:
+    """Whether the run's link emulators (the PIDs its lab's state records) still run."""
+
+    def __init__(self, net: Network) -> None:
+        st = net.state
+        assert st is not None
+        self.pids = dict(st.pids)
+        self.log = st.dir / "link.log"
+        self.died: dict[str, Any] | None = None
+
+    def check(self, t0: float, when: str) -> bool:
+        """True once an emulator is found dead (its death described in `died`)."""
+        if self.died is not None:
+            return True
+        for role, pid in self.pids.items():
+            if alive(pid, role):
+                continue
+            code = userspace.exit_status(pid, wait=1.0)
+            how = ("how it ended is unknown" if code is None
+                   else f"killed by signal {-code} ({_signame(-code)})" if code < 0
+                   else f"it exited with status {code}")
+            noticed = time.monotonic() - t0
+            last = _last_line(self.log)
+            self.died = {"process": role, "pid": pid, "exit_status": code,
+                         "noticed_s": round(noticed, 3), "noticed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                         "log_last_line": last}
+            self.died["reason"] = (
+                f"the link emulator {role} (pid {pid}) died during the run ({how}); noticed "
+                f"{noticed:.1f} s into it, {when}" + (f"; its log ends: {last}" if last else ""))
+            return True
+        return False
+
+
+def _signame(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return "?"
+
+
+def _last_line(path: Path) -> str:
+    """The last line of netrig-link's log, unless it is only its "ready" greeting."""
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return "" if not lines or '"ready"' in lines[-1] else lines[-1][-300:]
 
 
 def _emulator_timing(net: Network) -> dict[str, Any] | None:
@@ -458,7 +530,8 @@ def _net_dev() -> dict[str, dict[str, int]]:
 def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],
                expected: dict[str, Expected], monitors: list[dict[str, Any]], started: float,
                status: str, teardown_errors: list[str],
-               emulator: dict[str, Any] | None = None) -> dict[str, Any]:
+               emulator: dict[str, Any] | None = None,
+               emulator_died: dict[str, Any] | None = None) -> dict[str, Any]:
     rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
@@ -493,5 +566,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
            "monitors": sorted(by_monitor), "teardown_errors": teardown_errors}
     if emulator is not None:
         doc["emulator"] = emulator
+    if emulator_died is not None:
+        doc["error"] = emulator_died["reason"]
+        doc["emulator_died"] = emulator_died
     res.write_json(rdir / "run.json", doc, out)
     return doc

@@ -17,6 +17,9 @@ from netrig.topo.model import DirParams
 
 MS = 1_000_000
 DEFAULT_QUEUE_PACKETS = 1000  # netem's and Linux's txqueuelen default
+# The netrig-link processes this process started, by pid: their exit status, if they
+# end while we run (a lab's state holds only the pid).
+_started: dict[int, subprocess.Popen] = {}
 
 
 class LinkDaemonError(NetrigError):
@@ -85,7 +88,31 @@ def start(ns: str, config: dict[str, Any], workdir: Path, timeout: float = 15) -
             proc.kill()
             raise LinkDaemonError(f"netrig-link did not start within {timeout:.0f} s: {log}")
         time.sleep(0.01)
+    _started[proc.pid] = proc
     return proc
+
+
+def exit_status(pid: int, wait: float = 0.0) -> int | None:
+    """The return code of a netrig-link this process started and that has ended
+    (negative: the signal that ended it), waiting up to `wait` seconds for it (a process
+    seen dying may not have finished exiting); None while it runs, or if we did not start it."""
+    proc = _started.get(pid)
+    if proc is None:
+        return None
+    try:
+        return proc.wait(timeout=wait) if wait > 0 else proc.poll()
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def forget(pid: int) -> None:
+    """Reaps a netrig-link this process started, once it has been stopped."""
+    proc = _started.pop(pid, None)
+    if proc is not None:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def request(control: str | Path, req: dict[str, Any], timeout: float = 5) -> dict[str, Any]:

@@ -8,7 +8,9 @@ so names resolve inside the lab. A shaped link under the user-space backend is t
 pairs meeting in `PREFIX--emu`, where netrig-link forwards between them.
 
 The state file names every namespace before it is created; teardown kills the
-processes inside the lab's namespaces (they are the lab's), then deletes them.
+processes inside the lab's namespaces (they are the lab's), then deletes them. A lab
+built from a file records the file's absolute path and bytes; `topology_of` gives a
+later command that topology again, or refuses if the file is no longer what was built.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from pathlib import Path
 
 from netrig.link import kernel, userspace
 from netrig.topo import netns
-from netrig.topo.model import Link
+from netrig.topo.model import Link, Topology, TopologyError
 from netrig.topo.plan import Plan
-from netrig.topo.state import LabError, LabState, alive, check_prefix
+from netrig.topo.state import LabError, LabState, alive, check_prefix, read_topology, sha256
 
 EMU = "-emu"  # namespace suffix: PREFIX--emu (node names cannot contain '-')
 SW = "-sw"  # all of a lab's switches: PREFIX--sw
@@ -92,9 +94,12 @@ def summary(plan: Plan, prefix: str) -> dict:
     return {"name": plan.topo.name, "nodes": nodes, "links": links}
 
 
-def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1) -> LabState:
+def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1,
+          topology_text: str | None = None) -> LabState:
     """Builds the lab; on any failure removes whatever it made and re-raises. `seed`
-    seeds the link emulator's random elements (loss, jitter, ...)."""
+    seeds the link emulator's random elements (loss, jitter, ...). `topology_text` is
+    the text of the file `plan.topo.source` the topology was read from (see
+    `state.read_topology`): recorded, it lets later commands use that file again."""
     topo = plan.topo
     prefix = check_prefix(prefix or topo.lab_prefix)
     say = progress or (lambda msg: None)
@@ -102,8 +107,13 @@ def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1) -
     emulated = [i for i, l in enumerate(topo.links) if _uses_emulator(plan, l)]
     emu_ns = prefix + EMU
     names = list(dict.fromkeys(node_ns.values())) + ([emu_ns] if emulated else [])
-    st = LabState(prefix, topo.source or "<python>", namespaces=names, node_ns=node_ns,
-                  owner_pid=os.getpid(), backend=topo.backend, plan=summary(plan, prefix))
+    source = topo.source or "<python>"
+    st = LabState(prefix, source if source.startswith("<") else os.path.abspath(source),
+                  namespaces=names, node_ns=node_ns, owner_pid=os.getpid(), backend=topo.backend,
+                  plan=summary(plan, prefix))
+    if topology_text is not None and not source.startswith("<"):
+        st.topology_text = topology_text
+        st.topology_sha256 = sha256(topology_text.encode("utf-8"))
     taken = [ns for ns in names if netns.exists(ns)]
     if taken or (st.dir / "state.json").exists():
         raise LabError(f"a lab '{prefix}' (or namespaces of that name: {', '.join(taken[:3])}) exists; "
@@ -119,6 +129,48 @@ def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1) -
     st.status = "up"
     st.save()
     return st
+
+
+def topology_of(st: LabState) -> Topology:
+    """The topology lab `st` was built from, read again from its file by absolute path;
+    LabError if the lab was built from no file, or if the file's bytes are no longer the
+    ones it was built from (edited, replaced, removed): a command must act on the lab
+    that is up, never on another topology of the same name."""
+    from netrig.topo.load import loads
+
+    p = st.prefix
+    if st.topology.startswith("<"):
+        raise LabError(f"lab '{p}' was built from Python, not a file: use it from there")
+    again = (f"'netrig down --prefix {p}' then 'netrig up {st.topology} --prefix {p}' "
+             "rebuilds it from the file as it is now")
+    if not st.topology_sha256:
+        raise LabError(f"lab '{p}' records no hash of its topology {st.topology} (an older netrig "
+                       f"built it), so netrig cannot tell that the file is still the lab's; {again}")
+    try:
+        _, text, digest = read_topology(st.topology)
+    except TopologyError as e:
+        raise LabError(f"lab '{p}' was built from {st.topology}, which cannot be read now "
+                       f"({'; '.join(e.problems)}); "
+                       f"restore the file, or {again}") from None
+    if digest != st.topology_sha256:
+        raise LabError(f"lab '{p}' was built from {st.topology}, which has changed since "
+                       f"({_difference(st.topology_text, text)}; sha256 {st.topology_sha256[:12]} "
+                       f"when built, {digest[:12]} now); netrig acts only on the topology a lab "
+                       f"was built from: restore the file, or {again}")
+    return loads(text, source=st.topology)
+
+
+def _difference(old: str, new: str) -> str:
+    """Where two texts of a file first differ, in a few words."""
+    a, b = old.splitlines(), new.splitlines()
+    for i in range(max(len(a), len(b))):
+        was = a[i] if i < len(a) else None
+        now = b[i] if i < len(b) else None
+        if was != now:
+            def show(line: str | None) -> str:
+                return "(nothing)" if line is None else repr(line.strip()[:80])
+            return f"line {i + 1} was {show(was)}, is now {show(now)}"
+    return f"{len(old.encode())} bytes then, {len(new.encode())} now"  # line endings only
 
 
 def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emulated: list[int],
@@ -235,6 +287,7 @@ def teardown(st: LabState) -> list[str]:
             time.sleep(0.02)
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
+    userspace.forget(pid)
     # Whatever still runs inside the lab's namespaces belongs to the lab.
     victims = {p for ps in netns.pids(st.namespaces).values() for p in ps}
     victims.discard(os.getpid())

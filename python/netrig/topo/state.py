@@ -5,10 +5,16 @@ processes. `netrig down` removes exactly those; `netrig clean` removes the labs 
 builder died mid-build or whose link emulator died. Nothing else is ever touched.
 It holds PIDs and paths, so it is root's alone: the file is 0600, the directories
 below NETRIG_RUN_DIR 0700, and it is written through no symbolic link (netrig.safefs).
+
+A lab built from a file records the file's absolute path and the sha256 of its bytes as
+built: a later command that needs the topology (`link set`, `pingall`) re-reads it by
+that path and refuses it if the bytes differ (`netrig.topo.build.topology_of`), so it
+never acts on another file of the same name or on an edited one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -20,7 +26,8 @@ from netrig import safefs
 from netrig.errors import NetrigError
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
-SCHEMA = 1
+SCHEMA = 2  # 2: topology_sha256, topology_text, link_changes (a schema 1 file reads as 2 without them)
+READS = (1, SCHEMA)
 PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
 
 
@@ -38,7 +45,7 @@ def check_prefix(prefix: str) -> str:
 @dataclass
 class LabState:
     prefix: str
-    topology: str  # the file it came from, or "<python>"
+    topology: str  # the file it came from (absolute), or "<python>"
     namespaces: list[str] = field(default_factory=list)
     node_ns: dict[str, str] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)  # role -> pid (netrig-link)
@@ -48,6 +55,9 @@ class LabState:
     control: str | None = None
     created: float = field(default_factory=time.time)
     plan: dict = field(default_factory=dict)  # nodes' addresses and links, for status
+    topology_sha256: str = ""  # of the file's bytes as built ("" if built from no file)
+    topology_text: str = ""  # those bytes, to say what changed when the file no longer matches
+    link_changes: dict[str, dict] = field(default_factory=dict)  # link -> KEY=VALUEs set live
     schema: int = SCHEMA
 
     @property
@@ -67,7 +77,7 @@ class LabState:
             raise LabError(f"no lab '{prefix}' is up (no {path})") from None
         except json.JSONDecodeError as e:
             raise LabError(f"{path}: not a state file ({e})") from None
-        if data.get("schema") != SCHEMA:
+        if data.get("schema") not in READS:
             raise LabError(f"{path}: state schema {data.get('schema')}, this netrig reads {SCHEMA}")
         data.pop("schema", None)
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
@@ -80,6 +90,19 @@ class LabState:
     def remove(self) -> None:
         for f in ("state.json", "state.json.tmp"):  # .tmp: the fixed temporary name of older netrig
             safefs.unlink(LABS_DIR.parent, f"{LABS_DIR.name}/{self.prefix}/{f}", safefs.PRIVATE)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_topology(path: str | os.PathLike[str]) -> tuple[str, str, str]:
+    """A topology file read once: its absolute path, its text and the sha256 of its bytes
+    (what a lab built from it records)."""
+    from netrig.topo.load import read
+
+    text = read(path)
+    return os.path.abspath(path), text, sha256(text.encode("utf-8"))
 
 
 def labs() -> list[str]:
