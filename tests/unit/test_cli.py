@@ -71,8 +71,8 @@ def test_clean_skips_a_lab_another_netrig_version_wrote(tmp_path, monkeypatch, c
     newer = state.LABS_DIR / "newer" / "state.json"
     doc = json.loads((state.LABS_DIR / "mine" / "state.json").read_text())
     newer.parent.mkdir()
-    newer.write_text(json.dumps({**doc, "prefix": "newer", "topology_sha256": "ab" * 32}))
+    newer.write_text(json.dumps({**doc, "prefix": "newer", "from_a_newer_netrig": 1}))
     assert main(["clean"]) == 0
     err = capsys.readouterr().err
-    assert f"{newer}: a state file with keys this netrig does not know (topology_sha256)" in err
+    assert f"{newer}: a state file with keys this netrig does not know (from_a_newer_netrig)" in err
     assert newer.exists()
