@@ -5,6 +5,7 @@ tests that need chown skip without root."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -186,3 +187,37 @@ def test_a_link_at_the_state_files_names_is_not_written_through(tmp_path, monkey
     assert secret.read_text() == SECRET
     assert not (d / "state.json").is_symlink()
     assert state.LabState.load("t1").topology == "lab.yaml"
+
+
+def test_the_emulators_config_and_log_are_not_written_through_links(tmp_path, monkeypatch):
+    """netrig-link's link.json and link.log in the lab's directory: a link planted at
+    either name is replaced, and the file it pointed at is untouched."""
+    from netrig.link import userspace
+
+    secret = _secret(tmp_path)
+    work = tmp_path / "lab"
+    work.mkdir(mode=0o700)
+    for name in ("link.json", "link.log"):
+        (work / name).symlink_to(secret)
+
+    class Ready:
+        """Stands in for netrig-link: says it is ready on the log it was given."""
+
+        def __init__(self, argv, stdout, **kw):
+            stdout.write(b'{"event": "ready"}\n')
+            stdout.flush()
+            self.pid = 0
+
+        def poll(self):
+            return None
+
+    monkeypatch.setattr(userspace, "binary", lambda name: name)
+    monkeypatch.setattr(userspace.subprocess, "Popen", Ready)
+    monkeypatch.setattr(userspace, "_started", {})
+    userspace.start("ns", {"links": []}, work, timeout=5)
+    assert secret.read_text() == SECRET
+    for name in ("link.json", "link.log"):
+        f = work / name
+        assert f.is_file() and not f.is_symlink(), f
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+    assert json.loads((work / "link.json").read_text()) == {"links": []}

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrig import units
+from netrig import safefs, units
 from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.topo.model import DirParams
@@ -73,10 +73,11 @@ def direction_spec(d: DirParams) -> dict[str, Any]:
 def start(ns: str, config: dict[str, Any], workdir: Path, timeout: float = 15) -> subprocess.Popen:
     """Starts netrig-link in namespace ns (its own session, so it outlives us) and waits
     for its "ready" line."""
-    cfg_path = workdir / "link.json"
-    cfg_path.write_text(json.dumps(config, indent=1) + "\n")
+    # The lab's own directory (root's, 0700); written as netrig writes every file, so a
+    # link planted at either name is replaced, never written through.
+    cfg_path = safefs.write(workdir, "link.json", json.dumps(config, indent=1) + "\n", safefs.PRIVATE)
     log = workdir / "link.log"
-    with open(log, "w") as f:
+    with safefs.open_new(workdir, "link.log", safefs.PRIVATE) as f:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, str(binary("netrig-link")), "run", "--config", str(cfg_path)],
             stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
