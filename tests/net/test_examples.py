@@ -1,7 +1,14 @@
 """The seeds' experiments, for real: `netrig run examples/X.yaml --quick` from the
 command line, then the physics of what it measured (results.csv and the queue monitor)
 against theory: where theory is exact (bottleneck goodput, W/RTT, idle RTT) within 10 %,
-and PIE's queueing delay below drop-tail's."""
+and PIE's queueing delay below drop-tail's.
+
+The exact claims need the link emulator to have kept time. In a run where the host was
+too busy for that (its record says more than 1 % of packets left over 1 ms late, and
+the report says so, which is checked), only what a late emulator cannot change is held:
+it never delivers more than the link's rate, nor an RTT below the path's, nor less loss
+than the bottleneck must cause. A real defect (a limiter that does not limit, a delay
+not applied) still fails there."""
 
 from __future__ import annotations
 
@@ -14,38 +21,65 @@ from pathlib import Path
 
 import pytest
 from netlab import needs_root
+from netrig.exp.results import late_note
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_example(name: str, out: Path) -> list[dict[str, str]]:
+    """Runs the example's quick variant; its results.csv rows, each with "busy": whether
+    the host was too busy in that row's run for the emulator to keep time."""
     needs_root()
     p = subprocess.run([sys.executable, "-m", "netrig", "run", str(ROOT / "examples" / f"{name}.yaml"),
                         "--quick", "--out", str(out), "-q"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
+    return read_results(out)
+
+
+def read_results(out: Path) -> list[dict]:
     assert (out / "report.html").exists()
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["schema"] == 1
     with open(out / "results.csv") as f:
         rows = list(csv.DictReader(f))
     assert rows and all(r["status"] == "ok" for r in rows), rows
-    # every run records how late the link emulator released its packets
-    for run in (out / "runs").glob("*/run.json"):
-        emu = json.loads(run.read_text())["emulator"]
-        assert emu["packets"] > 0 and 0 <= emu["over_budget"] <= emu["packets"], (run, emu)
-    return rows
+    # every run records how late the link emulator released its packets, and the report
+    # names every run in which that was too late for exact numbers
+    busy = set()
+    report = (out / "report.md").read_text()
+    for path in (out / "runs").glob("*/run.json"):
+        run = json.loads(path.read_text())
+        emu = run["emulator"]
+        assert emu["packets"] > 0 and 0 <= emu["over_budget"] <= emu["packets"], (path, emu)
+        note = late_note(run)
+        if note:
+            busy.add(run["run"])
+            assert note in report, (note, report[-2000:])
+    return [{**r, "busy": r["run"] in busy} for r in rows]
 
 
 def ratio(row: dict[str, str]) -> float:
     return float(row["measured"]) / float(row["expected"])
 
 
+def assert_near_theory(row: dict, what: object = None, slower: bool = True) -> None:
+    """Measured within 10 % of theory; in a busy run only on the side a late emulator
+    cannot reach: no faster than theory (a rate, `slower`), or no quicker (an RTT)."""
+    r = ratio(row)
+    if not row["busy"]:
+        assert 0.9 <= r <= 1.1, (what, row["measured"], row["expected"], row["detail"])
+    elif slower:
+        assert r <= 1.1, ("busy run", what, row["measured"], row["expected"], row["detail"])
+    else:
+        assert r >= 0.9, ("busy run", what, row["measured"], row["expected"], row["detail"])
+
+
 def test_002_paths_rtt_and_tcp_match_the_portfolio_theory(tmp_path):
     rows = run_example("002-paths", tmp_path / "r")
     assert len(rows) == 12
     for r in rows:
-        assert 0.9 <= ratio(r) <= 1.1, (r["flow"], r["measured"], r["expected"], r["detail"])
+        assert_near_theory(r, r["flow"], slower=r["kind"] != "ping")
     tcp = {r["flow"]: float(r["expected"]) for r in rows if r["kind"] == "tcp"}
     # 40, 30, 20 Mbit/s x 1448/1514; the paths' bottlenecks L2 (30) and L3 (20)
     assert [round(tcp[f] / 1e6, 2) for f in ("tcp_L1", "tcp_L2", "tcp_L3", "tcp_h1_h4", "tcp_h1_h9")] \
@@ -58,7 +92,7 @@ def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
     assert len(udp) == 9
     for r in udp:
         offered = float(r["flows.*.rate"].removesuffix("Mbit")) * 1e6
-        assert 0.9 <= ratio(r) <= 1.1, (r["flow"], offered, r["measured"], r["expected"])
+        assert_near_theory(r, (r["flow"], offered))
         # loss = 1 - C/X above the bottleneck (C = 30 or 20 Mbit/s of 1470/1512), none below;
         # X is the rate the sender achieved, so the check is the link's, not the sender's.
         # The sender repays host stalls, so it offers its rate, less only what it says
@@ -66,12 +100,18 @@ def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
         sent = float(r["sent_bps"])
         assert sent >= (0.99 - float(r["sender_short_pct"]) / 100) * offered, r
         link_loss_pct = max(0.0, 100 * (1 - float(r["expected"]) / sent))
+        if r["busy"]:
+            # A starved emulator drops what piled up while it was stopped: more loss, never less.
+            assert float(r["loss_pct"]) > link_loss_pct - 3, ("busy run", r["flow"], offered, sent, r["loss_pct"])
+            continue
         assert abs(float(r["loss_pct"]) - link_loss_pct) < 3, (r["flow"], offered, sent, r["loss_pct"])
         assert abs(float(r["loss_pct"]) - float(r["expected_loss_pct"])) < 6, r
     # above capacity the bottleneck's queue is full: the ping that gets through waits it out
     # (100 packets at 30 Mbit/s: 40 ms on h1-h4); below it, the idle 60 ms
     ping = {(r["flow"], r["flows.*.rate"]): r for r in rows if r["kind"] == "ping"}
-    assert float(ping["ping_h1_h4", "15Mbit"]["measured"]) < 66  # within 10 % of 60 ms
+    idle = ping["ping_h1_h4", "15Mbit"]
+    if not idle["busy"]:  # a late emulator only adds delay
+        assert float(idle["measured"]) < 66  # within 10 % of 60 ms
     # Above capacity the periodic UDP stream takes nearly every slot the full queue
     # frees: 70-100 % of the 30 pings are dropped (the pre-session pacer too; a phase
     # effect the next session looks into). The queue is full, so pings are lost, and
@@ -88,10 +128,11 @@ def test_003_window_sweep_follows_w_over_rtt_then_the_link(tmp_path):
     by_w = {r["flows.bulk.window"]: r for r in rows}
     assert set(by_w) == {"16KB", "64KB", "128KB", "1000KB"}
     for w, r in by_w.items():
-        assert 0.9 <= ratio(r) <= 1.1, (w, r["measured"], r["expected"], r["detail"])
+        assert_near_theory(r, w)
     assert by_w["16KB"]["limit"].startswith("window") and by_w["1000KB"]["limit"] == "link"
     speeds = [float(by_w[w]["measured"]) for w in ("16KB", "64KB", "128KB", "1000KB")]
-    assert speeds == sorted(speeds)
+    if not any(r["busy"] for r in rows):
+        assert speeds == sorted(speeds)
 
 
 def queue_sojourn_ms(run_dir: Path) -> list[float]:
@@ -109,6 +150,6 @@ def test_004_pie_holds_the_queue_far_below_drop_tail(tmp_path):
     droptail, pie = (statistics.median(queue_sojourn_ms(out / "runs" / f"p00{i}-r00")) for i in (0, 1))
     assert pie < droptail / 3 and droptail > 200, (pie, droptail)
     bulk = next(r for r in rows if r["flow"] == "bulk" and r["links.s0-h2.aqm"] == "droptail")
-    assert 0.9 <= ratio(bulk) <= 1.1, bulk["detail"]
+    assert_near_theory(bulk, "bulk")
     fetch = {r["links.s0-h2.aqm"]: float(r["fetch_s_mean"]) for r in rows if r["flow"] == "web"}
     assert fetch["pie(target=20ms)"] < fetch["droptail"], fetch
