@@ -589,6 +589,19 @@ pub fn tcp_connect(
     Ok(stream)
 }
 
+/// Whether the peer of a connected socket has closed or reset it (POLLRDHUP, POLLHUP
+/// or POLLERR now, without waiting): its reader will see the end when it next runs.
+pub fn peer_closed(fd: RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: pfd is valid for the call; a zero timeout never blocks.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n > 0 && pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+}
+
 /// 36 random bytes from the kernel, for a cookie.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
