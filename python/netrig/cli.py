@@ -88,7 +88,7 @@ def _version(_: argparse.Namespace) -> int:
 
 
 def _prefix(args: argparse.Namespace) -> str:
-    from netrig.topo.state import LabError, labs
+    from netrig.lab.state import LabError, labs
 
     if args.prefix:
         return args.prefix
@@ -101,10 +101,10 @@ def _prefix(args: argparse.Namespace) -> str:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from netrig.net import Network
+    from netrig.lab.network import Network
+    from netrig.lab.state import read_topology
     from netrig.topo.load import loads
     from netrig.topo.model import TopologyError
-    from netrig.topo.state import read_topology
 
     t0 = time.monotonic()
     _, text, _ = read_topology(args.file)  # read once: what is built is what is recorded
@@ -124,8 +124,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from netrig.topo.build import teardown
-    from netrig.topo.state import LabState
+    from netrig.lab.build import teardown
+    from netrig.lab.state import LabState
 
     prefix = _prefix(args)
     errors = teardown(LabState.load(prefix))
@@ -150,9 +150,9 @@ def _fmt_shaping(s: dict) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from netrig.lab import netns
+    from netrig.lab.state import LabState, alive
     from netrig.link import userspace
-    from netrig.topo import netns
-    from netrig.topo.state import LabState, alive
 
     st = LabState.load(_prefix(args))
     pid = st.pids.get("netrig-link", 0)
@@ -199,7 +199,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _file_sha256(path: str) -> str | None:
-    from netrig.topo.state import read_topology
+    from netrig.lab.state import read_topology
 
     try:
         return read_topology(path)[2]
@@ -209,7 +209,7 @@ def _file_sha256(path: str) -> str | None:
 
 def _dead(st, missing: list[str]) -> list[str]:
     """What of lab `st` is dead, gone or not up yet, one line each (none when all is up)."""
-    from netrig.topo.state import alive
+    from netrig.lab.state import alive
 
     dead = []
     for role, pid in st.pids.items():  # the lab's emulators
@@ -225,7 +225,7 @@ def _dead(st, missing: list[str]) -> list[str]:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    from netrig.topo.state import LabState
+    from netrig.lab.state import LabState
 
     st = LabState.load(_prefix(args))
     if args.node not in st.node_ns:
@@ -239,7 +239,7 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _pingall(args: argparse.Namespace) -> int:
-    from netrig.net import Network
+    from netrig.lab.network import Network
 
     net = Network.attach(_prefix(args))
     results = net.pingall(count=args.count)
@@ -256,7 +256,7 @@ def _pingall(args: argparse.Namespace) -> int:
 
 
 def _link(args: argparse.Namespace) -> int:
-    from netrig.net import Network
+    from netrig.lab.network import Network
 
     if args.action != "set":
         raise NetrigError(f"netrig link {args.action}: only 'set' is known")
@@ -275,8 +275,8 @@ def _link(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from netrig.topo.build import teardown
-    from netrig.topo.state import LabState, alive, labs
+    from netrig.lab.build import teardown
+    from netrig.lab.state import LabState, alive, labs
 
     removed = 0
     for prefix in labs():

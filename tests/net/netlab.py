@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from netrig import binary
+from netrig.lab.network import PingResult
 from netrig.link.userspace import exchange
-from netrig.net import PingResult
 
 # How late a shared host's timers may wake netrig-link, per emulated link a packet
 # crosses (measured: 0.3-0.5 ms a crossing when the machine is noisy). RTT checks allow

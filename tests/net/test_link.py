@@ -13,7 +13,7 @@ import time
 import pytest
 from netlab import assert_emulated_rtt, emulated_pair, needs_root, totals
 from netrig import binary
-from netrig.net import PingResult
+from netrig.lab.network import PingResult
 
 MS = 1_000_000
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from netlab import needs_root
-from netrig.topo.state import LABS_DIR
+from netrig.lab.state import LABS_DIR
 
 pytestmark = pytest.mark.net
 

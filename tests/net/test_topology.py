@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from netlab import assert_emulated_rtt, needs_root
 from netrig.exp.results import LATE_SHARE
-from netrig.net import Network, PingResult
+from netrig.lab.network import Network, PingResult
+from netrig.lab.state import LABS_DIR, alive
 from netrig.topo.load import load, loads
 from netrig.topo.plan import make_plan
-from netrig.topo.state import LABS_DIR, alive
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[2]

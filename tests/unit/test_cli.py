@@ -64,7 +64,7 @@ def test_clean_skips_a_lab_another_netrig_version_wrote(tmp_path, monkeypatch, c
     machine) is named and skipped; it is neither a traceback nor torn down."""
     import json
 
-    from netrig.topo import state
+    from netrig.lab import state
 
     monkeypatch.setattr(state, "LABS_DIR", tmp_path / "labs")
     state.LabState("mine", "lab.yaml").save()

@@ -16,7 +16,7 @@ from netrig.errors import NetrigError
 from netrig.exp import figures, report, runner
 from netrig.exp import results as res
 from netrig.exp.scenario import loads_scenario
-from netrig.topo import state
+from netrig.lab import state
 
 NOBODY = 65534
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from netrig.net import Network
-from netrig.topo import state
-from netrig.topo.state import LabError, LabState
+from netrig.lab import state
+from netrig.lab.network import Network
+from netrig.lab.state import LabError, LabState
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def labs_dir(tmp_path, monkeypatch) -> Path:
 
 def lab_from(path: Path, prefix: str = "trust") -> LabState:
     """The state `netrig up PATH` records (without building anything)."""
-    from netrig.topo.state import read_topology
+    from netrig.lab.state import read_topology
 
     absolute, text, digest = read_topology(path)
     st = LabState(prefix, absolute, topology_sha256=digest, topology_text=text, status="up")
@@ -56,7 +56,7 @@ def lab_from(path: Path, prefix: str = "trust") -> LabState:
 def test_a_lab_records_its_topology_absolute_and_hashed(tmp_path, labs_dir, monkeypatch):
     (tmp_path / "lab.yaml").write_text(TOPO)
     monkeypatch.chdir(tmp_path)
-    from netrig.topo.state import read_topology
+    from netrig.lab.state import read_topology
 
     absolute, text, digest = read_topology("lab.yaml")
     assert absolute == str(tmp_path / "lab.yaml")

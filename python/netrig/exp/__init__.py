@@ -8,6 +8,6 @@
     figures.py   matplotlib figures from a results directory
     report.py    report.html / report.md from a results directory; `netrig compare`
 
-Does not own building networks (`netrig.net`, `netrig.topo`) or the formulas
+Does not own building networks (`netrig.lab`, `netrig.topo`) or the formulas
 (`netrig.theory`).
 """

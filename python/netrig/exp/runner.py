@@ -35,11 +35,11 @@ from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process
 from netrig.exp.scenario import Point, Scenario, find_link
+from netrig.lab import netns
+from netrig.lab.network import Network, _tcp_listening
+from netrig.lab.state import alive
 from netrig.link import userspace
-from netrig.net import Network, _tcp_listening
-from netrig.topo import netns
 from netrig.topo.plan import make_plan
-from netrig.topo.state import alive
 
 SERVED = ("tcp", "udp", "probe", "fetch")
 BASE_PORT = 5301

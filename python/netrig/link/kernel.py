@@ -3,18 +3,15 @@
 Rate: htb (one class at the rate) with the queue as its leaf: pfifo/bfifo for
 drop-tail, or the AQM's qdisc. Delay, jitter, loss, duplicate, corrupt and reorder:
 netem (as htb's leaf, carrying the queue limit). A trace has no kernel equivalent.
-Before anything is built, `check()` asks the kernel for every qdisc kind the topology
-needs (in a scratch namespace) and refuses, naming the missing qdisc and the link that
-wants it; nothing is ever left out silently.
+What each direction needs is `needs()`; before anything is built,
+`netrig.lab.qdiscs.check()` asks the kernel for each of those qdisc kinds and refuses,
+naming the missing qdisc and the link that wants it; nothing is left out silently.
 """
 
 from __future__ import annotations
 
-import subprocess
-
 from netrig.errors import NetrigError
-from netrig.topo import netns
-from netrig.topo.model import DirParams, Topology
+from netrig.topo.model import DirParams
 
 DIRS = ("a_to_b", "b_to_a")
 _AQM_QDISC = {"red": "red", "codel": "codel", "pie": "pie", "fq_codel": "fq_codel"}
@@ -43,42 +40,6 @@ def needs(d: DirParams) -> list[tuple[str, str]]:
     elif not why:
         out.append(("bfifo" if d.queue_bytes else "pfifo", "the queue"))
     return out
-
-
-def _available(kind: str, ns: str) -> bool:
-    args = {"htb": ["htb"], "netem": ["netem", "delay", "1ms"], "red": [
-        "red", "limit", "400000", "min", "30000", "max", "90000", "avpkt", "1000", "burst", "55",
-        "bandwidth", "10mbit"]}.get(kind, [kind])
-    p = subprocess.run(["tc", "-n", ns, "qdisc", "replace", "dev", "lo", "root", *args],
-                       capture_output=True, text=True, timeout=10)
-    return p.returncode == 0
-
-
-def check(topo: Topology, scratch_ns: str) -> None:
-    """Raises naming every link direction that needs what this kernel lacks."""
-    wanted: dict[str, list[str]] = {}
-    for link in topo.links:
-        if not link.shaped and all(link.direction(d).aqm == "droptail" for d in (0, 1)):
-            continue
-        for d in (0, 1):
-            for kind, why in needs(link.direction(d)):
-                wanted.setdefault(kind, []).append(f"link {link.name} {DIRS[d]} ({why})")
-    if not wanted:
-        return
-    missing = []
-    netns.add([scratch_ns])
-    try:
-        for kind, users in wanted.items():
-            if kind == "trace" or "together with netem" in users[0] or not _available(kind, scratch_ns):
-                what = "a trace" if kind == "trace" else f"the '{kind}' qdisc"
-                missing.append(f"{users[0]}: the kernel backend cannot do {what}"
-                               + (f" (and {len(users) - 1} more)" if len(users) > 1 else ""))
-    finally:
-        netns.delete([scratch_ns])
-    if missing:
-        raise KernelBackendError(
-            "backend: kernel cannot build this topology on this kernel:\n  " + "\n  ".join(missing)
-            + "\nuse backend: userspace (netrig-link does all of these), or remove them")
 
 
 def tc_lines(dev: str, d: DirParams) -> list[str]:

@@ -1,0 +1,9 @@
+"""Topologies as data: pure, no system calls.
+
+Owns the topology model and its checks (`model`), reading topology files with every
+error at its file and line (`load`), and the plan of addresses, interfaces and routes
+(`plan`).
+
+Does not own anything that runs: building, namespaces and the lab's state are
+`netrig.lab`; link backends are `netrig.link`.
+"""

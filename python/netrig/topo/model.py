@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netrig import units
 from netrig.errors import NetrigError
-from netrig.topo.state import PREFIX_RE
 
 Kind = Literal["host", "switch", "router"]
 AQMS = ("droptail", "red", "codel", "pie", "fq_codel")
@@ -37,6 +37,8 @@ AQM_PARAMS: dict[str, tuple[str, ...]] = {
     "fq_codel": ("target", "interval", "flows", "quantum", "ecn"),
 }
 DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
+# A lab prefix: it starts every namespace (and interface) name the lab creates.
+PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 

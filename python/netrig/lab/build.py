@@ -23,11 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from netrig.lab import netns, qdiscs
+from netrig.lab.state import LabError, LabState, alive, check_prefix, read_topology, sha256
 from netrig.link import kernel, userspace
-from netrig.topo import netns
 from netrig.topo.model import Link, Topology, TopologyError
 from netrig.topo.plan import Plan
-from netrig.topo.state import LabError, LabState, alive, check_prefix, read_topology, sha256
 
 EMU = "-emu"  # namespace suffix: PREFIX--emu (node names cannot contain '-')
 SW = "-sw"  # all of a lab's switches: PREFIX--sw
@@ -119,7 +119,7 @@ def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1,
         raise LabError(f"a lab '{prefix}' (or namespaces of that name: {', '.join(taken[:3])}) exists; "
                        f"'netrig down --prefix {prefix}' removes it, or choose another prefix")
     if topo.backend == "kernel":
-        kernel.check(topo, prefix + "-probe")
+        qdiscs.check(topo, prefix + "-probe")
     st.save()
     try:
         _build(plan, st, node_ns, emu_ns, emulated, say, seed)

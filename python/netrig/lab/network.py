@@ -22,11 +22,11 @@ from pydantic import ValidationError
 
 from netrig._bins import binary
 from netrig.errors import NetrigError
+from netrig.lab import build as builder
+from netrig.lab.state import LabError, LabState, alive
 from netrig.link import userspace
-from netrig.topo import build as builder
 from netrig.topo.model import Link, LinkSpec, Topology, TopologyError, _problems_of
 from netrig.topo.plan import Plan, make_plan
-from netrig.topo.state import LabError, LabState, alive
 
 
 class RunError(NetrigError):
@@ -151,8 +151,8 @@ class Network:
         """`topology_text`: with a Topology read from a file, the text it was read from
         (recorded in the lab's state, so later commands can check the file is the same)."""
         if not isinstance(topo, Topology):
+            from netrig.lab.state import read_topology
             from netrig.topo.load import loads
-            from netrig.topo.state import read_topology
 
             _, topology_text, _ = read_topology(topo)
             topo = loads(topology_text, source=str(topo))

@@ -8,7 +8,7 @@ below NETRIG_RUN_DIR 0700, and it is written through no symbolic link (netrig.sa
 
 A lab built from a file records the file's absolute path and the sha256 of its bytes as
 built: a later command that needs the topology (`link set`, `pingall`) re-reads it by
-that path and refuses it if the bytes differ (`netrig.topo.build.topology_of`), so it
+that path and refuses it if the bytes differ (`netrig.lab.build.topology_of`), so it
 never acts on another file of the same name or on an edited one.
 """
 
@@ -17,18 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from netrig import safefs
 from netrig.errors import NetrigError
+from netrig.topo.model import PREFIX_RE
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
 SCHEMA = 2  # 2: topology_sha256, topology_text, link_changes (a schema 1 file reads as 2 without them)
 READS = (1, SCHEMA)
-PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
 
 
 class LabError(NetrigError):

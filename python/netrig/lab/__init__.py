@@ -1,0 +1,11 @@
+"""The running lab: what exists on this machine while a topology is up.
+
+Owns building a planned topology into network namespaces, veth pairs, bridges and
+link emulators (`build`), the `ip netns` and `tc` plumbing (`netns`, `qdiscs`), the
+lab's state file under /run/netrig/labs and who may trust it (`state`), and the
+`Network` facade that scripts and the runner use (`network`: start, stop, exec,
+ping, iperf, live link changes).
+
+Does not own the topology itself (`netrig.topo`: pure model, file loading and
+planning, no system calls) or how a link direction is shaped (`netrig.link`).
+"""
