@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use netrig_core::link::schema;
 use netrig_core::link::spec::DirectionSpec;
 use serde::Deserialize;
 use thiserror::Error;
@@ -64,6 +65,10 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The link-spec schema version the writer used (`netrig_core::link::schema::VERSION`);
+    /// absent: this daemon's own.
+    #[serde(default)]
+    pub spec_version: Option<u32>,
     pub links: Vec<LinkConfig>,
     /// Milliseconds between stats samples (>= 1; 10 = 100 Hz).
     #[serde(default = "ten")]
@@ -101,6 +106,18 @@ pub fn dir_index(name: &str) -> Option<usize> {
     }
 }
 
+/// Refuses a spec written for another version of the link-spec schema.
+pub fn check_version(v: Option<u32>) -> Result<(), String> {
+    match v {
+        Some(v) if v != schema::VERSION => Err(format!(
+            "spec_version: {v}, but this netrig-link reads version {} of the link spec \
+             (`netrig-link schema` prints it): netrig and netrig-link are from different builds",
+            schema::VERSION
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Config {
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         let cfg: Config = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
@@ -109,6 +126,7 @@ impl Config {
     }
 
     fn check(&self) -> Result<(), ConfigError> {
+        check_version(self.spec_version).map_err(ConfigError::Other)?;
         if self.links.is_empty() {
             return Err(ConfigError::Other("no links to emulate".into()));
         }
@@ -180,6 +198,7 @@ mod tests {
     fn mistakes_are_named() {
         let e = |t: &str| Config::parse(t).unwrap_err().to_string();
         assert!(e(r#"{"links": [], "bogus": 1}"#).contains("bogus"));
+        assert!(e(r#"{"spec_version": 999, "links": []}"#).contains("version"));
         assert!(e(r#"{"links": []}"#).contains("no links"));
         assert!(e(r#"{"links": [{"name": "l", "a": "x", "b": "x"}]}"#).contains("both ends"));
         let two = r#"{"links": [{"name": "l", "a": "x", "b": "y"}, {"name": "l", "a": "p", "b": "q"}]}"#;
@@ -188,7 +207,7 @@ mod tests {
             r#"{"links": [{"name": "l", "a": "x", "b": "y", "a_to_b": {"loss": {"random": {"p": 2}}}}]}"#;
         assert_eq!(
             e(bad),
-            "links[0] (l): a_to_b: loss.p: 2 is not a probability in [0, 1]"
+            "links[0] (l): a_to_b: loss.random.p: 2 is outside 0 .. 1 (the file's `loss`)"
         );
     }
 }

@@ -4,7 +4,9 @@
 //! ```text
 //! {"cmd": "stats"}                                      counters, queues, specs, lateness
 //! {"cmd": "subscribe"}                                  stream the stats lines
-//! {"cmd": "set", "link": L, "dir": "a_to_b"|"b_to_a"|"both", "spec": {...}}   live change
+//! {"cmd": "set", "link": L, "dir": "a_to_b"|"b_to_a"|"both", "spec": {...},
+//!  "version": V}                                        live change: the spec replaces
+//!                                                       the direction's whole spec
 //! {"cmd": "down", "link": L} / {"cmd": "up", "link": L}
 //! {"cmd": "pcap", "link": L, "dir": D, "path": P|null}  start / stop a capture
 //! {"cmd": "shutdown"}
@@ -30,6 +32,8 @@ enum Wire {
         #[serde(default)]
         dir: Option<String>,
         spec: Value,
+        #[serde(default)]
+        version: Option<u32>,
     },
     Down {
         link: String,
@@ -72,10 +76,16 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
     Ok(match w {
         Wire::Stats => Request::Stats,
         Wire::Subscribe => Request::Subscribe,
-        Wire::Set { link, dir, spec } => {
+        Wire::Set {
+            link,
+            dir,
+            spec,
+            version,
+        } => {
             if !spec.is_object() {
                 return Err("bad request: spec must be an object".into());
             }
+            crate::config::check_version(version).map_err(|e| format!("bad request: {e}"))?;
             Request::Set { link, dir, spec }
         }
         Wire::Down { link } => Request::Up { link, up: false },

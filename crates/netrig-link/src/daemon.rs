@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use netrig_core::link::direction::{Counters, Direction};
 use netrig_core::link::packet::{Ecn, Packet};
+use netrig_core::link::schema::LATE_BUDGET_NS;
 use netrig_core::link::spec::DirectionSpec;
 use netrig_core::wire::ethernet;
 use netrig_core::wire::pcap::PcapWriter;
@@ -35,7 +36,6 @@ const MIN_MARGIN_NS: u64 = 30_000;
 /// held up by the scheduler (the thread was not running), which spinning longer does not
 /// cure: on a busy host it only takes the CPU the late threads are waiting for.
 const MAX_MARGIN_NS: u64 = 150_000;
-const LATE_BUDGET_NS: u64 = 1_000_000;
 /// A worker looks at its state at least this often (spec changes, stop).
 const MAX_SLEEP_NS: u64 = 10_000_000;
 
@@ -622,13 +622,11 @@ impl Daemon {
                         }
                     },
                 };
-                // Check every direction first, so a bad change changes nothing.
+                // The new spec replaces the direction's whole spec (a key it leaves out
+                // is off). Every direction is checked first, so a bad change changes nothing.
                 let mut new_specs = vec![];
                 for &d in &dirs {
-                    let current = lock(&self.links[i].dirs[d]).spec.clone();
-                    let mut merged = serde_json::to_value(&current).unwrap_or(json!({}));
-                    merge(&mut merged, &spec);
-                    let mut s: DirectionSpec = match serde_json::from_value(merged) {
+                    let mut s: DirectionSpec = match serde_json::from_value(spec.clone()) {
                         Ok(s) => s,
                         Err(e) => return json!({ "ok": false, "error": format!("spec: {e}") }),
                     };
@@ -681,22 +679,6 @@ impl Daemon {
     }
 }
 
-/// Overlays `patch` onto `base` (objects merge key by key; anything else replaces).
-fn merge(base: &mut Value, patch: &Value) {
-    match (base, patch) {
-        (Value::Object(b), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    b.remove(k);
-                } else {
-                    merge(b.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (b, p) => *b = p.clone(),
-    }
-}
-
 fn wall_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -710,20 +692,6 @@ fn wall_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn merge_overlays_and_removes() {
-        let mut base =
-            json!({ "rate_bps": 1, "queue": { "discipline": "pie", "limit_packets": 5 }, "delay_ns": 3 });
-        merge(
-            &mut base,
-            &json!({ "queue": { "limit_packets": 9 }, "delay_ns": null, "jitter_ns": 4 }),
-        );
-        assert_eq!(
-            base,
-            json!({ "rate_bps": 1, "queue": { "discipline": "pie", "limit_packets": 9 }, "jitter_ns": 4 })
-        );
-    }
 
     #[test]
     fn the_spin_margin_follows_timers_but_not_stalls() {

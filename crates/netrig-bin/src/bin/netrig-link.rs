@@ -32,6 +32,9 @@ enum Cmd {
     Shell(Box<ShellArgs>),
     /// Remove namespaces and links left by shells whose process is gone.
     Clean,
+    /// Print the link-spec schema (JSON): every key of a link direction, its unit, range
+    /// and default, and each queue discipline's parameters.
+    Schema,
 }
 
 #[derive(Args)]
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
                 let up = direction(&a, &a.uplink_rate, &a.uplink_trace)?;
                 let down = direction(&a, &a.downlink_rate, &a.downlink_trace)?;
                 let cfg = Config {
+                    spec_version: None,
                     links: vec![],
                     stats_interval_ms: 10.0,
                     stats_path: a.stats.clone(),
@@ -159,6 +163,13 @@ fn main() -> ExitCode {
                     a.command.join(" ")
                 );
                 Ok(sh.run(cfg, up, down, &a.command)?)
+            }
+            Cmd::Schema => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&netrig_core::link::schema::schema())?
+                );
+                Ok(0)
             }
             Cmd::Clean => {
                 for ns in shell::clean() {

@@ -11,6 +11,7 @@ pub mod loss;
 pub mod packet;
 pub mod rate;
 pub mod rng;
+pub mod schema;
 pub mod spec;
 
 pub use aqm::{DropCause, Drops, Limit, Qdisc, QueueStats};

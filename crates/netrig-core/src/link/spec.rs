@@ -10,6 +10,7 @@ use crate::link::delay::{Delay, Distribution};
 use crate::link::direction::Direction;
 use crate::link::loss::{Chance, Loss};
 use crate::link::rate::{Rate, Trace, TraceError};
+use crate::link::schema;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum SpecError {
@@ -170,52 +171,26 @@ pub struct DirectionSpec {
     pub reorder: Option<ReorderSpec>,
 }
 
-fn limit_of(q: &QueueSpec, default_packets: u32) -> Limit {
-    match (q.limit_packets, q.limit_bytes) {
-        (None, None) => Limit::packets(default_packets),
-        (p, b) => Limit { packets: p, bytes: b },
-    }
+/// The discipline a queue names, from the schema ("fifo", "pfifo" and "bfifo" are
+/// drop-tail).
+fn discipline(name: &str) -> Option<schema::DisciplineInfo> {
+    let name = match name {
+        "fifo" | "pfifo" | "bfifo" => "droptail",
+        n => n,
+    };
+    schema::disciplines().into_iter().find(|d| d.name == name)
 }
 
-/// The parameters each discipline takes (besides limits); any other set parameter is an
-/// error, so that a typo'd experiment does not silently run with defaults.
-const PARAMS: &[(&str, &[&str])] = &[
-    ("droptail", &[]),
-    ("red", &["ecn", "min_th_bytes", "max_th_bytes", "max_p", "gentle"]),
-    ("codel", &["ecn", "target_ns", "interval_ns"]),
-    (
-        "pie",
-        &["ecn", "target_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns"],
-    ),
-    (
-        "fq_codel",
-        &["ecn", "target_ns", "interval_ns", "flows", "quantum"],
-    ),
-];
-
-fn set_params(q: &QueueSpec) -> Vec<&'static str> {
+/// The parameters set in a queue spec (JSON names), limits and the discipline aside.
+fn set_params(q: &QueueSpec) -> Vec<String> {
     let v = serde_json::to_value(q).unwrap_or_default();
-    let mut out = vec![];
-    for name in [
-        "ecn",
-        "target_ns",
-        "interval_ns",
-        "tupdate_ns",
-        "alpha",
-        "beta",
-        "max_burst_ns",
-        "flows",
-        "quantum",
-        "min_th_bytes",
-        "max_th_bytes",
-        "max_p",
-        "gentle",
-    ] {
-        if v.get(name).is_some_and(|x| !x.is_null()) {
-            out.push(name);
-        }
-    }
-    out
+    let Some(m) = v.as_object() else { return vec![] };
+    m.iter()
+        .filter(|(k, v)| {
+            !v.is_null() && !matches!(k.as_str(), "discipline" | "limit_packets" | "limit_bytes")
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 fn positive(field: &str, v: Option<u64>) -> Result<Option<u64>, SpecError> {
@@ -228,20 +203,21 @@ fn positive(field: &str, v: Option<u64>) -> Result<Option<u64>, SpecError> {
 /// The discipline a queue spec names, with its defaults filled in; `rate_bps` (if the
 /// link has one) lets RED age its average over idle time.
 pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc>, SpecError> {
-    let name = match q.discipline.as_str() {
-        "fifo" | "pfifo" | "bfifo" => "droptail",
-        n => n,
-    };
-    let Some((_, allowed)) = PARAMS.iter().find(|(n, _)| *n == name) else {
+    let Some(info) = discipline(&q.discipline) else {
         return Err(bad(
             "queue.discipline",
             format!(
-                "unknown discipline '{}' (droptail, red, codel, pie, fq_codel)",
-                q.discipline
+                "unknown discipline '{}' ({})",
+                q.discipline,
+                schema::DISCIPLINES.join(", ")
             ),
         ));
     };
-    if let Some(p) = set_params(q).into_iter().find(|p| !allowed.contains(p)) {
+    let name = info.name;
+    if let Some(p) = set_params(q)
+        .into_iter()
+        .find(|p| !info.params.iter().any(|k| k.json == p))
+    {
         return Err(bad(
             &format!("queue.{p}"),
             format!("is not a parameter of {name}"),
@@ -250,18 +226,43 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
     if q.limit_packets == Some(0) || q.limit_bytes == Some(0) {
         return Err(bad("queue.limit", "a queue must hold at least one packet"));
     }
+    let (packets, bytes) = (schema::QUEUE_PACKETS, schema::QUEUE_BYTES);
+    if q.limit_packets
+        .is_some_and(|n| !(packets.0..=packets.1).contains(&(n as f64)))
+    {
+        return Err(bad(
+            "queue.limit_packets",
+            format!("a queue holds {} .. {} packets", packets.0, packets.1),
+        ));
+    }
+    if q.limit_bytes
+        .is_some_and(|n| !(bytes.0..=bytes.1).contains(&(n as f64)))
+    {
+        return Err(bad(
+            "queue.limit_bytes",
+            format!("a queue holds {} .. {} bytes", bytes.0, bytes.1),
+        ));
+    }
+    let queue = serde_json::to_value(q).unwrap_or_default();
+    if let Some((field, problem)) = schema::out_of_range(&queue, &info.params, "") {
+        return Err(bad(&format!("queue.{field}"), problem));
+    }
+    let limit = |q: &QueueSpec| match (q.limit_packets, q.limit_bytes) {
+        (None, None) => info.limit,
+        (p, b) => Limit { packets: p, bytes: b },
+    };
     let target = positive("queue.target_ns", q.target_ns)?;
     let interval = positive("queue.interval_ns", q.interval_ns)?;
     Ok(match name {
         "droptail" => Box::new(aqm::droptail::DropTail::new(aqm::droptail::Config {
-            limit: limit_of(q, 1000),
+            limit: limit(q),
         })),
         "codel" => {
             let d = aqm::codel::Config::default();
             Box::new(aqm::codel::Codel::new(aqm::codel::Config {
                 target_ns: target.unwrap_or(d.target_ns),
                 interval_ns: interval.unwrap_or(d.interval_ns),
-                limit: limit_of(q, 1000),
+                limit: limit(q),
                 ecn: q.ecn.unwrap_or(d.ecn),
                 ..d
             }))
@@ -276,7 +277,7 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
                 quantum: q.quantum.unwrap_or(d.quantum),
                 target_ns: target.unwrap_or(d.target_ns),
                 interval_ns: interval.unwrap_or(d.interval_ns),
-                limit: limit_of(q, 10_240),
+                limit: limit(q),
                 ecn: q.ecn.unwrap_or(d.ecn),
                 ..d
             }))
@@ -294,7 +295,7 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
                 alpha: q.alpha.unwrap_or(d.alpha),
                 beta: q.beta.unwrap_or(d.beta),
                 max_burst_ns: q.max_burst_ns.unwrap_or(d.max_burst_ns),
-                limit: limit_of(q, 1000),
+                limit: limit(q),
                 ecn: q.ecn.unwrap_or(d.ecn),
                 ..d
             }))
@@ -316,10 +317,7 @@ pub fn build_qdisc(q: &QueueSpec, rate_bps: Option<u64>) -> Result<Box<dyn Qdisc
                 min_th_bytes: min,
                 max_th_bytes: max,
                 max_p,
-                limit: match (q.limit_packets, q.limit_bytes) {
-                    (None, None) => d.limit,
-                    (p, b) => Limit { packets: p, bytes: b },
-                },
+                limit: limit(q),
                 ecn: q.ecn.unwrap_or(d.ecn),
                 gentle: q.gentle.unwrap_or(d.gentle),
                 link_rate_bps: rate_bps,
@@ -351,15 +349,7 @@ impl DirectionSpec {
                 "rate_bps",
                 "0 bit/s carries nothing (omit the rate for no limit)",
             )),
-            (None, Some(bps)) => {
-                if !(1_000..=100_000_000_000).contains(&bps) {
-                    return Err(bad(
-                        "rate_bps",
-                        format!("{bps} is outside 1 kbit/s .. 100 Gbit/s"),
-                    ));
-                }
-                Ok(Rate::fixed(bps, self.overhead_bytes))
-            }
+            (None, Some(bps)) => Ok(Rate::fixed(bps, self.overhead_bytes)),
             (None, None) => Ok(Rate::unlimited()),
         }
     }
@@ -422,8 +412,18 @@ impl DirectionSpec {
         })
     }
 
+    /// Every value within its range in the schema.
+    pub fn check_ranges(&self) -> Result<(), SpecError> {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        match schema::out_of_range(&v, &schema::keys(), "") {
+            Some((field, problem)) => Err(bad(&field, problem)),
+            None => Ok(()),
+        }
+    }
+
     /// Every stage, checked; `origin_ns` is time zero of a trace.
     pub fn build(&self, seed: u64, origin_ns: u64) -> Result<Direction, SpecError> {
+        self.check_ranges()?;
         let mut d = Direction::new(
             build_qdisc(&self.queue, self.rate_bps)?,
             self.build_rate(origin_ns)?,
@@ -439,6 +439,7 @@ impl DirectionSpec {
     /// Applies this spec to a running direction, keeping its queue's packets (the
     /// discipline is rebuilt only if the queue spec changed).
     pub fn apply(&self, old: &DirectionSpec, d: &mut Direction, now_ns: u64) -> Result<(), SpecError> {
+        self.check_ranges()?;
         let rate = self.build_rate(now_ns)?;
         let delay = self.build_delay()?;
         let loss = self.build_loss()?;
@@ -494,7 +495,7 @@ mod tests {
         let e = |j: &str| spec(j).unwrap().build(1, 0).err().unwrap().to_string();
         assert_eq!(
             e(r#"{"loss": {"random": {"p": 1.5}}}"#),
-            "loss.p: 1.5 is not a probability in [0, 1]"
+            "loss.random.p: 1.5 is outside 0 .. 1 (the file's `loss`)"
         );
         assert!(e(r#"{"queue": {"discipline": "sfq"}}"#).contains("unknown discipline 'sfq'"));
         assert_eq!(
@@ -508,7 +509,7 @@ mod tests {
         assert!(
             e(r#"{"queue": {"discipline": "red", "min_th_bytes": 9, "max_th_bytes": 9}}"#).contains("below")
         );
-        assert!(e(r#"{"queue": {"discipline": "pie", "tupdate_ns": 0}}"#).contains("positive"));
+        assert!(e(r#"{"queue": {"discipline": "pie", "tupdate_ns": 0}}"#).contains("outside 1 .."));
         assert!(e(r#"{"queue": {"limit_packets": 0}}"#).contains("at least one"));
         assert!(e(r#"{"rate_bps": 0}"#).starts_with("rate_bps"));
         assert!(e(r#"{"distribution": "cauchy", "jitter_ns": 5}"#).contains("cauchy"));
@@ -519,12 +520,13 @@ mod tests {
 
     #[test]
     fn every_discipline_builds_with_its_defaults() {
-        for (name, _) in PARAMS {
+        for info in schema::disciplines() {
+            let name = info.name;
             let q = QueueSpec {
                 discipline: name.to_string(),
                 ..QueueSpec::default()
             };
-            assert_eq!(build_qdisc(&q, Some(10_000_000)).unwrap().name(), *name);
+            assert_eq!(build_qdisc(&q, Some(10_000_000)).unwrap().name(), name);
         }
         let q = QueueSpec {
             discipline: "pie".into(),
