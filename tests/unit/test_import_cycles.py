@@ -77,6 +77,11 @@ def test_a_clean_package_and_crate_have_no_cycle(tmp_path: Path) -> None:
     # Each edge of the clean tree was seen, so "no cycle" is not "nothing read".
     assert "python: 5 modules, 5 imports between them: 0 cycles" in r.stdout
     assert "tidy 0 (2 modules)" in r.stdout
+    edges = findings(run(tmp_path, "--edges").stdout)
+    assert "python package edge pkg.top -> pkg.sub: pkg/top.py:1 imports pkg.sub.leaf" in edges
+    assert "python module edge pkg.sub.leaf -> pkg.base: pkg/sub/leaf.py:3 imports pkg.base" in edges
+    assert "rust tidy edge high -> low: tidy/src/high.rs:1 uses crate::low::L" in edges
+    assert len(edges) == 3 + 5 + 1  # package edges, module edges, crate edges
 
 
 def test_a_function_level_import_does_not_hide_a_python_circle(tmp_path: Path) -> None:
