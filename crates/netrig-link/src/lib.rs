@@ -1,12 +1,22 @@
 //! netrig-link: the link emulator daemon.
 //!
-//! Owns: packet I/O on the middle ends of veth pairs (AF_PACKET), the event loop that
-//! releases each frame at the time netrig-core's link model says, the control socket
-//! (stats, live changes, captures), and the standalone `shell` mode.
+//! Owns, one module each:
+//! - `afpacket`: packet I/O on the middle ends of veth pairs (AF_PACKET sockets, batched
+//!   receive, kernel receive timestamps).
+//! - `daemon`: the event loop, one worker per link direction, that releases each frame
+//!   at the time netrig-core's link model says, and samples stats.
+//! - `config`: the daemon's JSON configuration (links, their directions, stats, control
+//!   and capture paths), checked before anything starts.
+//! - `control`: the control socket (JSON lines: stats, live changes, captures).
+//! - `stats`: release lateness, how late each frame left against its due time.
+//! - `shell`: the standalone `netrig-link shell` mode (a command in a namespace behind
+//!   one emulated link).
+//! - `netns`: the namespaces and veth pairs of the standalone modes, named by run.
 //!
 //! Does not own: the link model itself (rate, queues, AQMs, delay, loss: netrig-core,
-//! deterministic), or topologies (the Python side builds namespaces and veths and
-//! writes this daemon's configuration).
+//! deterministic), frame parsing (netrig-core's `wire::ethernet`), or a lab's topology
+//! (the Python side builds a lab's namespaces and veths and writes this daemon's
+//! configuration; `netns` serves only the standalone modes).
 
 pub mod afpacket;
 pub mod config;

@@ -1,4 +1,10 @@
 //! netrig-link: the user-space link emulator (delay, loss, jitter, rate, AQMs).
+//!
+//! Owns only the command line: `run` (the daemon on a configuration file), `shell` (a
+//! command behind one emulated link, its direction built from flags) and `clean`, turned
+//! into the `netrig-link` crate's `Config` and `DirectionSpec` (netrig-core). The daemon,
+//! the shell and the link model live in those crates; errors reach the user through
+//! `anyhow` here only.
 
 use std::process::ExitCode;
 

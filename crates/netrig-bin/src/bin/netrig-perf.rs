@@ -1,4 +1,9 @@
 //! netrig-perf: iperf3's command line and protocol, with netrig's extras.
+//!
+//! Owns only the command line: iperf3's flags (checked as iperf3 checks them, values
+//! in `perf_flags`) turned into the `netrig-perf` crate's client or server
+//! configuration, then run. The protocol, the tests and their output live in that
+//! crate; errors reach the user through `anyhow` here only.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,21 +1,9 @@
 //! A packet as the link model sees it: its wire length, its flow, its ECN field, and
 //! (in the daemon) its bytes. Times are nanoseconds on the caller's clock.
 
-/// The two ECN bits of the IP header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Ecn {
-    #[default]
-    NotEct,
-    Ect1,
-    Ect0,
-    Ce,
-}
-
-impl Ecn {
-    pub fn is_capable(self) -> bool {
-        !matches!(self, Ecn::NotEct)
-    }
-}
+// The ECN code point lives below both the link model and the wire formats
+// (`crate::ecn`); link code names it from here.
+pub use crate::ecn::Ecn;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Packet {

@@ -1,4 +1,7 @@
-//! Receiver statistics: RFC 3550 jitter, UDP sequence accounting, latency summaries.
+//! Receiver statistics: RFC 3550 jitter (`jitter`), UDP sequence accounting (`seq`),
+//! latency summaries (`percentile`), and a UDP test receiver fed datagram by datagram
+//! (`udp_rx`). Deterministic: arrival times are arguments; sockets and clocks belong to
+//! the caller.
 
 pub mod jitter;
 pub mod percentile;

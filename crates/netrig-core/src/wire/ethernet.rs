@@ -12,7 +12,7 @@
 //! IP headers, so `set_ecn_ce` succeeds exactly when `inspect` reports an ECN-capable
 //! packet.
 
-use crate::link::packet::Ecn;
+use crate::ecn::Ecn;
 
 /// EtherTypes this module recognises.
 pub mod ethertype {

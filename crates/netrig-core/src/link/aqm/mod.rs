@@ -4,6 +4,9 @@
 //! and a sink for the packets it drops, with the reason, so that the caller can count
 //! drops by cause, log them, and free their buffers. A discipline never reads a clock
 //! and takes its randomness from the [`Rng`](crate::link::rng::Rng) it is given.
+//!
+//! Disciplines: `droptail` (Linux pfifo/bfifo), `codel` (RFC 8289), `fq_codel`
+//! (RFC 8290), `pie` (RFC 8033), `red` (Floyd & Jacobson, Linux sch_red).
 
 use crate::link::packet::Packet;
 use crate::link::rng::Rng;
