@@ -269,7 +269,7 @@ def _link(args: argparse.Namespace) -> int:
     if not params:
         raise NetrigError("nothing to set: give KEY=VALUE, e.g. delay=50ms")
     net = Network.attach(_prefix(args))
-    net.set_link(args.a, args.b, **params)
+    net.set_link(args.a, args.b, dir=args.dir, **params)
     print(f"link {net.topo.link_named(args.a, args.b).name}: set {' '.join(args.params)}")
     return 0
 
@@ -416,7 +416,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["set"])
     p.add_argument("a")
     p.add_argument("b")
-    p.add_argument("params", nargs="*")
+    p.add_argument("params", nargs="*", help="KEY=VALUE: delay=50ms loss=0%% aqm=pie ...")
+    p.add_argument("--dir", choices=["a_to_b", "b_to_a"],
+                   help="change one direction only (default: both)")
     prefix(p)
     p = cmd("clean", _clean, "remove crashed labs")
     p.add_argument("--all", action="store_true", help="remove every lab netrig made")

@@ -44,7 +44,7 @@ def test_a_sweep_is_the_cross_product_in_order():
     assert [tuple(p.params.values()) for p in s.points] == [
         ("droptail", "16KB"), ("droptail", "64KB"), ("pie", "16KB"), ("pie", "64KB")]
     p = s.points[3]
-    assert p.topology.link_named("s0", "h2").direction(0).aqm == "pie"
+    assert p.topology.link_named("s0", "h2").direction(0).aqm.name == "pie"
     assert p.spec.flows["bulk"].nbytes("window") == 64_000
     assert p.length_s == 20.0
 
@@ -74,7 +74,7 @@ def test_flows_and_monitors_are_checked_against_the_topology():
         "length, mss, nodelay, omit, parallel, rate, reverse, to, window)",
         "s.yaml:9: flows.bulk.to: no node named 'h3' in the topology",
         "s.yaml:12: monitors[0].link: link h1-s0 is not emulated by netrig-link (give it a rate, "
-        "delay or loss): its queue cannot be watched",
+        "delay or loss, or emulated: true): its queue cannot be watched",
     ]
 
 

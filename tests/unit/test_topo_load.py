@@ -83,9 +83,12 @@ def test_directions_resolve_defaults_link_and_direction_values() -> None:
 
 def test_only_true_and_false_are_booleans() -> None:
     topo = loads("nodes: {no: host, on: switch}\n"
-                 "links: [{a: no, b: on, aqm: {type: codel, ecn: yes}}]\n")
+                 "links: [{a: no, b: on, aqm: {type: codel, ecn: true}}]\n")
     assert topo.nodes == {"no": "host", "on": "switch"}
-    assert topo.links[0].direction(0).aqm_params == {"ecn": True}
+    assert topo.links[0].direction(0).aqm.given == {"ecn": True}
+    with pytest.raises(TopologyError) as e:  # `yes` is text, and a switch wants true or false
+        loads("nodes: {a: host, b: host}\nlinks: [{a: a, b: b, aqm: {type: codel, ecn: yes}}]\n")
+    assert e.value.problems == ["<string>:2: links[0].aqm.ecn: 'yes' is not true or false"]
 
 
 def test_load_reads_a_file_and_names_it(tmp_path: Path) -> None:
@@ -187,10 +190,11 @@ def test_loss_above_100_percent() -> None:
         "t.yaml:8: links[0].loss: '120%' is outside 0% .. 100%"]
 
 
-@pytest.mark.parametrize("rate", ["0bit", "11Gbit"])
+@pytest.mark.parametrize("rate", ["0bit", "101Gbit"])
 def test_a_rate_out_of_range(rate: str) -> None:
+    """The range is the link spec's (netrig-link's), not one of Python's own."""
     assert link_errors(f"{{a: r1, b: r2, rate: {rate}}}") == [
-        f"t.yaml:8: links[0].rate: '{rate}' is outside 1kbit .. 10Gbit"]
+        f"t.yaml:8: links[0].rate: '{rate}' is outside 1kbit .. 100Gbit"]
 
 
 def test_an_aqm_parameter_the_discipline_does_not_take() -> None:

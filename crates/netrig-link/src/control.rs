@@ -7,6 +7,8 @@
 //! {"cmd": "set", "link": L, "dir": "a_to_b"|"b_to_a"|"both", "spec": {...},
 //!  "version": V}                                        live change: the spec replaces
 //!                                                       the direction's whole spec
+//! {"cmd": "set", "link": L, "specs": {"a_to_b": {...}, "b_to_a": {...}}, "version": V}
+//!                                                       both at once, each its own
 //! {"cmd": "down", "link": L} / {"cmd": "up", "link": L}
 //! {"cmd": "pcap", "link": L, "dir": D, "path": P|null}  start / stop a capture
 //! {"cmd": "shutdown"}
@@ -31,7 +33,10 @@ enum Wire {
         link: String,
         #[serde(default)]
         dir: Option<String>,
-        spec: Value,
+        #[serde(default)]
+        spec: Option<Value>,
+        #[serde(default)]
+        specs: Option<Value>,
         #[serde(default)]
         version: Option<u32>,
     },
@@ -54,10 +59,11 @@ enum Wire {
 pub enum Request {
     Stats,
     Subscribe,
+    /// New specs by direction (0: a_to_b, 1: b_to_a), each replacing the whole spec;
+    /// all are checked before any is applied.
     Set {
         link: String,
-        dir: Option<String>,
-        spec: Value,
+        specs: Vec<(usize, Value)>,
     },
     Up {
         link: String,
@@ -80,13 +86,32 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
             link,
             dir,
             spec,
+            specs,
             version,
         } => {
-            if !spec.is_object() {
+            crate::config::check_version(version).map_err(|e| format!("bad request: {e}"))?;
+            let specs = match (spec, specs, dir.as_deref()) {
+                (Some(s), None, None | Some("both")) => vec![(0, s.clone()), (1, s)],
+                (Some(s), None, Some(d)) => match crate::config::dir_index(d) {
+                    Some(i) => vec![(i, s)],
+                    None => return Err(format!("bad request: dir: '{d}' is not a_to_b, b_to_a or both")),
+                },
+                (None, Some(Value::Object(m)), None) => {
+                    let mut out = vec![];
+                    for (d, s) in m {
+                        match crate::config::dir_index(&d) {
+                            Some(i) => out.push((i, s)),
+                            None => return Err(format!("bad request: specs: '{d}' is not a_to_b or b_to_a")),
+                        }
+                    }
+                    out
+                }
+                _ => return Err("bad request: give spec (with dir), or specs by direction".into()),
+            };
+            if specs.iter().any(|(_, s)| !s.is_object()) {
                 return Err("bad request: spec must be an object".into());
             }
-            crate::config::check_version(version).map_err(|e| format!("bad request: {e}"))?;
-            Request::Set { link, dir, spec }
+            Request::Set { link, specs }
         }
         Wire::Down { link } => Request::Up { link, up: false },
         Wire::Up { link } => Request::Up { link, up: true },
@@ -251,6 +276,29 @@ mod tests {
             Ok(Request::Set { .. })
         ));
         assert!(parse_request(r#"{"cmd":"warp"}"#).unwrap_err().contains("warp"));
+        match parse_request(r#"{"cmd":"set","link":"l1","specs":{"b_to_a":{},"a_to_b":{"delay_ns":5}}}"#) {
+            Ok(Request::Set { specs, .. }) => {
+                let mut dirs: Vec<usize> = specs.iter().map(|(d, _)| *d).collect();
+                dirs.sort();
+                assert_eq!(dirs, [0, 1]);
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_request(r#"{"cmd":"set","link":"l1","dir":"b_to_a","spec":{}}"#) {
+            Ok(Request::Set { specs, .. }) => assert_eq!(specs.len(), 1),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            r#"{"cmd":"set","link":"l1","specs":{"up":{}}}"#,
+            r#"{"cmd":"set","link":"l1","dir":"up","spec":{}}"#,
+            r#"{"cmd":"set","link":"l1"}"#,
+            r#"{"cmd":"set","link":"l1","spec":{},"version":99}"#,
+        ] {
+            assert!(
+                parse_request(bad).unwrap_err().starts_with("bad request"),
+                "{bad}"
+            );
+        }
         assert!(parse_request(r#"{"cmd":"set","link":"l1","spec":3}"#)
             .unwrap_err()
             .contains("object"));

@@ -609,26 +609,17 @@ impl Daemon {
                 control.subscribe(client);
                 json!({ "ok": true, "subscribed": true })
             }
-            Request::Set { link, dir, spec } => {
+            Request::Set { link, specs } => {
                 let Some(i) = find(&link) else {
                     return json!({ "ok": false, "error": format!("no link '{link}'") });
                 };
-                let dirs: Vec<usize> = match dir.as_deref() {
-                    None | Some("both") => vec![0, 1],
-                    Some(d) => match dir_index(d) {
-                        Some(x) => vec![x],
-                        None => {
-                            return json!({ "ok": false, "error": format!("dir: '{d}' is not a_to_b, b_to_a or both") })
-                        }
-                    },
-                };
-                // The new spec replaces the direction's whole spec (a key it leaves out
-                // is off). Every direction is checked first, so a bad change changes nothing.
+                // A new spec replaces the direction's whole spec (a key it leaves out is
+                // off). Every direction is checked first, so a bad change changes nothing.
                 let mut new_specs = vec![];
-                for &d in &dirs {
-                    let mut s: DirectionSpec = match serde_json::from_value(spec.clone()) {
+                for (d, spec) in specs {
+                    let mut s: DirectionSpec = match serde_json::from_value(spec) {
                         Ok(s) => s,
-                        Err(e) => return json!({ "ok": false, "error": format!("spec: {e}") }),
+                        Err(e) => return json!({ "ok": false, "error": format!("{}: spec: {e}", DIRS[d]) }),
                     };
                     if let Err(e) = read_trace(&mut s) {
                         return json!({ "ok": false, "error": e.to_string() });

@@ -19,14 +19,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig import units
 from netrig.exp.scenario import FlowSpec, Point
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
 from netrig.theory.path import bottleneck, hops, link_key
 from netrig.topo.plan import Plan, make_plan
 
-AQM_TARGET_S = {"pie": 0.015, "codel": 0.005, "fq_codel": 0.005}
 IW = 10  # Linux's initial window, segments
 
 
@@ -245,15 +243,10 @@ def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, Flow
 
 
 def _aqm_target(plan: Plan, h) -> float | None:
-    """The queueing delay an AQM aims at on this hop (its `target`, else the default)."""
-    if h.aqm not in AQM_TARGET_S:
-        return None
+    """The queueing delay an AQM aims at on this hop (its `target`, else the
+    discipline's default); None for one that aims at none."""
     link = plan.topo.link_named(h.link)
-    d = link.direction(0 if h.frm == link.a else 1)
-    t = d.aqm_params.get("target")
-    if t is None:
-        return AQM_TARGET_S[h.aqm]
-    return float(t) if isinstance(t, (int, float)) else units.seconds(t)
+    return link.direction(0 if h.frm == link.a else 1).aqm.target_s
 
 
 def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float]) -> Expected:

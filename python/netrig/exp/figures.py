@@ -36,6 +36,7 @@ from matplotlib.ticker import NullFormatter
 from netrig import safefs, units
 from netrig.exp.results import Results, is_number, load, mean_ci, short
 from netrig.exp.results import label as value_text
+from netrig.link import spec as linkspec
 from netrig.theory import jain
 
 MAX_FIGURES = 30
@@ -101,13 +102,20 @@ class Axis:
         return self.numbers[str(value)]
 
 
+# A flow's keys; a link's come from the link-spec schema (`_kind`).
 _KEY_KIND = {
     **dict.fromkeys(("window", "length", "size", "bytes"), "size"),
-    **dict.fromkeys(("delay", "jitter", "duration", "interval", "start", "omit", "settle",
-                     "target", "tupdate", "timeout"), "seconds"),
-    **dict.fromkeys(("loss", "duplicate", "corrupt", "reorder", "tolerance"), "fraction"),
-    "rate": "rate", "queue": "packets", "mss": "number", "parallel": "number", "count": "number",
+    **dict.fromkeys(("duration", "interval", "start", "omit", "settle", "timeout"), "seconds"),
+    "tolerance": "fraction", "rate": "rate", "mss": "number", "parallel": "number",
+    "count": "number",
 }
+_SCHEMA_KIND = {"duration": "seconds", "rate": "rate", "fraction": "fraction", "bytes": "size",
+                "queue": "packets", "count": "number", "number": "number"}
+
+
+def _kind(key: str) -> str | None:
+    """How a sweep key's values read: a link key's kind from the schema, else a flow's."""
+    return _SCHEMA_KIND.get(linkspec.axis_kind(key) or "") or _KEY_KIND.get(key)
 
 
 def _packets(v: Any) -> float:
@@ -140,8 +148,8 @@ def axis(key: str, values: Iterable[Any]) -> Axis | None:
     (`droptail`, `pie`). Units by the key's name (`window`: a size), else by the values."""
     raw = list(values)
     last = key.rsplit(".", 1)[-1]
-    if last in _KEY_KIND:
-        kinds = [_KEY_KIND[last], "size" if last == "queue" else "number"]
+    if _kind(last):
+        kinds = [_kind(last), "size" if last == "queue" else "number"]
     elif all(is_number(v) for v in raw):
         kinds = ["number"]
     else:

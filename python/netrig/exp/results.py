@@ -39,11 +39,12 @@ import yaml
 from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.exp.scenario import SCHEMA
+from netrig.link import spec as linkspec
 
 # netrig-link counts a packet released more than its budget (1 ms) after its due time;
-# a run where more than LATE_SHARE of its packets were is flagged.
-LATE_BUDGET_MS = 1.0
-LATE_SHARE = 0.01
+# a run where more than LATE_SHARE of its packets were is flagged (both the link spec's).
+LATE_BUDGET_MS = linkspec.LATE_BUDGET_S * 1e3
+LATE_SHARE = linkspec.LATE_SHARE
 # A paced sender that ends more than SHORT_PCT % of its schedule short is flagged.
 SHORT_PCT = 1.0
 

@@ -436,10 +436,11 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                 except TopologyError:
                     out.append(Problem(("monitors", i, "link"), f"no link '{m.link}' in the topology"))
                 else:
-                    if topo.backend != "userspace" or not link.shaped:
+                    if topo.backend != "userspace" or not link.emulated:
                         out.append(Problem(("monitors", i, "link"),
                                            f"link {link.name} is not emulated by netrig-link (give it a "
-                                           "rate, delay or loss): its queue cannot be watched"))
+                                           "rate, delay or loss, or emulated: true): its queue cannot "
+                                           "be watched"))
         elif m.kind == "tcp_info":
             fl = spec.flows.get(m.flow or "")
             if fl is None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from netrig.lab import netns, qdiscs
 from netrig.lab.state import LabError, LabState, alive, check_prefix, read_topology, sha256
 from netrig.link import kernel, userspace
+from netrig.link import spec as linkspec
 from netrig.topo.model import Link, Topology, TopologyError
 from netrig.topo.plan import Plan
 
@@ -78,7 +79,7 @@ def _ends(plan: Plan, prefix: str) -> dict[int, tuple[End, End]]:
 
 
 def _uses_emulator(plan: Plan, link: Link) -> bool:
-    return plan.topo.backend == "userspace" and link.shaped
+    return plan.topo.backend == "userspace" and link.emulated
 
 
 def summary(plan: Plan, prefix: str) -> dict:
@@ -191,8 +192,7 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             pairs = [(a, ea), (b, eb)]
             d0, d1 = link.direction(0), link.direction(1)
             emu_links.append({"name": link.name, "a": ea.dev, "b": eb.dev,
-                              "a_to_b": userspace.direction_spec(d0),
-                              "b_to_a": userspace.direction_spec(d1)})
+                              "a_to_b": d0.spec(), "b_to_a": d1.spec()})
         else:
             pairs = [(a, b)]
         for x, y in pairs:
@@ -238,15 +238,14 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
     if topo.backend == "kernel":
         for i, link in enumerate(topo.links):
-            if not link.shaped and all(link.direction(d).aqm == "droptail" for d in (0, 1)) \
-                    and all(link.direction(d).queue_packets is None for d in (0, 1)):
+            if link.plain:
                 continue
             for d, end in enumerate(ends[i]):
                 netns.ip_batch(kernel.tc_lines(end.dev, link.direction(d)), end.ns, what="tc")
         say("tc qdiscs")
     if emu_links:
         st.control = str(st.dir / "link.sock")
-        cfg = {"links": emu_links, "stats_interval_ms": 10, "control_path": st.control,
+        cfg = {"spec_version": linkspec.VERSION, "links": emu_links, "stats_interval_ms": 10, "control_path": st.control,
                "stats_path": str(st.dir / "link-stats.jsonl"), "seed": seed}
         st.save()
         proc = userspace.start(emu_ns, cfg, st.dir)

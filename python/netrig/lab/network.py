@@ -24,6 +24,7 @@ from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.lab import build as builder
 from netrig.lab.state import LabError, LabState, alive
+from netrig.link import spec as linkspec
 from netrig.link import userspace
 from netrig.topo.model import Link, LinkSpec, Topology, TopologyError, _problems_of
 from netrig.topo.plan import Plan, make_plan
@@ -271,33 +272,58 @@ class Network:
                            f"{st.pids.get('netrig-link')}) is not running; its links pass nothing")
         return userspace.request(st.control, {"cmd": "stats"})
 
-    def set_link(self, a: str, b: str, **params: Any) -> dict[str, Any]:
-        """Changes a link's shaping live: set_link("r2", "r3", delay="50ms")."""
+    def set_link(self, a: str, b: str | None = None, *, dir: str | None = None,
+                 **params: Any) -> dict[str, Any]:
+        """Changes a link's shaping live: set_link("r2", "r3", delay="50ms"), in both
+        directions (overriding a direction's own value), or in one with
+        dir="a_to_b"/"b_to_a". Each direction's whole new shaping replaces the old: a
+        key set to its neutral value (loss="0%", delay="0ms", aqm="droptail") turns
+        that stage off, and any discipline can follow any other. Both directions are
+        checked (here, and again by netrig-link) before either changes."""
         link = self.topo.link_named(a, b)
         st = self._lab()
-        # The link as it runs: as built, with what earlier changes set (the whole of it is
-        # sent again below, so an earlier change is never undone by a later one).
-        merged = link.spec.model_dump(exclude_unset=True)
-        merged.update(st.link_changes.get(link.name, {}))
-        merged.update(params)
+        if st.backend != "userspace" or not st.control:
+            raise LabError(f"link {link.name}: live link changes need the user-space backend "
+                           "(netrig-link); this lab uses backend: kernel")
+        entry = next((x for x in st.plan.get("links", []) if x["name"] == link.name), None)
+        if entry is None or not entry["emulated"]:
+            raise LabError(f"link {link.name} is a plain veth pair (it was built unshaped), so "
+                           "nothing can shape it live: add `emulated: true` to it in the topology "
+                           "(netrig-link then carries it, unshaped until you change it) and bring "
+                           "the lab up again")
+        if dir not in (None, "a_to_b", "b_to_a"):
+            raise LabError(f"dir: '{dir}' is not a_to_b or b_to_a")
+        # The link as it runs (as built, or as the last change left it), with the change.
+        running = st.link_changes.get(link.name) or {}
+        if "a" not in running:  # a lab of an older netrig kept only the keys it changed
+            running = {**link.spec.model_dump(exclude_unset=True), **running}
+        new = running
+        new = {**new, dir: {**(new.get(dir) or {}), **params}} if dir else _overlay(new, params)
         try:
-            changed = Link(LinkSpec.model_validate(merged), link.defaults)
+            changed = Link(LinkSpec.model_validate(new), link.defaults)
+            specs = {name: changed.direction(d).spec() for d, name in enumerate(DIRS)}
         except ValidationError as e:
             raise TopologyError([f"link {link.name}: {p.where()}: {p.message}"
                                  for p in _problems_of(e)]) from None
-        if st.backend != "userspace" or not st.control:
-            raise LabError("live link changes need the user-space backend (netrig-link)")
-        entry = next((x for x in st.plan.get("links", []) if x["name"] == link.name), None)
-        if entry is None or not entry["emulated"]:
-            raise LabError(f"link {link.name} is not emulated (it was built unshaped); "
-                           "give it a rate, delay or loss in the topology to change it live")
-        out = {}
-        for d, name in ((0, "a_to_b"), (1, "b_to_a")):
-            out[name] = userspace.request(st.control, {
-                "cmd": "set", "link": link.name, "dir": name,
-                "spec": userspace.direction_spec(changed.direction(d))})
-            entry[name] = changed.shaping(d).model_dump(exclude_none=True)
-        link.spec = changed.spec
-        st.link_changes[link.name] = {**st.link_changes.get(link.name, {}), **params}
+        answer = userspace.request(st.control, {"cmd": "set", "link": link.name,
+                                                "version": linkspec.VERSION, "specs": specs})
+        self.topo.links[self.topo.links.index(link)] = changed
+        for d, name in enumerate(DIRS):
+            entry[name] = changed.shaping(d).text()
+        st.link_changes[link.name] = changed.spec.model_dump(exclude_unset=True)
         st.save()
-        return out
+        return answer
+
+
+DIRS = ("a_to_b", "b_to_a")
+
+
+def _overlay(link: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A link's keys with `params` on top, in both directions: a direction's own value
+    for a key in `params` gives way to the new one."""
+    out = {**link, **params}
+    for d in DIRS:
+        own = {k: v for k, v in (out.get(d) or {}).items() if k not in params}
+        out[d] = own or None
+    return out
+

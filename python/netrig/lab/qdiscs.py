@@ -27,7 +27,7 @@ def check(topo: Topology, scratch_ns: str) -> None:
     """Raises naming every link direction that needs what this kernel lacks."""
     wanted: dict[str, list[str]] = {}
     for link in topo.links:
-        if not link.shaped and all(link.direction(d).aqm == "droptail" for d in (0, 1)):
+        if link.plain:
             continue
         for d in (0, 1):
             for kind, why in needs(link.direction(d)):

@@ -56,7 +56,7 @@ class LabState:
     plan: dict = field(default_factory=dict)  # nodes' addresses and links, for status
     topology_sha256: str = ""  # of the file's bytes as built ("" if built from no file)
     topology_text: str = ""  # those bytes, to say what changed when the file no longer matches
-    link_changes: dict[str, dict] = field(default_factory=dict)  # link -> KEY=VALUEs set live
+    link_changes: dict[str, dict] = field(default_factory=dict)  # link -> its keys as last set live
     schema: int = SCHEMA
 
     @property

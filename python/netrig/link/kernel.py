@@ -11,7 +11,7 @@ naming the missing qdisc and the link that wants it; nothing is left out silentl
 from __future__ import annotations
 
 from netrig.errors import NetrigError
-from netrig.topo.model import DirParams
+from netrig.link.spec import Direction
 
 DIRS = ("a_to_b", "b_to_a")
 _AQM_QDISC = {"red": "red", "codel": "codel", "pie": "pie", "fq_codel": "fq_codel"}
@@ -21,7 +21,7 @@ class KernelBackendError(NetrigError):
     pass
 
 
-def needs(d: DirParams) -> list[tuple[str, str]]:
+def needs(d: Direction) -> list[tuple[str, str]]:
     """(qdisc kind, why) for one direction."""
     out = []
     if d.trace:
@@ -32,17 +32,18 @@ def needs(d: DirParams) -> list[tuple[str, str]]:
                           ("duplicate", d.duplicate), ("corrupt", d.corrupt), ("reorder", d.reorder)) if v]
     if why:
         out.append(("netem", "/".join(why)))
-    if d.aqm != "droptail":
+    aqm = d.aqm.name
+    if aqm != "droptail":
         if why:
-            out.append((d.aqm, f"the {d.aqm} AQM together with netem (netem is a leaf: use backend: userspace)"))
+            out.append((aqm, f"the {aqm} AQM together with netem (netem is a leaf: use backend: userspace)"))
         else:
-            out.append((_AQM_QDISC[d.aqm], f"the {d.aqm} AQM"))
+            out.append((_AQM_QDISC[aqm], f"the {aqm} AQM"))
     elif not why:
         out.append(("bfifo" if d.queue_bytes else "pfifo", "the queue"))
     return out
 
 
-def tc_lines(dev: str, d: DirParams) -> list[str]:
+def tc_lines(dev: str, d: Direction) -> list[str]:
     """`tc -batch` lines shaping dev's egress as direction d says."""
     lines = []
     parent = "root"
@@ -77,9 +78,9 @@ def tc_lines(dev: str, d: DirParams) -> list[str]:
         netem += ["reorder", f"{d.reorder * 100:g}%", "gap", str(d.reorder_gap)]
     if netem:
         lines.append(f"qdisc add dev {dev} {parent} handle 10: netem limit {limit} {' '.join(netem)}")
-    elif d.aqm != "droptail":
+    elif d.aqm.name != "droptail":
         params = []
-        p = d.aqm_params
+        p = d.aqm.given
         if d.queue_packets is not None:
             params += ["limit", str(d.queue_packets)]
         for key in ("target", "interval", "tupdate"):
@@ -87,7 +88,7 @@ def tc_lines(dev: str, d: DirParams) -> list[str]:
                 params += [key, str(p[key])]
         if p.get("ecn"):
             params.append("ecn")
-        lines.append(f"qdisc add dev {dev} {parent} handle 10: {_AQM_QDISC[d.aqm]} {' '.join(params)}")
+        lines.append(f"qdisc add dev {dev} {parent} handle 10: {_AQM_QDISC[d.aqm.name]} {' '.join(params)}")
     elif d.queue_bytes:
         lines.append(f"qdisc add dev {dev} {parent} handle 10: bfifo limit {d.queue_bytes}")
     else:

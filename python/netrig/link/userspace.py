@@ -1,5 +1,7 @@
-"""The user-space backend: netrig-link's configuration from the model, the daemon's
-life, and its control socket."""
+"""The user-space backend: the netrig-link daemon's life and its control socket.
+
+What each link direction becomes in netrig-link's JSON is `netrig.link.spec.Direction.spec()`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrig import safefs, units
+from netrig import safefs
 from netrig._bins import binary
 from netrig.errors import NetrigError
-from netrig.topo.model import DirParams
 
-MS = 1_000_000
-DEFAULT_QUEUE_PACKETS = 1000  # netem's and Linux's txqueuelen default
 # The netrig-link processes this process started, by pid: their exit status, if they
 # end while we run (a lab's state holds only the pid).
 _started: dict[int, subprocess.Popen] = {}
@@ -24,50 +23,6 @@ _started: dict[int, subprocess.Popen] = {}
 
 class LinkDaemonError(NetrigError):
     pass
-
-
-def direction_spec(d: DirParams) -> dict[str, Any]:
-    """netrig-link's DirectionSpec JSON for one direction."""
-    queue: dict[str, Any] = {"discipline": d.aqm}
-    if d.queue_packets is None and d.queue_bytes is None:
-        queue["limit_packets"] = DEFAULT_QUEUE_PACKETS
-    if d.queue_packets is not None:
-        queue["limit_packets"] = d.queue_packets
-    if d.queue_bytes is not None:
-        queue["limit_bytes"] = d.queue_bytes
-    p = d.aqm_params
-    for key, out in (("target", "target_ns"), ("interval", "interval_ns"), ("tupdate", "tupdate_ns"),
-                     ("max_burst", "max_burst_ns")):
-        if key in p:
-            queue[out] = int(units.seconds(p[key]) * 1e9)
-    for key, out in (("min_th", "min_th_bytes"), ("max_th", "max_th_bytes")):
-        if key in p:
-            queue[out] = units.size_bytes(p[key])
-    for key in ("alpha", "beta", "flows", "quantum", "max_p", "gentle", "ecn"):
-        if key in p:
-            queue[key] = p[key]
-    spec: dict[str, Any] = {"queue": queue, "overhead_bytes": d.overhead_bytes}
-    if d.rate_bps is not None:
-        spec["rate_bps"] = int(d.rate_bps)
-    if d.trace is not None:
-        spec["trace"] = {"path": str(Path(d.trace).resolve()), "repeat": d.trace_repeat}
-    spec["delay_ns"] = int(round(d.delay_s * 1e9))
-    spec["jitter_ns"] = int(round(d.jitter_s * 1e9))
-    if d.distribution:
-        spec["distribution"] = d.distribution
-    spec["delay_correlation"] = d.correlation
-    spec["no_reorder"] = d.no_reorder
-    if d.gemodel is not None:
-        spec["loss"] = {"gemodel": dict(d.gemodel)}
-    elif d.loss:
-        spec["loss"] = {"random": {"p": d.loss, "correlation": d.loss_correlation}}
-    if d.duplicate:
-        spec["duplicate"] = {"p": d.duplicate}
-    if d.corrupt:
-        spec["corrupt"] = {"p": d.corrupt}
-    if d.reorder:
-        spec["reorder"] = {"p": d.reorder, "gap": d.reorder_gap}
-    return spec
 
 
 def start(ns: str, config: dict[str, Any], workdir: Path, timeout: float = 15) -> subprocess.Popen:

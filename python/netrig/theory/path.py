@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from netrig import units
+from netrig.link.spec import Direction
 from netrig.theory import formulas as f
 from netrig.theory.fairness import Flow, jain, max_min_fair
-from netrig.topo.model import DirParams
 from netrig.topo.plan import Hop, Plan, path
 
 
@@ -98,7 +98,7 @@ class PathReport:
         return None if self.queue_delay_s is None else self.base_rtt_s + self.queue_delay_s
 
 
-def _mean_loss(d: DirParams) -> float:
+def _mean_loss(d: Direction) -> float:
     """Random loss of one direction: `loss`, or a Gilbert-Elliott chain's stationary
     mean π_bad·loss_bad + π_good·loss_good with π_bad = p/(p + r); corrupted packets
     fail their checksum, so count as lost too."""
@@ -113,7 +113,7 @@ def _mean_loss(d: DirParams) -> float:
 def hop_info(hop: Hop) -> HopInfo:
     d = hop.link.direction(hop.d)
     return HopInfo(hop.link.name, hop.frm, hop.to, d.rate_bps, d.delay_s, d.queue_packets,
-                   d.queue_bytes, _mean_loss(d), d.overhead_bytes, d.aqm, d.trace)
+                   d.queue_bytes, _mean_loss(d), d.overhead_bytes, d.aqm.name, d.trace)
 
 
 def hops(plan: Plan, src: str, dst: str) -> list[HopInfo]:

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from os import PathLike
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from netrig import units
 from netrig.topo.model import (
     Link,
     LinkSpec,
@@ -54,14 +52,6 @@ _CHOICES = {"backend": "a backend", "aqm": "a queue discipline",
             "type": "a queue discipline", "distribution": "a delay distribution"}
 # What a `kind:` holds, by the section it is in (a file's nodes, a scenario's flows...).
 _KINDS = {"nodes": "a node kind", "flows": "a flow kind", "monitors": "a monitor kind"}
-# Fields typed as text that hold a unit: a bare number there is told what unit it lacks.
-_UNITS: dict[str, Callable[[Any], Any]] = {
-    **dict.fromkeys(("target", "interval", "tupdate", "max_burst"), units.seconds),
-    **dict.fromkeys(("correlation", "loss", "loss_correlation", "duplicate", "corrupt", "reorder",
-                     "p", "r", "loss_good", "loss_bad"), units.fraction),
-}
-
-
 class _Loader(yaml.SafeLoader):
     """A SafeLoader that also records where every mapping key and sequence item starts
     (path -> 1-based line) and every key a mapping repeats (YAML keeps the last). Only
@@ -309,12 +299,6 @@ def _reword(p: Problem, data: Any) -> str:
         return f"should be a list (- item, or [a, b, ...]), not {_kind(value)}"
     if p.message == "Input should be a valid string" and len(p.path) == 2 and p.path[0] == "nodes":
         return f"a node name is text: quote it ('{p.path[1]}')"
-    if p.message == "Input should be a valid string" and field in _UNITS and (
-            isinstance(value, (int, float)) and not isinstance(value, bool)):
-        try:  # `loss: 5`: the field takes text, but the problem is the missing unit
-            _UNITS[field](str(value))
-        except units.UnitError as e:
-            return str(e)
     m = re.fullmatch(r"Input should be ('.*')", p.message)
     if m is None or isinstance(value, (dict, list)):
         return p.message

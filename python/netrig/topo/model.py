@@ -6,9 +6,12 @@ One schema serves the YAML file (`netrig.topo.load`) and the Python API:
     topo.host("h1"); topo.switch("s1"); topo.router("r1")
     topo.link("h1", "s1", rate="30Mbit", delay="20ms", queue=100)
 
-Values keep the units the user wrote (`30Mbit`); `Link.direction(i)` resolves one
+The keys of a link, their units, ranges and defaults are the link-spec schema's
+(`netrig.link.spec`, owned by netrig-link): the models below are made from it. Values
+keep the text the user wrote (`30Mbit`) for labels; `Link.direction(i)` resolves one
 direction (file defaults < the link's own values < its `a_to_b`/`b_to_a` block) to
-numbers in SI units (`DirParams`). Problems that span the whole topology (dangling
+numbers in SI units once (`netrig.link.spec.Direction`), and everything downstream
+reads those. Problems that span the whole topology (dangling
 names, duplicate links, switch loops) are found by `Topology.check()`, each with the
 path of the key at fault, e.g. ("links", 3, "b").
 """
@@ -21,22 +24,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from netrig import units
 from netrig.errors import NetrigError
+from netrig.link import spec as linkspec
 
 Kind = Literal["host", "switch", "router"]
-AQMS = ("droptail", "red", "codel", "pie", "fq_codel")
-# Which parameters each discipline takes (besides the queue limit).
-AQM_PARAMS: dict[str, tuple[str, ...]] = {
-    "droptail": (),
-    "red": ("min_th", "max_th", "max_p", "gentle", "ecn"),
-    "codel": ("target", "interval", "ecn"),
-    "pie": ("target", "tupdate", "alpha", "beta", "max_burst", "ecn"),
-    "fq_codel": ("target", "interval", "flows", "quantum", "ecn"),
-}
-DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 # A lab prefix: it starts every namespace (and interface) name the lab creates.
 PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -69,150 +71,92 @@ def _check(parse: Any, value: Any) -> Any:
     return value
 
 
-class Aqm(BaseModel):
-    """`aqm: {type: pie, target: 20ms}`; unset parameters take the RFC's defaults."""
+def _checked(key: linkspec.Key) -> Any:
+    """A pydantic validator reading a value as `key` says (the text is kept)."""
+    return field_validator(key.name)(classmethod(lambda cls, v: _check(key.parse, v)))
 
+
+def _model(name: str, keys: dict[str, linkspec.Key], base: type[BaseModel], types: dict[str, Any],
+           doc: str) -> Any:
+    """A pydantic model with one optional field per key of the link-spec schema."""
+    fields = {k: (types.get(k, Any), None) for k in keys}
+    checked = {f"_check_{k}": _checked(key) for k, key in keys.items() if k not in types}
+    model = create_model(name, __base__=base, __validators__=checked, **fields)
+    model.__doc__ = doc
+    return model
+
+
+class _AqmBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    type: Literal["droptail", "red", "codel", "pie", "fq_codel"]
-    target: str | None = None
-    interval: str | None = None
-    tupdate: str | None = None
-    max_burst: str | None = None
-    alpha: float | None = Field(None, ge=0)
-    beta: float | None = Field(None, ge=0)
-    flows: int | None = Field(None, ge=1, le=65536)
-    quantum: int | None = Field(None, ge=64)
-    min_th: str | int | None = None
-    max_th: str | int | None = None
-    max_p: float | None = Field(None, gt=0, le=1)
-    gentle: bool | None = None
-    ecn: bool | None = None
-
-    @field_validator("target", "interval", "tupdate", "max_burst")
-    @classmethod
-    def _duration(cls, v: Any) -> Any:
-        return _check(units.seconds_above_zero, v)
-
-    @field_validator("min_th", "max_th")
-    @classmethod
-    def _size(cls, v: Any) -> Any:
-        return _check(units.size_bytes, v)
 
     @model_validator(mode="after")
-    def _belongs(self) -> Aqm:
-        allowed = AQM_PARAMS[self.type]
-        given = [k for k in self.model_fields_set if k != "type"]
-        wrong = [k for k in given if k not in allowed]
+    def _belongs(self) -> Any:
+        info = linkspec.DISCIPLINES[self.type]
+        wrong = [k for k in self.model_fields_set if k != "type" and k not in info.params]
         if wrong:
-            takes = ", ".join(allowed) or "no parameters"
+            takes = ", ".join(info.params) or "no parameters"
             raise ValueError(f"{self.type} does not take {', '.join(sorted(wrong))} (it takes {takes})")
         return self
 
 
-def _percent(v: Any) -> float:
-    f = units.fraction(v)
-    if not 0 <= f <= 1:
-        raise units.UnitError(f"'{v}' is outside 0% .. 100%")
-    return f
-
-
-def _rate(v: Any) -> float:
-    r = units.rate_bps(v)
-    if not 1e3 <= r <= 1e10:
-        raise units.UnitError(f"'{v}' is outside 1kbit .. 10Gbit")
-    return r
-
-
-def _queue(v: Any) -> tuple[int | None, int | None]:
-    p, b = units.queue_limit(v)
-    if p is not None and not 1 <= p <= 1_000_000:
-        raise units.UnitError(f"'{v}': a queue holds 1 .. 1000000 packets")
-    if b is not None and not 64 <= b <= 1 << 32:
-        raise units.UnitError(f"'{v}': a queue holds 64 bytes .. 4 GiB")
-    return p, b
+_PARAMS = {k: key for info in linkspec.DISCIPLINES.values() for k, key in info.params.items()}
+_DISCIPLINE = Literal[tuple(linkspec.DISCIPLINES)]  # type: ignore[valid-type]
+Aqm = _model("Aqm", _PARAMS, _AqmBase, {},
+             "`aqm: {type: pie, target: 20ms}`; unset parameters take the discipline's defaults.")
+Aqm = create_model("Aqm", __base__=Aqm, type=(_DISCIPLINE, ...))
 
 
 class GeModel(BaseModel):
     """Gilbert-Elliott loss: p (good->bad), r (bad->good), loss in each state."""
 
     model_config = ConfigDict(extra="forbid")
-    p: str
-    r: str
-    loss_good: str = "0%"
-    loss_bad: str = "100%"
+    p: Any
+    r: Any
+    loss_good: Any = "0%"
+    loss_bad: Any = "100%"
 
     @field_validator("p", "r", "loss_good", "loss_bad")
     @classmethod
     def _pct(cls, v: Any) -> Any:
-        return _check(_percent, v)
+        return _check(linkspec.KEYS["loss"].parse, v)
 
 
-class Shaping(BaseModel):
-    """What a link does to the traffic in one direction (or both)."""
-
+class _ShapingBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    rate: str | int | float | None = None
-    overhead: int | None = Field(None, ge=0, le=1000)
-    trace: str | None = None
-    trace_repeat: bool | None = None
-    delay: str | int | None = None
-    jitter: str | int | None = None
-    distribution: Literal["uniform", "normal", "pareto", "paretonormal"] | None = None
-    correlation: str | None = None
-    no_reorder: bool | None = None
-    loss: str | None = None
-    loss_correlation: str | None = None
-    gemodel: GeModel | None = None
-    duplicate: str | None = None
-    corrupt: str | None = None
-    reorder: str | None = None
-    reorder_gap: int | None = Field(None, ge=1)
-    queue: str | int | None = None
-    aqm: Literal["droptail", "red", "codel", "pie", "fq_codel"] | Aqm | None = None
-
-    @field_validator("rate")
-    @classmethod
-    def _rate(cls, v: Any) -> Any:
-        return _check(_rate, v)
-
-    @field_validator("delay", "jitter")
-    @classmethod
-    def _time(cls, v: Any) -> Any:
-        return _check(units.seconds_not_negative, v)
-
-    @field_validator("correlation", "loss", "loss_correlation", "duplicate", "corrupt", "reorder")
-    @classmethod
-    def _pct(cls, v: Any) -> Any:
-        return _check(_percent, v)
-
-    @field_validator("queue")
-    @classmethod
-    def _queue(cls, v: Any) -> Any:
-        return _check(_queue, v)
 
     @model_validator(mode="after")
-    def _consistent(self) -> Shaping:
+    def _consistent(self) -> Any:
         if self.loss is not None and self.gemodel is not None:
             raise ValueError("give either loss or gemodel, not both")
         if self.rate is not None and self.trace is not None:
             raise ValueError("give either rate or trace, not both")
         return self
 
-    def merged(self, over: Shaping | None) -> Shaping:
-        """This shaping with `over`'s explicitly set fields on top."""
+    def merged(self, over: Any) -> Any:
+        """This shaping with `over`'s explicitly set fields on top (a key's whole value:
+        `aqm: {type: pie}` over `aqm: {type: pie, target: 20ms}` drops the target)."""
         if over is None:
             return self
         data = self.model_dump(exclude_unset=True)
         data.update(over.model_dump(exclude_unset=True))
-        return Shaping.model_validate(data)
+        return type(self).model_validate(data)
 
-    def is_shaped(self) -> bool:
-        """Anything beyond a plain wire (a queue limit alone shapes nothing)."""
-        keys = self.model_fields_set - {"queue", "aqm", "overhead", "trace_repeat"}
-        return any(getattr(self, k) not in (None, False, 0, "0", "0%", "0ms") for k in keys)
+    def text(self) -> dict[str, Any]:
+        """The keys given, as the user wrote them (aqm and gemodel as mappings)."""
+        return {k: v for k, v in self.model_dump(exclude_none=True).items() if k in linkspec.KEYS}
 
 
-class LinkSpec(Shaping):
+_SHAPING_TYPES = {
+    **{k: Literal[key.choices] | None for k, key in linkspec.KEYS.items() if key.kind == "choice"},  # type: ignore[misc]
+    **{k: _DISCIPLINE | Aqm | None for k, key in linkspec.KEYS.items() if key.kind == "discipline"},
+    **{k: GeModel | None for k, key in linkspec.KEYS.items() if key.kind == "gemodel"},
+}
+Shaping = _model("Shaping", linkspec.KEYS, _ShapingBase, _SHAPING_TYPES,
+                 "What a link does to the traffic in one direction (or both): one optional "
+                 "field per key of the link-spec schema.")
+
+
+class LinkSpec(Shaping):  # type: ignore[misc, valid-type]
     """A link: its ends, optional name and addresses, shaping for both directions, and
     per-direction overrides."""
 
@@ -223,6 +167,8 @@ class LinkSpec(Shaping):
     addr_b: str | None = None
     a_to_b: Shaping | None = None
     b_to_a: Shaping | None = None
+    # Carried by netrig-link even while unshaped, so that it can be shaped live.
+    emulated: bool | None = None
 
     @field_validator("addr_a", "addr_b")
     @classmethod
@@ -243,7 +189,7 @@ class LinkSpec(Shaping):
 
     def shaping(self) -> Shaping:
         own = self.model_dump(exclude_unset=True, exclude={"a", "b", "name", "addr_a", "addr_b",
-                                                          "a_to_b", "b_to_a"})
+                                                          "a_to_b", "b_to_a", "emulated"})
         return Shaping.model_validate(own)
 
 
@@ -288,70 +234,13 @@ class TopologyFile(BaseModel):
 
 
 @dataclass
-class DirParams:
-    """One direction of a link, resolved to numbers (SI units; fractions for %)."""
-
-    rate_bps: float | None = None
-    overhead_bytes: int = 0
-    trace: str | None = None
-    trace_repeat: bool = True
-    delay_s: float = 0.0
-    jitter_s: float = 0.0
-    distribution: str | None = None
-    correlation: float = 0.0
-    no_reorder: bool = False
-    loss: float = 0.0
-    loss_correlation: float = 0.0
-    gemodel: dict[str, float] | None = None
-    duplicate: float = 0.0
-    corrupt: float = 0.0
-    reorder: float = 0.0
-    reorder_gap: int = 1
-    queue_packets: int | None = None
-    queue_bytes: int | None = None
-    aqm: str = "droptail"
-    aqm_params: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, s: Shaping) -> DirParams:
-        d = cls()
-        if s.rate is not None:
-            d.rate_bps = units.rate_bps(s.rate)
-        d.overhead_bytes = s.overhead or 0
-        d.trace = s.trace
-        d.trace_repeat = True if s.trace_repeat is None else s.trace_repeat
-        d.delay_s = units.seconds(s.delay) if s.delay is not None else 0.0
-        d.jitter_s = units.seconds(s.jitter) if s.jitter is not None else 0.0
-        d.distribution = s.distribution
-        d.correlation = units.fraction(s.correlation) if s.correlation else 0.0
-        d.no_reorder = bool(s.no_reorder)
-        d.loss = units.fraction(s.loss) if s.loss else 0.0
-        d.loss_correlation = units.fraction(s.loss_correlation) if s.loss_correlation else 0.0
-        if s.gemodel is not None:
-            d.gemodel = {k: units.fraction(getattr(s.gemodel, k)) for k in ("p", "r", "loss_good", "loss_bad")}
-        d.duplicate = units.fraction(s.duplicate) if s.duplicate else 0.0
-        d.corrupt = units.fraction(s.corrupt) if s.corrupt else 0.0
-        d.reorder = units.fraction(s.reorder) if s.reorder else 0.0
-        d.reorder_gap = s.reorder_gap or 1
-        if s.queue is not None:
-            d.queue_packets, d.queue_bytes = units.queue_limit(s.queue)
-        if isinstance(s.aqm, Aqm):
-            d.aqm = s.aqm.type
-            d.aqm_params = s.aqm.model_dump(exclude_unset=True, exclude={"type"})
-        elif s.aqm:
-            d.aqm = s.aqm
-        return d
-
-    @property
-    def shaped(self) -> bool:
-        return any((self.rate_bps, self.trace, self.delay_s, self.jitter_s, self.loss, self.gemodel,
-                    self.duplicate, self.corrupt, self.reorder))
-
-
-@dataclass
 class Link:
+    """A link of the topology: its spec as written, and each direction resolved to
+    numbers once (`direction(d)`), on first use."""
+
     spec: LinkSpec
     defaults: Shaping
+    _resolved: dict[int, linkspec.Direction] = field(default_factory=dict, repr=False)
 
     @property
     def a(self) -> str:
@@ -370,13 +259,28 @@ class Link:
         over = self.spec.a_to_b if d == 0 else self.spec.b_to_a
         return self.defaults.merged(self.spec.shaping()).merged(over)
 
-    def direction(self, d: int) -> DirParams:
-        return DirParams.of(self.shaping(d))
+    def direction(self, d: int) -> linkspec.Direction:
+        """Direction d in numbers (parsed once; raises what `shaping(d)` raises)."""
+        if d not in self._resolved:
+            self._resolved[d] = linkspec.resolve(self.shaping(d).text())
+        return self._resolved[d]
 
     @property
     def shaped(self) -> bool:
-        """Does either direction need an emulator (or a qdisc) at all?"""
+        """Does either direction change traffic beyond a plain wire (the user-space
+        backend then emulates the link)?"""
         return any(self.direction(d).shaped for d in (0, 1))
+
+    @property
+    def emulated(self) -> bool:
+        """Does the user-space backend carry it through netrig-link (shaped, or
+        `emulated: true` so that it can be shaped live)?"""
+        return self.shaped or bool(self.spec.emulated)
+
+    @property
+    def plain(self) -> bool:
+        """Nothing set in either direction: a bare veth pair under any backend."""
+        return all(self.direction(d).plain for d in (0, 1))
 
     def other(self, node: str) -> str:
         return self.b if node == self.a else self.a
