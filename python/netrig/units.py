@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 from netrig.errors import NetrigError
 
@@ -25,7 +26,9 @@ _NUM = r"(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _RATE = re.compile(_NUM + r"\s*([kmgt]?)(bit|bit/s|bps|b/s)?", re.IGNORECASE)
 _DEC = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _TIME = re.compile(_NUM + r"\s*(ns|us|µs|ms|s|sec|min)", re.IGNORECASE)
-_TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0}
+# Scaled in decimal, then rounded once: "1.19ms" is the float nearest 0.00119, where
+# 1.19 * 1e-3 (or / 1000) is 0.0011899999999999999.
+_TIME_SCALE = {"ns": "1e-9", "us": "1e-6", "µs": "1e-6", "ms": "1e-3", "s": "1", "sec": "1", "min": "60"}
 _SIZE = re.compile(_NUM + r"\s*([kmgt]?)(i?)(b|byte|bytes)?", re.IGNORECASE)
 _BIN = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _PCT = re.compile(_NUM + r"\s*%")
@@ -46,6 +49,8 @@ def rate_bps(value: object) -> float:
     v = float(m.group(1)) * _DEC[m.group(2).lower()]
     if not math.isfinite(v):
         raise UnitError(f"'{text}' is not a finite rate")
+    if v < 0:
+        raise UnitError(f"'{text}' is negative (a rate is 0 or more)")
     return v
 
 
@@ -57,7 +62,8 @@ def seconds(value: object) -> float:
     m = _TIME.fullmatch(text)
     if not m:
         raise UnitError(f"'{text}' is not a duration (expected e.g. 10ms, 1.5s, 250us)")
-    return float(m.group(1)) * _TIME_SCALE[m.group(2).lower() if m.group(2) != "µs" else "µs"]
+    unit = m.group(2).lower() if m.group(2) != "µs" else "µs"
+    return float(Decimal(m.group(1)) * Decimal(_TIME_SCALE[unit]))
 
 
 def seconds_above_zero(value: object) -> float:

@@ -100,6 +100,14 @@ def test_live_changes_through_the_control_socket(tmp_path):
         r = pair.request({"cmd": "set", "link": "l1", "spec": {"delay_ns": 25 * MS}})
         assert r["ok"], r
         assert_emulated_rtt(pair.ping(count=10)[1:], 50.0, crossings=2)
+        # A spec replaces the whole spec: a stage it leaves out is off, not kept.
+        lossy = {"delay_ns": 25 * MS, "loss": {"random": {"p": 1.0}}}
+        r = pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": lossy})
+        assert r["ok"] and r["spec"]["a_to_b"]["loss"] == {"random": {"p": 1.0, "correlation": 0.0}}
+        assert pair.ping(count=3, interval=0.2) == []
+        r = pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": {"delay_ns": 25 * MS}})
+        assert r["ok"] and "loss" not in r["spec"]["a_to_b"], r
+        assert len(pair.ping(count=3, interval=0.2)) == 3
         r = pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": {"delay_ns": 0}})
         assert r["ok"] and r["spec"]["a_to_b"]["delay_ns"] == 0
         assert_emulated_rtt(pair.ping(count=10)[1:], 25.0, crossings=2)
@@ -110,7 +118,7 @@ def test_live_changes_through_the_control_socket(tmp_path):
         stats = pair.request({"cmd": "stats"})
         assert stats["links"][0]["a_to_b"]["drops_down"] >= 3
         bad = pair.request({"cmd": "set", "link": "l1", "spec": {"loss": {"random": {"p": 3}}}})
-        assert not bad["ok"] and "loss.p" in bad["error"]
+        assert not bad["ok"] and "loss.random.p: 3 is outside 0 .. 1" in bad["error"], bad
         assert not pair.request({"cmd": "set", "link": "nope", "spec": {}})["ok"]
         assert "warp" in pair.request({"cmd": "warp"})["error"]
 

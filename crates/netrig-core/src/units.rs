@@ -228,14 +228,37 @@ pub fn parse_bitrate(text: &str) -> Result<u64, UnitError> {
     scaled(
         text,
         &t,
-        &[("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)],
+        // A bare number is bit/s, as in topology files.
+        &[
+            ("tbit", 1e12),
+            ("gbit", 1e9),
+            ("mbit", 1e6),
+            ("kbit", 1e3),
+            ("bit", 1.0),
+            ("", 1.0),
+        ],
     )
 }
 
-/// "20ms", "1.5s", "250us", "100ns" → nanoseconds.
+/// "20ms", "1.5s", "250us", "100ns", "2min" → nanoseconds; a bare 0 needs no unit.
 pub fn parse_duration_ns(text: &str) -> Result<u64, UnitError> {
     let t = text.trim().to_ascii_lowercase();
-    scaled(text, &t, &[("ms", 1e6), ("us", 1e3), ("ns", 1.0), ("s", 1e9)])
+    if t == "0" || t == "0.0" {
+        return Ok(0);
+    }
+    scaled(
+        text,
+        &t,
+        &[
+            ("min", 60e9),
+            ("ms", 1e6),
+            ("us", 1e3),
+            ("µs", 1e3),
+            ("ns", 1.0),
+            ("sec", 1e9),
+            ("s", 1e9),
+        ],
+    )
 }
 
 /// A non-negative number followed by one of `units` (tried in order), scaled.
@@ -255,14 +278,16 @@ fn scaled(text: &str, lower: &str, units: &[(&str, f64)]) -> Result<u64, UnitErr
     Ok((v * mult).round() as u64)
 }
 
-/// "1%", "0.5%" → a probability; a bare number is a probability already ("0.01").
+/// "1%", "0.5%" → a probability. The % is required, as in topology files: a bare "1"
+/// could mean 1 % or 100 %.
 pub fn parse_probability(text: &str) -> Result<f64, UnitError> {
     let t = text.trim();
-    let v = match t.strip_suffix('%') {
-        Some(n) => n.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| UnitError::Malformed(text.to_string()))?;
+    let v = t
+        .strip_suffix('%')
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .map(|x| x / 100.0)
+        .ok_or_else(|| UnitError::Malformed(format!("{text} (a percentage, e.g. 1% or 0.5%)")))?;
     if !(0.0..=1.0).contains(&v) {
         return Err(UnitError::TooLarge(text.to_string()));
     }
@@ -280,14 +305,37 @@ mod netrig_unit_tests {
         assert_eq!(parse_bitrate("64kbit").unwrap(), 64_000);
         assert_eq!(parse_bitrate("10Gbps").unwrap(), 10_000_000_000);
         assert!(parse_bitrate("30Mbitt").is_err());
-        assert!(parse_bitrate("30").is_err());
+        assert_eq!(parse_bitrate("30").unwrap(), 30);
         assert_eq!(parse_duration_ns("20ms").unwrap(), 20_000_000);
         assert_eq!(parse_duration_ns("1.5s").unwrap(), 1_500_000_000);
         assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
         assert!(parse_duration_ns("-1ms").is_err());
         assert!(parse_duration_ns("10").is_err());
+        assert_eq!(parse_duration_ns("0").unwrap(), 0);
         assert_eq!(parse_probability("1%").unwrap(), 0.01);
-        assert_eq!(parse_probability("0.25").unwrap(), 0.25);
+        assert!(parse_probability("0.25").is_err());
         assert!(parse_probability("150%").is_err());
+    }
+
+    /// The same texts, the same values, as netrig's Python (tests/fixtures/units.json).
+    #[test]
+    fn the_shared_unit_fixture() {
+        let f: serde_json::Value =
+            serde_json::from_str(include_str!("../../../tests/fixtures/units.json")).unwrap();
+        let check = |kind: &str, parse: &dyn Fn(&str) -> Option<f64>| {
+            for case in f[kind].as_array().unwrap() {
+                let (text, want) = (case[0].as_str().unwrap(), case[1].as_f64());
+                let got = parse(text);
+                let same = match (got, want) {
+                    (Some(g), Some(w)) => (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                    (None, None) => true,
+                    _ => false,
+                };
+                assert!(same, "{kind} {text:?}: {got:?}, want {want:?}");
+            }
+        };
+        check("rate_bps", &|t| parse_bitrate(t).ok().map(|v| v as f64));
+        check("duration_ns", &|t| parse_duration_ns(t).ok().map(|v| v as f64));
+        check("probability", &|t| parse_probability(t).ok());
     }
 }

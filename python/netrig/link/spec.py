@@ -100,7 +100,7 @@ class Key:
             return units.format_seconds(j / 1e9).replace(" ", "")
         if self.kind == "fraction":
             return f"{j * 100:g}%"
-        return f"{j:g}"
+        return str(int(j)) if float(j).is_integer() else f"{j:g}"
 
 
 def _parse(key: Key, value: Any) -> Any:
@@ -238,7 +238,13 @@ def discipline(value: Any) -> Discipline:
     if wrong:
         takes = ", ".join(info.params) or "no parameters"
         raise units.UnitError(f"{info.name} does not take {', '.join(wrong)} (it takes {takes})")
-    given = {k: info.params[k].parse(v) for k, v in value.items() if k != "type" and v is not None}
+    given = {}
+    for k, v in value.items():
+        if k != "type" and v is not None:
+            try:
+                given[k] = info.params[k].parse(v)
+            except units.UnitError as e:
+                raise units.UnitError(f"{k}: {e}") from None
     return Discipline(info.name, given)
 
 

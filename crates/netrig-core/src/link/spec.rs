@@ -518,6 +518,38 @@ mod tests {
         assert!(e(r#"{"trace": {"text": "1\nx"}}"#).contains("line 2"));
     }
 
+    /// The fixture pytest checks netrig's Python writes: each spec parses, builds, and
+    /// serializes back unchanged (a field renamed on one side fails here or there).
+    #[test]
+    fn the_golden_specs_python_writes_build_here() {
+        let golden: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/link-spec/directions.json"
+        ))
+        .unwrap();
+        assert_eq!(golden["version"], serde_json::json!(crate::link::schema::VERSION));
+        let cases = golden["cases"].as_array().unwrap();
+        assert!(cases.len() >= 10);
+        for case in cases {
+            let name = &case["name"];
+            let s: DirectionSpec =
+                serde_json::from_value(case["spec"].clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            s.build(1, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let back = serde_json::to_value(&s).unwrap();
+            // Serde writes the defaults of the fields Python leaves out; compare what Python wrote.
+            fn within(written: &serde_json::Value, back: &serde_json::Value) -> bool {
+                match written {
+                    serde_json::Value::Object(m) => m.iter().all(|(k, v)| within(v, &back[k])),
+                    v => v == back,
+                }
+            }
+            assert!(
+                within(&case["spec"], &back),
+                "{name}: {} became {back}",
+                case["spec"]
+            );
+        }
+    }
+
     #[test]
     fn every_discipline_builds_with_its_defaults() {
         for info in schema::disciplines() {

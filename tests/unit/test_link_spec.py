@@ -1,0 +1,124 @@
+"""The link-spec contract: Python reads Rust's schema and writes the JSON netrig-link
+reads, and each direction is parsed once.
+
+The golden fixture (tests/fixtures/link-spec/directions.json) is shared: this file checks
+that each direction, as a topology file gives it, becomes its spec; netrig-core's
+`cargo test` checks that each spec parses, builds and serializes back unchanged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from netrig import binary, units
+from netrig.link import spec
+from netrig.topo.load import loads
+from netrig.topo.model import Topology, TopologyError
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = json.loads((ROOT / "tests/fixtures/link-spec/directions.json").read_text())
+
+
+def test_the_schema_python_reads_is_the_one_netrig_link_prints() -> None:
+    printed = subprocess.run([str(binary("netrig-link")), "schema"], capture_output=True, text=True,
+                             check=True, timeout=30).stdout
+    assert json.loads(printed) == spec.SCHEMA, (
+        "python/netrig/link/schema.json differs from `netrig-link schema`: regenerate it "
+        "(netrig-link schema > python/netrig/link/schema.json)")
+    assert GOLDEN["version"] == spec.VERSION
+
+
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=[c["name"] for c in GOLDEN["cases"]])
+def test_each_direction_becomes_its_golden_spec(case: dict) -> None:
+    assert spec.resolve(case["file"]).spec() == case["spec"]
+
+
+def test_numbers_are_si_and_exact() -> None:
+    d = spec.resolve({"rate": "30Mbit", "delay": "1.19ms", "jitter": "250us", "loss": "0.5%",
+                      "queue": "64KiB", "aqm": {"type": "pie", "target": "20ms"}})
+    assert (d.rate_bps, d.delay_s, d.jitter_s, d.loss) == (30e6, 0.00119, 250e-6, 0.005)
+    assert (d.queue_packets, d.queue_bytes, d.limit) == (None, 65536, (None, 65536))
+    assert d.spec()["delay_ns"] == 1_190_000  # rounded, never truncated to 1189999
+    assert d.aqm.target_s == 0.02 and d.aqm.get("tupdate") == 0.015  # RFC 8033's default
+    # Each discipline's default limit is the emulator's, not a number Python keeps.
+    assert spec.resolve({"aqm": "fq_codel"}).limit == (10240, None)
+    assert spec.resolve({"aqm": "red"}).limit == (None, 400000)
+    assert spec.resolve({}).limit == (1000, None)
+    assert spec.resolve({"aqm": "droptail"}).aqm.target_s is None
+
+
+def test_a_neutral_value_is_not_set() -> None:
+    d = spec.resolve({"loss": "0%", "delay": "0ms", "jitter": 0, "aqm": "droptail", "overhead": 0})
+    assert d.values == {} and d.plain and not d.shaped
+    assert spec.resolve({"aqm": "pie"}).shaped is False  # a discipline alone fills no queue
+    assert not spec.resolve({"aqm": "pie"}).plain
+    assert spec.resolve({"delay": "1ms"}).shaped
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ({"rate": "101Gbit"}, "rate: '101Gbit' is outside 1kbit .. 100Gbit"),
+    ({"overhead": 1001}, "overhead: '1001' is outside 0 .. 1000"),
+    ({"loss": "1"}, "loss: '1' is not a percentage (expected e.g. 1%, 0.5%)"),
+    ({"delay": "5"}, "delay: '5' is not a duration (expected e.g. 10ms, 1.5s, 250us)"),
+    ({"queue": 0}, "queue: '0': a queue holds 1 .. 1000000 packets"),
+    ({"aqm": {"type": "pie", "flows": 4}}, "aqm: pie does not take flows (it takes target, tupdate, "
+                                           "alpha, beta, max_burst, ecn)"),
+    ({"aqm": {"type": "fq_codel", "quantum": 10}}, "aqm: quantum: '10' is outside 64 .. 1048576"),
+    ({"reorder_gap": 0}, "reorder_gap: '0' is outside 1 .. 1000000"),
+    ({"colour": "red"}, "colour: unknown key"),
+])
+def test_a_value_outside_the_schema_is_named(text: dict, message: str) -> None:
+    with pytest.raises(units.UnitError) as e:
+        spec.resolve(text)
+    assert str(e.value) == message
+
+
+def test_every_key_of_the_schema_is_a_key_of_a_topology_file() -> None:
+    """A key added to Rust's schema is a topology key with no Python edit."""
+    samples = {"rate": "1Mbit", "duration": "1ms", "fraction": "1%", "bytes": "1KB", "count": 2,
+               "number": 0.5, "bool": True, "path": "trace.txt", "queue": 50}
+    given = {}
+    for name, key in spec.KEYS.items():
+        if key.kind in samples:
+            given[name] = key.choices[-1] if key.choices else samples[key.kind]
+        elif key.kind == "choice":
+            given[name] = key.choices[-1]
+    given.pop("trace"), given.pop("trace_repeat"), given.pop("loss")  # a rate; a gemodel instead
+    given["gemodel"] = {"p": "1%", "r": "50%"}
+    topo = Topology("t")
+    topo.host("a"), topo.host("b")
+    link = topo.link("a", "b", **given)
+    assert set(link.direction(0).values) == set(given)
+    for d in (0, 1):
+        assert link.direction(d).spec()["reorder"] == {"p": 0.01, "gap": 2}
+
+
+def test_each_direction_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a topology and reading its directions again and again parses each text
+    once; the numbers are kept."""
+    calls: dict[str, int] = {}
+    real = units.seconds
+
+    def counting(v: object) -> float:
+        calls[str(v)] = calls.get(str(v), 0) + 1
+        return real(v)
+
+    monkeypatch.setattr(units, "seconds", counting)
+    spec._parse_scalar.cache_clear()
+    topo = loads("nodes: {h1: host, s1: switch, h2: host}\n"
+                 "links:\n"
+                 "  - {a: h1, b: s1, rate: 10Mbit, delay: 7.25ms}\n"
+                 "  - {a: s1, b: h2, rate: 10Mbit, delay: 7.25ms, b_to_a: {delay: 3.5ms}}\n")
+    for _ in range(50):
+        for link in topo.links:
+            assert link.direction(0).delay_s == 0.00725
+    assert calls == {"7.25ms": 1, "3.5ms": 1}
+
+
+def test_a_direction_that_clashes_after_merging_is_an_error_at_its_key() -> None:
+    with pytest.raises(TopologyError) as e:
+        loads("nodes: {a: host, b: host}\n"
+              "links: [{a: a, b: b, loss: 1%, a_to_b: {gemodel: {p: 1%, r: 5%}}}]\n")
+    assert e.value.problems == ["<string>:2: links[0].a_to_b: give either loss or gemodel, not both"]
