@@ -129,3 +129,19 @@ def test_a_tcp_flow_follows_the_rate_down_and_up(net: Network) -> None:
     assert max(slow) < 4.6, f"at 4Mbit the flow got {slow} Mbit/s"
     # And at 20 Mbit/s again, the flow takes it (a rate left at 4 would cap it there).
     assert max(fast_after) > 10, f"back at 20Mbit the flow got {fast_after} Mbit/s"
+
+
+def test_the_new_ecn_key_marks_what_loss_would_drop(net: Network) -> None:
+    """`ecn` (issue 13's example of a key added in one place: Rust's schema row and its
+    stage) live: with 100 % loss, ECN-capable pings arrive marked, the others are lost."""
+    net.set_link("h1", "h2", loss="100%", ecn=True, rate="20Mbit", queue=100)
+    assert running(net)["spec"]["ecn"] is True
+    marks = running(net)["ecn_marks"]
+    capable = net["h1"].run(["ping", "-n", "-q", "-c", "5", "-i", "0.05", "-W", "2", "-Q", "2",
+                             net.addr("h2")], timeout=30)
+    assert " 5 received" in capable.stdout, capable.stdout  # ECT(0): marked, not dropped
+    assert running(net)["ecn_marks"] - marks == 5
+    assert net.ping("h1", "h2", count=3, interval=0.05).received == 0  # not ECN-capable
+    net.set_link("h1", "h2", loss="0%", ecn=False)
+    assert "ecn" not in running(net)["spec"] and "loss" not in running(net)["spec"]
+    assert net.ping("h1", "h2", count=3, interval=0.05).received == 3

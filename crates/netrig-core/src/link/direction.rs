@@ -73,6 +73,9 @@ pub struct Direction {
     pub loss: Loss,
     pub duplicate: Chance,
     pub corrupt: Chance,
+    /// Loss marks an ECN-capable packet Congestion Experienced instead of dropping it
+    /// (netem's `ecn`); a packet that is not ECN-capable is dropped as before.
+    pub loss_marks: bool,
     qdisc: Box<dyn Qdisc>,
     pub rate: Rate,
     pub delay: Delay,
@@ -103,6 +106,7 @@ impl Direction {
             loss: Loss::None,
             duplicate: Chance::default(),
             corrupt: Chance::default(),
+            loss_marks: false,
             qdisc,
             rate,
             delay,
@@ -169,9 +173,13 @@ impl Direction {
             return;
         }
         if self.loss.lose(&mut self.rng) {
-            self.counters.lost += 1;
-            self.drop_event(&pkt, now_ns, "loss");
-            return;
+            if self.loss_marks && pkt.mark_ce() {
+                self.counters.ecn_marks += 1;
+            } else {
+                self.counters.lost += 1;
+                self.drop_event(&pkt, now_ns, "loss");
+                return;
+            }
         }
         if self.duplicate.happens(&mut self.rng) {
             self.counters.duplicated += 1;
@@ -407,6 +415,24 @@ mod tests {
         let c = d.counters;
         assert_eq!((c.drops_down, c.lost, c.duplicated), (1, 1, 1));
         assert_eq!(d.queue_packets() + d.in_flight(), 2);
+    }
+
+    #[test]
+    fn loss_with_ecn_marks_capable_packets_and_drops_the_rest() {
+        use crate::link::packet::Ecn;
+        let mut d = link(10_000_000, 0, 100);
+        d.loss = Loss::random(1.0, 0.0);
+        d.loss_marks = true;
+        let mut ect = Packet::sized(0, 100, 0);
+        ect.ecn = Ecn::Ect0;
+        d.arrive(0, ect);
+        d.arrive(1, Packet::sized(0, 100, 0)); // not ECN-capable: lost
+        let c = d.counters;
+        assert_eq!((c.lost, c.ecn_marks), (1, 1));
+        let mut out = vec![];
+        d.poll(1_000_000_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].1.ecn, Ecn::Ce);
     }
 
     #[test]

@@ -217,6 +217,15 @@ pub fn keys() -> Vec<Key> {
             Gemodel,
             "Gilbert-Elliott loss (p, r, loss_good, loss_bad)",
         ),
+        // Added as issue 13's example of a new key: this row, the spec's field and the
+        // loss stage's marking; Python reads it from the printed schema.
+        key(
+            "ecn",
+            "ecn",
+            Bool,
+            "loss marks ECN-capable packets CE instead of dropping them (netem's ecn)",
+        )
+        .default(json!(false)),
         key("duplicate", "duplicate.p", Fraction, "packets sent twice"),
         key("corrupt", "corrupt.p", Fraction, "packets with one bit flipped"),
         key(

@@ -169,6 +169,9 @@ pub struct DirectionSpec {
     pub corrupt: Option<ChanceSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<ReorderSpec>,
+    /// Loss marks ECN-capable packets instead of dropping them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 /// The discipline a queue names, from the schema ("fifo", "pfifo" and "bfifo" are
@@ -433,6 +436,7 @@ impl DirectionSpec {
         d.loss = self.build_loss()?;
         d.duplicate = Self::chance("duplicate", &self.duplicate)?;
         d.corrupt = Self::chance("corrupt", &self.corrupt)?;
+        d.loss_marks = self.ecn;
         Ok(d)
     }
 
@@ -456,6 +460,7 @@ impl DirectionSpec {
         d.loss = loss;
         d.duplicate = dup;
         d.corrupt = corrupt;
+        d.loss_marks = self.ecn;
         if let Some(q) = qdisc {
             d.replace_qdisc(now_ns, q);
         }
