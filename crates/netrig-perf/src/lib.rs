@@ -21,6 +21,7 @@ pub mod error;
 pub mod latency;
 pub mod output;
 pub mod probe;
+pub mod protocol;
 pub mod ratelimit;
 pub mod report;
 pub mod rr;
