@@ -10,7 +10,7 @@ use serde_json::Map;
 
 use crate::config::{ClientConfig, ClientMode};
 use crate::error::{PerfError, Result};
-use crate::output::{EndStream, Output, Sink, StartInfo};
+use crate::output::{EndResult, EndStream, Output, Sink, StartInfo};
 use crate::protocol::{await_running, exchange_results, negotiate, open_tcp, open_udp, say_done};
 use crate::report::{CpuMeter, CpuUsage, Sampler};
 use crate::session::{self, DataSock, DriveOpts, Ended, Session};
@@ -156,10 +156,11 @@ fn run_bulk(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     } else {
         (ours_cc, theirs_cc)
     };
-    let mut end = out.end(&ends, usage, Some(peer_cpu(&theirs)), cc);
+    let mut result = EndResult::build(out.layout(), ends, usage, Some(peer_cpu(&theirs)), cc);
     if let Some(path) = &cfg.common.file {
-        crate::diskfile::report_end(path, &ends, &mut end, out);
+        result.add_diskfile(path);
     }
+    let end = out.end(&result);
     if cfg.common.verbose {
         let r = peer_cpu(&theirs);
         let (l, rr) = if cfg.reverse {

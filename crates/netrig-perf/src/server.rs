@@ -26,7 +26,7 @@ use crate::auth;
 use crate::config::{Family, Format, ServerConfig};
 use crate::control::Control;
 use crate::error::{ierr, PerfError, Result};
-use crate::output::{EndStream, Output, Sink, StartInfo};
+use crate::output::{EndResult, EndStream, Output, Sink, StartInfo};
 use crate::report::{CpuMeter, Sampler};
 use crate::session::{self, DataSock, DriveOpts, Ended, Session};
 use crate::sys;
@@ -509,11 +509,11 @@ fn run_test(
         .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp, params.omit == 0))
         .collect();
     let end = if bulk {
-        let mut end = out.end(&ends, usage, None, (session.congestion(), None));
+        let mut result = EndResult::build(out.layout(), ends, usage, None, (session.congestion(), None));
         if let Some(path) = &session.file {
-            crate::diskfile::report_end(path, &ends, &mut end, out);
+            result.add_diskfile(path);
         }
-        Some(end)
+        Some(out.end(&result))
     } else {
         None
     };
