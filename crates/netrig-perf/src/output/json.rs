@@ -191,9 +191,11 @@ fn sum_json(d: &DirectionSum, end: &mut Map<String, Value>) {
                 packets: u.sent_packets,
                 ..u.clone()
             };
+            // iperf3 marks a UDP sum_sent a sender's, and sum_received not, in either
+            // direction.
             end.insert(
                 format!("sum_sent{suffix}"),
-                side_json(dir, s, None, Some(&sent), true),
+                side_json(true, s, None, Some(&sent), true),
             );
         }
         if let Some(r) = &d.received {
@@ -202,11 +204,16 @@ fn sum_json(d: &DirectionSum, end: &mut Map<String, Value>) {
                 side_json(false, r, None, Some(u), false),
             );
         }
-        // iperf3's "sum": what was sent, with the receiver's loss and jitter.
-        if !d.reverse {
-            if let Some(side) = d.sent.as_ref().or(d.received.as_ref()) {
-                end.insert("sum".into(), side_json(dir, side, None, Some(u), false));
+        // iperf3's "sum" (and `--bidir`'s "sum_bidir_reverse"): what was sent, with the
+        // receiver's loss and jitter.
+        // It ends when the receiver's figures do, as iperf3's does.
+        if let Some(side) = d.sent.as_ref().or(d.received.as_ref()) {
+            let mut sum = side_json(dir, side, None, Some(u), false);
+            if let Some(r) = &d.received {
+                sum["end"] = round6(r.end).into();
+                sum["seconds"] = round6(r.end).into();
             }
+            end.insert(format!("sum{suffix}"), sum);
         }
     } else {
         if let Some(s) = &d.sent {

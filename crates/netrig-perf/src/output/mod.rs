@@ -10,6 +10,9 @@ pub mod json;
 pub mod result;
 pub mod text;
 
+#[cfg(test)]
+mod snapshots;
+
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Arc, Mutex};

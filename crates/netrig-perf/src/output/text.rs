@@ -67,7 +67,8 @@ pub fn interval_header(layout: Layout, samples: &[Sample]) -> String {
         "Jitter    Lost/Total Datagrams"
     } else if layout.udp {
         "Total Datagrams"
-    } else if samples.iter().any(|s| s.tcp.is_some()) {
+    } else if layout.is_client || samples.iter().any(|s| s.tcp.is_some()) {
+        // iperf3's client has the columns for TCP even when it only receives (-R).
         "Retr  Cwnd"
     } else {
         ""
