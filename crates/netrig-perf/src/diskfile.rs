@@ -136,47 +136,49 @@ fn finish(stream: &Stream, result: io::Result<()>) {
     stream.finished.store(true, Relaxed);
 }
 
-/// iperf3's report of a `-F` stream at the end of a test: the text line
-/// ("        Sent 2.86 MBytes / 2.86 MBytes (100%) of NAME", the bytes this side moved
-/// out of the file's size) and the stream's `"diskfile"` JSON object.
-pub fn summary(path: &Path, local_sender: bool, sent: u64, received: u64) -> (String, serde_json::Value) {
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let percent = |b: u64| {
-        if size > 0 {
-            (b as f64 / size as f64 * 100.0) as i64
+/// iperf3's report of a `-F` stream at the end of a test: the bytes this side moved
+/// out of the file's size, rendered as the line
+/// "        Sent 2.86 MBytes / 2.86 MBytes (100%) of NAME" and the stream's `"diskfile"`
+/// JSON object (rendered by the output module).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskfileReport {
+    pub filename: String,
+    /// The file's size now (0 if it cannot be read).
+    pub size: u64,
+    pub sent: u64,
+    pub received: u64,
+    pub local_sender: bool,
+}
+
+impl DiskfileReport {
+    /// What this side moved: sent if it sends, else received.
+    pub fn ours(&self) -> u64 {
+        if self.local_sender {
+            self.sent
+        } else {
+            self.received
+        }
+    }
+
+    /// `bytes` as a whole percentage of the file's size (iperf3 truncates; 100 for an
+    /// empty file).
+    pub fn percent(&self, bytes: u64) -> i64 {
+        if self.size > 0 {
+            (bytes as f64 / self.size as f64 * 100.0) as i64
         } else {
             100
         }
-    };
-    let ours = if local_sender { sent } else { received };
-    let line = format!(
-        "        Sent {} / {} ({}%) of {}",
-        netrig_core::units::format_bytes(ours as f64),
-        netrig_core::units::format_bytes(size as f64),
-        percent(ours),
-        path.display()
-    );
-    let json = serde_json::json!({
-        "sent": sent, "received": received, "size": size,
-        "percent_sent": percent(sent), "percent_received": percent(received),
-        "filename": path.display().to_string(),
-    });
-    (line, json)
+    }
 }
 
-/// Adds the `-F` report to a test's end: the line, and `"diskfile"` in its one stream.
-pub fn report_end(
-    path: &Path,
-    ends: &[crate::output::EndStream],
-    end: &mut serde_json::Value,
-    out: &mut crate::output::Output,
-) {
-    let Some(e) = ends.first() else { return };
-    let bytes = |s: &Option<crate::output::Side>| s.as_ref().map(|x| x.bytes).unwrap_or(0);
-    let (line, json) = summary(path, e.local_sender, bytes(&e.sender), bytes(&e.receiver));
-    out.text(&line);
-    if let Some(s) = end.get_mut("streams").and_then(|v| v.get_mut(0)) {
-        s["diskfile"] = json;
+/// The `-F` report of the file at `path`, its size read now.
+pub fn summary(path: &Path, local_sender: bool, sent: u64, received: u64) -> DiskfileReport {
+    DiskfileReport {
+        filename: path.display().to_string(),
+        size: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        sent,
+        received,
+        local_sender,
     }
 }
 
@@ -188,16 +190,11 @@ mod tests {
     fn summary_reads_like_iperf3() {
         let p = std::env::temp_dir().join(format!("netrig-diskfile-{}", std::process::id()));
         std::fs::write(&p, vec![0u8; 2048]).unwrap();
-        let (line, json) = summary(&p, true, 1024, 1000);
+        let r = summary(&p, true, 1024, 1000);
         assert_eq!(
-            line,
-            format!("        Sent 1.00 KBytes / 2.00 KBytes (50%) of {}", p.display())
+            (r.size, r.ours(), r.percent(r.sent), r.percent(r.received)),
+            (2048, 1024, 50, 48)
         );
-        assert_eq!(
-            (json["percent_sent"].clone(), json["percent_received"].clone()),
-            (50.into(), 48.into())
-        );
-        assert_eq!(json["size"], 2048);
         let _ = std::fs::remove_file(&p);
     }
 }

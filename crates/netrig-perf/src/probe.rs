@@ -13,9 +13,9 @@ use netrig_core::wire::iperf3::{UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 use netrig_core::wire::probe::{ProbeKind, ProbePacket};
 use serde_json::{json, Map};
 
-use crate::client::{self, await_running, exchange_results, negotiate, say_done};
 use crate::config::{ClientConfig, ClientMode};
 use crate::engine::{RunControl, POLL};
+use crate::protocol::{self, await_running, exchange_results, negotiate, say_done};
 
 use crate::error::{PerfError, Result};
 use crate::latency::{Log, Record, Window};
@@ -101,7 +101,7 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         interval.as_secs_f64() * 1e3
     ));
     let (mut conn, params) = negotiate(&probe_cfg)?;
-    let sock = client::open_udp(&probe_cfg, &conn, &params, 0)?;
+    let sock = protocol::open_udp(&probe_cfg, &conn, &params, 0)?;
     let (l, r) = (sock.local_addr()?, sock.peer_addr()?);
     out.connected(sock.as_raw_fd(), &l, &r);
     await_running(&mut conn)?;

@@ -16,11 +16,11 @@ use netrig_core::stats::Summary;
 use netrig_core::wire::probe::RrRequest;
 use serde_json::{json, Map};
 
-use crate::client::{self, await_running, exchange_results, negotiate, say_done, Connection};
 use crate::config::{ClientConfig, ClientMode};
 use crate::engine::{RunControl, POLL};
 use crate::error::{PerfError, Result};
 use crate::output::Output;
+use crate::protocol::{self, await_running, exchange_results, negotiate, say_done, Connection};
 use crate::session::{DataSock, Session};
 use crate::sys;
 
@@ -193,7 +193,7 @@ fn run_worker(
         let t0 = sys::monotonic_ns();
         let outcome = match w.persistent.as_mut() {
             Some(s) => one(s, response, &mut buf).map_err(PerfError::from),
-            None => client::open_tcp(cfg, conn, params, index).and_then(|mut s| {
+            None => protocol::open_tcp(cfg, conn, params, index).and_then(|mut s| {
                 let _ = s.set_nodelay(true);
                 one(&mut s, response, &mut buf).map_err(PerfError::from)
             }),
@@ -257,7 +257,7 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         let persistent = if new_conn {
             None
         } else {
-            let s = client::open_tcp(cfg, &conn, &params, i)?;
+            let s = protocol::open_tcp(cfg, &conn, &params, i)?;
             let _ = s.set_nodelay(true);
             let (l, r) = (s.local_addr()?, s.peer_addr()?);
             out.connected(s.as_raw_fd(), &l, &r);

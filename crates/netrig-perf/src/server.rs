@@ -26,7 +26,7 @@ use crate::auth;
 use crate::config::{Family, Format, ServerConfig};
 use crate::control::Control;
 use crate::error::{ierr, PerfError, Result};
-use crate::output::{EndStream, Output, Sink, StartInfo};
+use crate::output::{EndResult, EndStream, Output, Sink, StartInfo};
 use crate::report::{CpuMeter, Sampler};
 use crate::session::{self, DataSock, DriveOpts, Ended, Session};
 use crate::sys;
@@ -52,7 +52,7 @@ struct Shared {
 fn bind_listener(cfg: &ServerConfig) -> Result<TcpListener> {
     let port = cfg.common.port;
     let addrs: Vec<SocketAddr> = match &cfg.common.bind {
-        Some(b) => vec![crate::client::resolve(b, port, cfg.common.family)?],
+        Some(b) => vec![crate::protocol::resolve(b, port, cfg.common.family)?],
         None => match cfg.common.family {
             Family::V4 => vec![SocketAddr::new([0u8; 4].into(), port)],
             Family::V6 => vec![SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), port)],
@@ -509,11 +509,11 @@ fn run_test(
         .map(|(i, t)| EndStream::build(t, Some(sampler.extremes[i]), None, session.udp, params.omit == 0))
         .collect();
     let end = if bulk {
-        let mut end = out.end(&ends, usage, None, (session.congestion(), None));
+        let mut result = EndResult::build(out.layout(), ends, usage, None, (session.congestion(), None));
         if let Some(path) = &session.file {
-            crate::diskfile::report_end(path, &ends, &mut end, out);
+            result.add_diskfile(path);
         }
-        Some(end)
+        Some(out.end(&result))
     } else {
         None
     };
@@ -570,11 +570,11 @@ fn check_params(
         .netrig
         .as_ref()
         .map(|n| n.version)
-        .filter(|&v| v > crate::client::NETRIG_PROTO)
+        .filter(|&v| v > crate::protocol::NETRIG_PROTO)
     {
         let e = PerfError::Config(format!(
             "the client speaks netrig protocol version {v}; this server speaks up to {} (upgrade the server)",
-            crate::client::NETRIG_PROTO
+            crate::protocol::NETRIG_PROTO
         ));
         return Err((ierr::IEUNIMP, e));
     }
@@ -714,7 +714,7 @@ fn collect_udp(
         )
         .map_err(|e| refuse(ctrl, ierr::IESTREAMACCEPT, PerfError::Config(e.to_string())))?;
         s.connect(from)?;
-        crate::client::size_udp_buffers(&s, params.window);
+        crate::protocol::size_udp_buffers(&s, params.window);
         crate::debug::line(|| {
             format!(
                 "UDP stream from {from} (socket {}): {}",
@@ -740,10 +740,10 @@ fn udp_listen_addr(sh: &Shared, ctrl: &Control) -> Result<SocketAddr> {
 fn apply_server_tcp_opts(s: &TcpStream, p: &Params) -> Result<()> {
     let fd = s.as_raw_fd();
     let v6 = matches!(s.local_addr().map(|a| a.ip()), Ok(IpAddr::V6(_)));
-    let mut o = crate::client::tcp_opts(p);
+    let mut o = crate::protocol::tcp_opts(p);
     o.mss = 0; // only effective before the handshake; the client's MSS governs both ways
     let cc = o.congestion.take();
-    sys::apply_tcp_opts(fd, &o, v6)?;
+    crate::sockopt::apply_tcp_opts(fd, &o, v6)?;
     crate::debug::line(|| {
         format!(
             "TCP stream (socket {fd}): {}",

@@ -5,21 +5,24 @@
 //! - `--snd-timeout` (ms): TCP_USER_TIMEOUT on the client's TCP data sockets.
 //! - `--dont-fragment`: IP_MTU_DISCOVER = IP_PMTUDISC_DO on UDP data sockets, both
 //!   sides (iperf3 does IPv4 only; netrig sets IPV6_MTU_DISCOVER on IPv6 too).
-//! - `-S`/`--dscp`: the TOS byte of UDP streams (TCP's is set through `sys::TcpOpts`).
+//! - `-S`/`--dscp`: the TOS byte of UDP streams (TCP's is set through [`TcpOpts`]).
 //! - `--bind-dev`: SO_BINDTODEVICE on every socket of the side that asked.
 //! - `-L` (flow label): IPV6_FLOWLABEL_MGR (get, create) and IPV6_FLOWINFO_SEND on the
 //!   client's TCP data sockets; the label then rides in the connect address.
 //! - `-A`: sched_setaffinity of the calling thread (threads it starts inherit it).
 //!
-//! [`describe`] reads the options back from the kernel for `-d`.
+//! [`TcpOpts`] gathers a TCP data socket's options, set before it connects
+//! ([`tcp_connect`]) so that window scaling and the MSS take them. [`describe`] reads
+//! the options back from the kernel for `-d`. The plain socket calls are `sys`'s.
 
 use std::io;
-use std::net::Ipv6Addr;
-use std::os::fd::RawFd;
+use std::net::{Ipv6Addr, SocketAddr};
+use std::os::fd::{FromRawFd, RawFd};
+use std::time::Duration;
 
-use crate::sys::{getsockopt_int, getsockopt_string, setsockopt_int};
+use crate::sys::{check, getsockopt_int, getsockopt_string, set_congestion, setsockopt_int, sockaddr_of};
 
-/// Options beyond [`crate::sys::TcpOpts`]'s, for data sockets.
+/// Options beyond [`TcpOpts`]'s, for data sockets.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SockExtras {
     /// SO_MAX_PACING_RATE, bit/s (0 = leave the kernel's default).
@@ -28,7 +31,7 @@ pub struct SockExtras {
     pub user_timeout_ms: u32,
     /// SO_BINDTODEVICE.
     pub bind_dev: Option<String>,
-    /// IPv6 flow label (0 = none); applied at connect by [`crate::sys::tcp_connect`].
+    /// IPv6 flow label (0 = none); applied at connect by [`tcp_connect`].
     pub flowlabel: u32,
 }
 
@@ -305,6 +308,116 @@ pub fn describe(fd: RawFd, v6: bool, tcp: bool) -> String {
         bound_device(fd).unwrap_or_else(|| "-".into())
     ));
     parts.join(" ")
+}
+
+/// Socket options applied to a TCP data socket before it connects.
+#[derive(Debug, Clone, Default)]
+pub struct TcpOpts {
+    pub window: u64,
+    pub mss: u32,
+    pub nodelay: bool,
+    pub congestion: Option<String>,
+    pub tos: u32,
+    /// --fq-rate, --snd-timeout, --bind-dev, -L (see `sockopt`).
+    pub extra: SockExtras,
+}
+
+/// Applies what can be applied to any TCP socket; a failing congestion control is
+/// an error the caller names.
+pub fn apply_tcp_opts(fd: RawFd, o: &TcpOpts, v6: bool) -> io::Result<()> {
+    if o.window > 0 {
+        let w = o.window.min(i32::MAX as u64) as i32;
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, w)?;
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, w)?;
+    }
+    if o.mss > 0 {
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, o.mss as i32)?;
+    }
+    if o.nodelay {
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+    }
+    if o.tos > 0 {
+        set_tos(fd, o.tos, v6)?;
+    }
+    apply_tcp(fd, &o.extra)?;
+    if let Some(cc) = &o.congestion {
+        set_congestion(fd, cc).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("congestion control '{cc}' is not available: {e}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Connects a TCP socket with options set before the handshake (window scaling and
+/// MSS depend on that), bounded by `timeout`.
+pub fn tcp_connect(
+    addr: &SocketAddr,
+    bind: Option<&SocketAddr>,
+    opts: &TcpOpts,
+    timeout: Duration,
+) -> io::Result<std::net::TcpStream> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket creation; the fd is owned by the TcpStream below.
+    let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is a fresh socket we own.
+    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    apply_tcp_opts(fd, opts, addr.is_ipv6())?;
+    if let Some(b) = bind {
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+        let (ss, len) = sockaddr_of(b);
+        // SAFETY: ss holds a valid address of length len.
+        check(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) })?;
+    }
+    let mut addr = *addr;
+    if opts.extra.flowlabel > 0 {
+        let SocketAddr::V6(a6) = addr else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "-L/--flowlabel: the flow label is IPv6's; the server's address is IPv4 (use -6)",
+            ));
+        };
+        let info = request_flowlabel(fd, a6.ip(), opts.extra.flowlabel)?;
+        addr = SocketAddr::V6(std::net::SocketAddrV6::new(
+            *a6.ip(),
+            a6.port(),
+            info,
+            a6.scope_id(),
+        ));
+    }
+    stream.set_nonblocking(true)?;
+    let (ss, len) = sockaddr_of(&addr);
+    // SAFETY: as above.
+    let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: pfd is valid for the call.
+        let n = check(unsafe { libc::poll(&mut pfd, 1, ms) })?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "connection timed out"));
+        }
+        let err = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
+        if err != 0 {
+            return Err(io::Error::from_raw_os_error(err));
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::time::Duration;
 
-fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+pub(crate) fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -183,7 +183,7 @@ pub fn cpu_seconds() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
-fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: a zeroed sockaddr_storage is valid; we fill the family's fields.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {
@@ -477,116 +477,6 @@ pub fn memfd_with(data: &[u8]) -> io::Result<std::fs::File> {
     let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
     f.write_all(data)?;
     Ok(f)
-}
-
-/// Socket options applied to a TCP data socket before it connects.
-#[derive(Debug, Clone, Default)]
-pub struct TcpOpts {
-    pub window: u64,
-    pub mss: u32,
-    pub nodelay: bool,
-    pub congestion: Option<String>,
-    pub tos: u32,
-    /// --fq-rate, --snd-timeout, --bind-dev, -L (see `sockopt`).
-    pub extra: crate::sockopt::SockExtras,
-}
-
-/// Applies what can be applied to any TCP socket; a failing congestion control is
-/// an error the caller names.
-pub fn apply_tcp_opts(fd: RawFd, o: &TcpOpts, v6: bool) -> io::Result<()> {
-    if o.window > 0 {
-        let w = o.window.min(i32::MAX as u64) as i32;
-        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, w)?;
-        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, w)?;
-    }
-    if o.mss > 0 {
-        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, o.mss as i32)?;
-    }
-    if o.nodelay {
-        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
-    }
-    if o.tos > 0 {
-        crate::sockopt::set_tos(fd, o.tos, v6)?;
-    }
-    crate::sockopt::apply_tcp(fd, &o.extra)?;
-    if let Some(cc) = &o.congestion {
-        set_congestion(fd, cc).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("congestion control '{cc}' is not available: {e}"),
-            )
-        })?;
-    }
-    Ok(())
-}
-
-/// Connects a TCP socket with options set before the handshake (window scaling and
-/// MSS depend on that), bounded by `timeout`.
-pub fn tcp_connect(
-    addr: &SocketAddr,
-    bind: Option<&SocketAddr>,
-    opts: &TcpOpts,
-    timeout: Duration,
-) -> io::Result<std::net::TcpStream> {
-    let family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain socket creation; the fd is owned by the TcpStream below.
-    let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: fd is a fresh socket we own.
-    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
-    apply_tcp_opts(fd, opts, addr.is_ipv6())?;
-    if let Some(b) = bind {
-        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
-        let (ss, len) = sockaddr_of(b);
-        // SAFETY: ss holds a valid address of length len.
-        check(unsafe { libc::bind(fd, &ss as *const _ as *const libc::sockaddr, len) })?;
-    }
-    let mut addr = *addr;
-    if opts.extra.flowlabel > 0 {
-        let SocketAddr::V6(a6) = addr else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "-L/--flowlabel: the flow label is IPv6's; the server's address is IPv4 (use -6)",
-            ));
-        };
-        let info = crate::sockopt::request_flowlabel(fd, a6.ip(), opts.extra.flowlabel)?;
-        addr = SocketAddr::V6(std::net::SocketAddrV6::new(
-            *a6.ip(),
-            a6.port(),
-            info,
-            a6.scope_id(),
-        ));
-    }
-    stream.set_nonblocking(true)?;
-    let (ss, len) = sockaddr_of(&addr);
-    // SAFETY: as above.
-    let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
-        }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: pfd is valid for the call.
-        let n = check(unsafe { libc::poll(&mut pfd, 1, ms) })?;
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "connection timed out"));
-        }
-        let err = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
-        if err != 0 {
-            return Err(io::Error::from_raw_os_error(err));
-        }
-    }
-    stream.set_nonblocking(false)?;
-    Ok(stream)
 }
 
 /// Whether the peer of a connected socket has closed or reset it (POLLRDHUP, POLLHUP
