@@ -247,7 +247,8 @@ def red(d: Direction, at: str) -> list[str]:
                                       "(it holds it in 32 bits)")
     burst = red_burst(lo)
     if burst is None:
-        raise refuse(at, "aqm.min_th", f"{lo} bytes: no burst gives the kernel's red the weight 2^-9")
+        raise refuse(at, "aqm.min_th", f"{lo} bytes: tc finds no burst that gives the kernel's red the "
+                                       "averaging weight 2^-9 (netrig-link's is 0.002)")
     words = ["limit", str(limit), "min", str(lo), "max", str(hi), "avpkt", str(RED_AVPKT),
              "burst", str(burst), "probability", repr(p)]
     if d.rate_bps:  # idle decay at the link's rate, as netrig-link's (none without a rate)
