@@ -241,7 +241,8 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             if link.plain:
                 continue
             for d, end in enumerate(ends[i]):
-                netns.ip_batch(kernel.tc_lines(end.dev, link.direction(d)), end.ns, what="tc")
+                at = f"link {link.name} {kernel.DIRS[d]}"
+                netns.ip_batch(kernel.tc_lines(end.dev, link.direction(d), at), end.ns, what="tc")
         say("tc qdiscs")
     if emu_links:
         st.control = str(st.dir / "link.sock")
