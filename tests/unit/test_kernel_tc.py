@@ -81,6 +81,8 @@ def test_netem_every_stage_exactly():
     ({"delay": "5ms", "reorder": "10%"}, "netem limit 1000 delay 5000us reorder 10% gap 1"),
     # Modifiers of a stage that is off modify nothing, in netrig-link and here.
     ({"loss": "1%", "correlation": "50%", "reorder_gap": 3}, "netem limit 1000 loss random 1%"),
+    ({"loss": "2%", "ecn": True}, "netem limit 1000 loss random 2% ecn"),
+    ({"gemodel": {"p": "1%", "r": "10%"}, "ecn": True}, "netem limit 1000 loss gemodel 1% 10% 100% 0% ecn"),
 ])
 def test_netem_lines(text, want):
     assert lines(text) == ["qdisc add dev eth0 root handle 10: " + want]

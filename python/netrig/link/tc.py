@@ -129,6 +129,8 @@ def netem(d: Direction, at: str) -> list[str]:
         words += ["loss", "random", percent(d.loss)]
         if d.loss_correlation:
             words.append(percent(d.loss_correlation))
+    if (d.gemodel or d.loss) and d.get("ecn"):
+        words.append("ecn")  # loss marks ECN-capable packets instead (netrig-link does the same)
     if d.duplicate:
         words += ["duplicate", percent(d.duplicate)]
     if d.corrupt:
@@ -269,7 +271,7 @@ OWNS: dict[str, set[str]] = {
     "trace": {"trace", "trace_repeat"},  # refused: no qdisc replays a delivery trace
     "htb": {"rate", "overhead"},
     "netem": {"delay", "jitter", "distribution", "correlation", "no_reorder", "loss", "loss_correlation",
-              "gemodel", "duplicate", "corrupt", "reorder", "reorder_gap", "queue"},
+              "gemodel", "ecn", "duplicate", "corrupt", "reorder", "reorder_gap", "queue"},
     "fifo": {"queue"},
     "pie": {"queue", "aqm.target", "aqm.tupdate", "aqm.alpha", "aqm.beta", "aqm.max_burst", "aqm.ecn"},
     "codel": {"queue", "aqm.target", "aqm.interval", "aqm.ecn"},
