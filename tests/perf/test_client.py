@@ -11,6 +11,8 @@ import threading
 import pytest
 from conftest import free_port, run_json
 
+pytestmark = pytest.mark.net  # servers and clients on loopback
+
 
 def run(cmd: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -200,6 +202,8 @@ def test_netrig_perf_runs_through_the_netrig_command(netrig_server):
     p = run([sys.executable, "-m", "netrig", "perf", "-c", "127.0.0.1", "-p", str(srv.port), "-t", "1", "-J"])
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["end"]["sum_received"]["bytes"] > 0
+    p = run([sys.executable, "-m", "netrig", "perf", "-c"])
+    assert p.returncode == 2, (p.returncode, p.stderr)  # clap's usage error, passed through
 
 
 def available_cc() -> list[str]:

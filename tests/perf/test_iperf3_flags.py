@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import IPERF3, free_port, run_json
 
+pytestmark = pytest.mark.net  # servers and clients on loopback
+
 TIMEOUT = 30
 
 

@@ -12,6 +12,8 @@ import time
 import pytest
 from conftest import IPERF3, run_json
 
+pytestmark = pytest.mark.net  # servers and clients on loopback
+
 COOKIE = b"abcdefghijklmnopqrstuvwxyz234567abcd\x00"
 
 

@@ -16,7 +16,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import IPERF3
+
+pytestmark = pytest.mark.net  # servers and clients on loopback
 
 # The server's default --handshake-timeout: one deadline from accept.
 DEADLINE = 5.0

@@ -15,7 +15,10 @@ import struct
 import subprocess
 import time
 
+import pytest
 from conftest import free_port, run_json
+
+pytestmark = pytest.mark.net  # servers and clients on loopback
 
 # The test: 10 Mbit/s of 1460-byte datagrams, some 860 a second.
 UDP_10M = ["-u", "-b", "10M", "-l", "1460", "-J"]
