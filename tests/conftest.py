@@ -1,4 +1,12 @@
-"""Shared fixtures: the binaries, free ports, servers started and stopped by PID."""
+"""Shared fixtures: the binaries, free ports, servers started and stopped by PID; and
+the rule that keeps `pytest -m "not net"` off the network.
+
+The `net` marker means "needs root, namespaces, loopback traffic or external peers".
+Every test under tests/net and tests/perf carries it and no test under tests/unit does
+(collection stops with a list of the tests that break this). Every test without it runs
+under netguard's guard: a socket opened for traffic, a namespace or a network program
+(ip, tc, ping, iperf3, netrig-perf, netrig-link, `netrig up/run/...`) fails it loudly.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +22,44 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from netguard import Guard
 from netrig import binary
 
 IPERF3 = shutil.which("iperf3")
+TESTS = Path(__file__).resolve().parent
+NET_DIRS = ("net", "perf")  # every test here is marked net
+PURE_DIRS = ("unit",)  # no test here is
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stops the run if a test's directory and its `net` marker disagree."""
+    wrong = []
+    for item in items:
+        try:
+            top = Path(item.path).resolve().relative_to(TESTS).parts[0]
+        except ValueError:
+            continue  # not one of ours (pytester's tests)
+        net = item.get_closest_marker("net") is not None
+        if top in NET_DIRS and not net:
+            wrong.append(f"{item.nodeid}: under tests/{top} but not marked net")
+        elif top in PURE_DIRS and net:
+            wrong.append(f"{item.nodeid}: marked net but under tests/{top} (move it to tests/net)")
+    if wrong:
+        raise pytest.UsageError("test markers disagree with their directories:\n  " + "\n  ".join(wrong))
+
+
+@pytest.fixture(autouse=True)
+def _pure_tests_stay_off_the_network(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Arms netguard's Guard around each test that is not marked net; a violation the
+    test's code caught still fails the test here, at teardown."""
+    if request.node.get_closest_marker("net") is not None:
+        yield
+        return
+    guard = Guard(request.node.nodeid)
+    with guard.armed():
+        yield
+    if guard.caught:
+        pytest.fail("\n".join(guard.caught), pytrace=False)
 
 
 @pytest.fixture(scope="session")

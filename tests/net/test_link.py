@@ -15,6 +15,7 @@ from netlab import assert_emulated_rtt, emulated_pair, needs_root, totals
 from netrig import binary
 from netrig.lab.network import PingResult
 
+pytestmark = pytest.mark.net
 MS = 1_000_000
 
 

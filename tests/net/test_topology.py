@@ -1,6 +1,8 @@
 """Labs for real: the 002 portfolio topology in namespaces, its RTTs and bottleneck
 against theory; `netrig down` and `netrig clean` (after kill -9) leave nothing behind;
-two labs at once; the kernel backend and its refusal of what the kernel lacks."""
+two labs at once; the kernel backend and its refusal of what the kernel lacks. (The
+portfolio's plan, `netrig explain` and `netrig up` on a bad file, which need no lab, are
+in tests/unit/test_portfolio.py.)"""
 
 from __future__ import annotations
 
@@ -17,8 +19,7 @@ from netlab import assert_emulated_rtt, needs_root
 from netrig.exp.results import LATE_SHARE
 from netrig.lab.network import Network, PingResult
 from netrig.lab.state import LABS_DIR, alive
-from netrig.topo.load import load, loads
-from netrig.topo.plan import make_plan
+from netrig.topo.load import loads
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,13 +92,6 @@ def test_portfolio_tcp_fills_the_30mbit_bottleneck(portfolio):
     packets, late = (after[k] - before[k] for k in ("count", "over_budget"))
     if late <= LATE_SHARE * packets:
         assert r.received_bps >= 0.95 * expected, (r.received_bps, expected, late, packets)
-
-
-def test_explain_prints_the_portfolio_predictions():
-    p = netrig("explain", str(PORTFOLIO), "h1", "h9")
-    assert p.returncode == 0, p.stderr
-    assert "L3" in p.stdout and "20 Mbit/s" in p.stdout
-    assert "80." in p.stdout  # base RTT 80.x ms
 
 
 def test_up_status_exec_link_set_down_leave_nothing(tmp_path):
@@ -273,16 +267,3 @@ def test_kernel_backend_shapes_with_htb_or_refuses_by_name(tmp_path):
         assert "backend: userspace" in str(e)
     assert leftovers(prefix) == []
 
-
-def test_up_names_file_line_and_key_of_a_bad_topology(tmp_path):
-    f = tmp_path / "bad.yaml"
-    f.write_text("nodes:\n  a: host\n  b: host\nlinks:\n  - {a: a, b: b, rate: 30Mbitt}\n")
-    p = netrig("up", str(f))
-    assert p.returncode == 1
-    assert "bad.yaml:5" in p.stderr and "rate" in p.stderr and "30Mbitt" in p.stderr
-
-
-def test_portfolio_plan_matches_the_seed():
-    plan = make_plan(load(PORTFOLIO))
-    assert str(plan.addr("h1")).startswith("10.0.0.")
-    assert {l.name for l in plan.topo.links if l.shaped} == {"L1", "L2", "L3"}

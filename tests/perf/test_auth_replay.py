@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import IPERF3, env_without_key
 
+pytestmark = pytest.mark.net  # servers and clients on loopback
+
 COOKIE_LEN = 37
 CHALLENGE, PARAM_EXCHANGE, CREATE_STREAMS, SERVER_ERROR = 100, 9, 10, 0xFE
 KEY = "s3cret-of-the-rig"

@@ -22,7 +22,8 @@ CASES = {
     "udp-l": ["-t", "1", "-u", "-b", "5M", "-l", "1000"],
 }
 
-pytestmark = pytest.mark.skipif(IPERF3 is None, reason="iperf3 is not installed")
+pytestmark = [pytest.mark.net,  # servers and clients on loopback
+              pytest.mark.skipif(IPERF3 is None, reason="iperf3 is not installed")]
 
 
 def check_document(doc: dict, args: list[str]) -> None:

@@ -19,6 +19,8 @@ import time
 import pytest
 from conftest import run_json
 
+pytestmark = pytest.mark.net  # servers and clients on loopback
+
 # A stream may repay a stall at twice its rate, measured over 10 ms windows (the
 # pacer's catch-up window): at most 2 x (100 + 10) ms of its rate in a 100 ms interval.
 CATCH_UP = 2.0 * 1.1

@@ -16,7 +16,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import IPERF3
+
+pytestmark = pytest.mark.net  # servers and clients on loopback
 
 # The server's default --handshake-timeout: one deadline from accept.
 DEADLINE = 5.0
@@ -71,7 +74,9 @@ def finish(procs: dict[str, subprocess.Popen], t0: float, within: float = 15.0) 
             p.kill()
             out, err = p.communicate()
         assert p.returncode == 0, (name, err[-500:], out[-800:])
-        assert json.loads(out)["end"]["sum_received"]["bytes"] > 0, name
+        end = json.loads(out)["end"]
+        received, sent = end["sum_received"]["bytes"], end["sum_sent"]["bytes"]
+        assert 1_000_000 <= received <= sent, (name, received, sent)  # a second on loopback
     elapsed = time.monotonic() - t0
     assert elapsed < within, elapsed
 
@@ -197,7 +202,8 @@ def test_rr_new_conn_cannot_open_more_connections_than_the_server_allows(perf_bi
     # Within it: a real client runs.
     p = subprocess.run(base + ["-P", "2", "-t", "1", "-J"], capture_output=True, text=True, timeout=20)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["end"]["rr"]["transactions"] > 0
+    rr = json.loads(p.stdout)["end"]["rr"]
+    assert rr["transactions"] > 0 and rr["failed"] == 0, rr
 
     # A client that says -P 1 and then opens 40 connections with its cookie.
     c = cookie()

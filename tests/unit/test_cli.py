@@ -43,11 +43,26 @@ def test_missing_binary_says_where_it_looked(monkeypatch, tmp_path):
     assert str(tmp_path) in str(e.value) and "pip install" in str(e.value)
 
 
-def test_perf_passes_arguments_and_exit_code_through():
+def test_perf_execs_netrig_perf():
     p = subprocess.run([sys.executable, "-m", "netrig", "perf", "--version"], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout.startswith("netrig-perf ")
-    p = subprocess.run([sys.executable, "-m", "netrig", "perf", "-c"], capture_output=True, text=True)
-    assert p.returncode == 2  # clap's usage error, passed through
+    assert p.returncode == 0 and p.stdout.startswith("netrig-perf "), (p.returncode, p.stdout, p.stderr)
+
+
+def test_perf_passes_every_argument_through(monkeypatch):
+    """netrig perf replaces itself with netrig-perf and its arguments, untouched (the
+    exec is recorded, not done; tests/perf/test_client.py runs it for real)."""
+    execs = []
+
+    def execv(exe, argv):
+        execs.append((exe, argv))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(os, "execv", execv)
+    args = ["-c", "192.0.2.1", "-p", "5999", "-t", "1", "--", "-J"]
+    with pytest.raises(SystemExit):
+        main(["perf", *args])
+    exe = str(binary("netrig-perf"))
+    assert execs == [(exe, [exe, *args])]
 
 
 def test_launcher_script_is_installed():

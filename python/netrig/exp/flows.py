@@ -21,7 +21,11 @@ from typing import Any
 from netrig._bins import binary
 from netrig.exp.scenario import FlowSpec
 
-_PING = re.compile(r"^\[([0-9.]+)\].*icmp_seq=(\d+).*time=([0-9.]+) ms")
+_NUM = r"\d+(?:\.\d+)?"
+# A reply of iputils ping -D: "[1700000000.123456] 64 bytes from A: icmp_seq=1 ttl=64
+# time=0.045 ms", and " (DUP!)" after a duplicate.
+_PING = re.compile(rf"^\[({_NUM})\] .*\bicmp_seq=(\d+) .*\btime=({_NUM}) ms( \(DUP!\))?")
+_PING_STATS = re.compile(r"^(\d+) packets transmitted, (\d+) received")
 
 
 def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: float,
@@ -69,9 +73,15 @@ def _secs(s: float) -> str:
     return str(max(1, int(math.ceil(s - 1e-9))))
 
 
+def ping_count(duration: float, interval: float) -> int:
+    """How many echo requests fit in the duration (0.6 s at 0.2 s is 3, although
+    0.6 / 0.2 is 2.9999999999999996 in floating point)."""
+    return max(1, int(duration / interval + 1e-9))
+
+
 def ping_argv(f: FlowSpec, addr: str, duration: float) -> list[str]:
     interval = f.seconds("interval", 1.0)
-    count = max(1, int(duration / interval))
+    count = ping_count(duration, interval)
     # -c alone stops after *sending* count requests (with -w it would keep sending until
     # count replies came back, well past the flow's time when some are lost); -W: how
     # long the last ones may take.
@@ -97,17 +107,24 @@ class Outcome:
     doc: dict[str, Any] | None = field(default=None, repr=False)
 
     def parse(self) -> None:
+        """Reads the output once; what cannot be read becomes `error` (never an exception),
+        and a netrig-perf document that is not the shape summary() and series() read is
+        dropped."""
         if self.spec.kind in ("tcp", "udp", "probe", "fetch"):
-            try:
-                self.doc = json.loads(self.stdout) if self.stdout.strip() else None
-            except json.JSONDecodeError:
-                self.doc = None
-            if self.doc is None:
-                self.error = self.error or f"no JSON from netrig-perf: {(self.stderr or self.stdout)[-300:]}"
-            elif self.doc.get("error"):
+            self.doc, problem = parse_perf_json(self.stdout)
+            if problem:
+                said = self.stderr.strip()[-300:]
+                self.error = self.error or problem + (f"; its stderr ends: {said}" if said else "")
+            elif self.doc is not None and self.doc.get("error"):
                 self.error = f"netrig-perf: {self.doc['error']}"
-        elif self.spec.kind == "ping" and self.code not in (0, 1) and self.error is None:
-            self.error = f"ping exited {self.code}: {self.stderr.strip()[-300:]}"
+        elif self.spec.kind == "ping" and self.error is None:
+            problem = ping_problem(self.stdout)
+            if self.code not in (0, 1):
+                self.error = f"ping exited {self.code}: {self.stderr.strip()[-300:]}"
+            elif problem:
+                self.error = problem
+            elif self.code == 0 and not self.ping_samples():
+                self.error = f"ping exited 0 but printed no reply: {self.stdout.strip()[-300:]!r}"
 
     @property
     def end(self) -> dict[str, Any]:
@@ -121,9 +138,12 @@ class Outcome:
             out.update(self._bulk())
         elif k == "ping":
             rtts = [r for _, r in self.ping_samples()]
-            sent = max(1, int(self.planned_s / self.spec.seconds("interval", 1.0)))
             out.update(_stats("rtt_ms", rtts))
-            out["loss_pct"] = 100.0 * (1 - len(rtts) / sent) if rtts or not self.error else None
+            counts = ping_counts(self.stdout)
+            if counts is None:  # no statistics line (ping was stopped): what was planned
+                counts = (ping_count(self.planned_s, self.spec.seconds("interval", 1.0)), len(rtts))
+            sent, received = counts
+            out["loss_pct"] = 100.0 * (1 - received / sent) if sent and (rtts or not self.error) else None
         elif k == "probe" and self.doc:
             p = self.end.get("probe") or {}
             r = p.get("rtt_ms") or {}
@@ -234,16 +254,109 @@ class Outcome:
         return out
 
     def ping_samples(self) -> list[tuple[float, float]]:
-        """(seconds from the run's start, RTT ms) per reply; ping -D stamps wall time."""
+        """(seconds from the run's start, RTT ms) per reply (a duplicate is not a
+        reply); ping -D stamps wall time."""
         rows = []
         for line in self.stdout.splitlines():
             m = _PING.match(line)
-            if m:
+            if m and not m.group(4):
                 rows.append((float(m.group(1)), float(m.group(3))))
         if not rows:
             return []
         first_wall = rows[0][0]
         return [(self.start_s + (w - first_wall), r) for w, r in rows]
+
+
+def ping_counts(text: str) -> tuple[int, int] | None:
+    """(transmitted, received) from ping's statistics line, or None without one."""
+    for line in text.splitlines():
+        if m := _PING_STATS.match(line):
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
+def ping_problem(text: str) -> str | None:
+    """What is wrong with ping's output: a line that looks like a reply but does not
+    read as one (ping stopped mid-line is not a problem: its last line is left out)."""
+    lines = text.splitlines()
+    if text and not text.endswith("\n"):
+        lines = lines[:-1]
+    for n, line in enumerate(lines, 1):
+        if "icmp_seq=" in line and " bytes from " in line and "time=" in line and not _PING.match(line):
+            return f"ping output line {n} is not a reply netrig can read: {line[:200]!r}"
+    return None
+
+
+# The parts of netrig-perf's -J document that summary() and series() read, and the type
+# each must have: a dict is an object whose listed keys are checked (others are left
+# alone), a one-element list is an array of that, NUMBER a number (or null).
+NUMBER = "number"
+_SUM = {k: NUMBER for k in ("bits_per_second", "bytes", "seconds", "retransmits", "lost_percent",
+                            "jitter_ms", "packets", "end")}
+_PACING = {k: NUMBER for k in ("short_at_end_bytes", "forgiven_bytes", "behind_seconds", "max_behind_ms")}
+_STATS = {k: NUMBER for k in ("mean", "p50", "p99", "stddev", "min", "max")}
+_SAMPLES = {"samples": [[NUMBER]], "samples_columns": [str]}
+PERF_DOC = {
+    "error": str,
+    "end": {"sum_received": _SUM, "sum_sent": _SUM, "sum": _SUM,
+            "streams": [{"sender": {"mean_rtt": NUMBER, "pacing": _PACING}, "udp": {"pacing": _PACING}}],
+            "probe": {"rtt_ms": _STATS, "loss_percent": NUMBER, **_SAMPLES},
+            "rr": {"time_ms": _STATS, "transactions": NUMBER, "failed": NUMBER, **_SAMPLES}},
+    "intervals": [{"sum": _SUM}],
+    "netrig": {"tcp_info": [{k: NUMBER for k in ("t", "snd_wnd", "snd_mss", "snd_cwnd", "snd_cwnd_bytes",
+                                                  "rtt_us")}]},
+}
+_ROOT = "the document"
+_NEEDED = {"tcp_info": "t"}  # keys an element must have
+_COLUMNS = {"probe": ("t", "rtt_ms"), "rr": ("t", "time_ms")}
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(v), "a number")
+
+
+def _shape_problem(v: Any, shape: Any, where: str) -> str | None:
+    if shape == NUMBER:
+        ok = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+        return None if ok else f"{where} is {_kind(v)}, not a number"
+    if isinstance(shape, type):
+        return None if v is None or isinstance(v, shape) else f"{where} is {_kind(v)}, not {_kind(shape())}"
+    if isinstance(shape, list):
+        if not isinstance(v, list):
+            return f"{where} is {_kind(v)}, not an array"
+        for i, x in enumerate(v):
+            if problem := _shape_problem(x, shape[0], f"{where}[{i}]"):
+                return problem
+        return None
+    if not isinstance(v, dict):
+        return f"{where} is {_kind(v)}, not an object"
+    name = where.rsplit(".", 1)[-1].split("[")[0]
+    if (need := _NEEDED.get(name)) and where.endswith("]") and need not in v:
+        return f"{where} has no {need!r}"
+    if name in _COLUMNS and isinstance(v.get("samples_columns"), list):
+        missing = [c for c in _COLUMNS[name] if c not in v["samples_columns"]]
+        if missing:
+            return f"{where}.samples_columns lacks {', '.join(missing)}"
+    for key, sub in shape.items():
+        if key in v and (problem := _shape_problem(v[key], sub, f"{where}.{key}" if where != _ROOT else key)):
+            return problem
+    return None
+
+
+def parse_perf_json(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """netrig-perf's -J output: (the document, None), or (None, what is wrong with it)."""
+    if not text.strip():
+        return None, "no JSON from netrig-perf: its output is empty"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        what = "cut short" if cut else f"not valid JSON at line {e.lineno} column {e.colno} ({e.msg})"
+        return None, f"netrig-perf's JSON output is {what} ({len(text)} bytes; it ends {text.rstrip()[-80:]!r})"
+    if problem := _shape_problem(doc, PERF_DOC, _ROOT):
+        return None, f"netrig-perf's JSON: {problem}"
+    return doc, None
 
 
 def _ms(v: float | None) -> float | None:

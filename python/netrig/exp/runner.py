@@ -446,28 +446,47 @@ class _QueueMonitor:
     def collect(self, length: float) -> list[dict[str, Any]]:
         if not self.want:
             return []
-        import json
+        return queue_rows(self.path.read_text().splitlines(), self.t0, length, self.want)
 
-        rows = []
-        for line in self.path.read_text().splitlines():
-            try:
-                v = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line being written
-            t = v.get("t")
-            if t is None or not self.t0 <= t <= self.t0 + length:
-                continue
-            for i, name, dirs in self.want:
-                if v.get("link") == name and v.get("dir") in dirs:
-                    rows.append({"monitor": i, "kind": "queue", "t": round(t - self.t0, 6), "link": name,
-                                 "dir": v["dir"], "queue_packets": v.get("queue_packets"),
-                                 "queue_bytes": v.get("queue_bytes"),
-                                 "sojourn_ms": (v.get("sojourn_mean_us") or 0) / 1e3,
-                                 "sojourn_max_ms": (v.get("sojourn_max_us") or 0) / 1e3,
-                                 "drops_overflow": v.get("drops_overflow"), "drops_aqm": v.get("drops_aqm"),
-                                 "lost": v.get("lost"), "ecn_marks": v.get("ecn_marks"),
-                                 "rate_bps": v.get("rate_bps"), "dequeued": v.get("dequeued")})
-        return rows
+
+def queue_rows(lines: list[str], t0: float, length: float,
+               want: list[tuple[int, str, set[str]]]) -> list[dict[str, Any]]:
+    """The queue monitors' rows from netrig-link's stats lines: those of the wanted
+    (monitor, link, directions) from t0 to t0 + length, t counted from t0. A line that
+    is not a stats sample (being written, the totals, not JSON) is skipped."""
+    import json
+
+    rows = []
+    for line in lines:
+        try:
+            v = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line being written
+        if not isinstance(v, dict) or not all(_number(v.get(k, 0)) for k in _QUEUE_NUMBERS):
+            continue
+        t = v.get("t")
+        if t is None or not t0 <= t <= t0 + length:
+            continue
+        for i, name, dirs in want:
+            if v.get("link") == name and v.get("dir") in dirs:
+                rows.append({"monitor": i, "kind": "queue", "t": round(t - t0, 6), "link": name,
+                             "dir": v["dir"], "queue_packets": v.get("queue_packets"),
+                             "queue_bytes": v.get("queue_bytes"),
+                             "sojourn_ms": (v.get("sojourn_mean_us") or 0) / 1e3,
+                             "sojourn_max_ms": (v.get("sojourn_max_us") or 0) / 1e3,
+                             "drops_overflow": v.get("drops_overflow"), "drops_aqm": v.get("drops_aqm"),
+                             "lost": v.get("lost"), "ecn_marks": v.get("ecn_marks"),
+                             "rate_bps": v.get("rate_bps"), "dequeued": v.get("dequeued")})
+    return rows
+
+
+# The numbers queue_rows reads or computes with: a line where one is not a number (or
+# null) is not one of netrig-link's samples.
+_QUEUE_NUMBERS = ("t", "sojourn_mean_us", "sojourn_max_us")
+
+
+def _number(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 def _first_t(v: Any) -> float:
