@@ -21,10 +21,11 @@ pytestmark = pytest.mark.net
 
 LAB = """
 name: live
-nodes: {h1: host, h2: host, h3: host}
+nodes: {h1: host, h2: host, h3: host, h4: host}
 links:
   - {a: h1, b: h2, rate: 20Mbit, delay: 2ms, aqm: {type: pie, target: 20ms}}
-  - [h2, h3]
+  - {a: h2, b: h3, emulated: true}
+  - [h3, h4]
 """
 
 
@@ -99,8 +100,18 @@ def test_one_direction_and_a_plain_link(net: Network) -> None:
     assert running(net, "a_to_b")["spec"]["delay_ns"] == 2_000_000
     net.set_link("h1", "h2", delay="3ms")  # both: the direction's own 10ms gives way
     assert running(net, "b_to_a")["spec"]["delay_ns"] == 3_000_000
-    with pytest.raises(Exception, match=r"h2-h3 is a plain veth pair .* add `emulated: true`"):
-        net.set_link("h2", "h3", delay="5ms")
+    with pytest.raises(Exception, match=r"h3-h4 is a plain veth pair .* add `emulated: true`"):
+        net.set_link("h3", "h4", delay="5ms")
+
+
+def test_an_emulated_link_unshaped_until_shaped_live(net: Network) -> None:
+    h2h3 = net.link_stats()["links"][1]
+    carried = h2h3["spec"]["a_to_b"]
+    assert h2h3["link"] == "h2-h3" and carried["delay_ns"] == 0 and "rate_bps" not in carried
+    assert net.ping("h2", "h3", count=5, interval=0.05).median_ms < 5
+    net.set_link("h2", "h3", delay="15ms")
+    rtt = net.ping("h2", "h3", count=5, interval=0.05)
+    assert rtt.received == 5 and rtt.median_ms >= 30, rtt
 
 
 def test_a_tcp_flow_follows_the_rate_down_and_up(net: Network) -> None:

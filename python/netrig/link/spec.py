@@ -182,12 +182,13 @@ class DisciplineInfo:
     limit_packets: int | None
     limit_bytes: int | None
     doc: str
+    constants: dict[str, Any]  # what a user cannot set but tc must match (RED's avpkt, wq)
 
 
 KEYS: dict[str, Key] = {k["name"]: Key.of(k) for k in SCHEMA["keys"]}
 DISCIPLINES: dict[str, DisciplineInfo] = {
     d["name"]: DisciplineInfo(d["name"], {p["name"]: Key.of(p) for p in d["params"]},
-                              d["limit"]["packets"], d["limit"]["bytes"], d["doc"])
+                              d["limit"]["packets"], d["limit"]["bytes"], d["doc"], d["constants"])
     for d in SCHEMA["disciplines"]}
 
 

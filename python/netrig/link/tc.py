@@ -20,10 +20,11 @@ Values are written as tc parses them exactly (iproute2 6.1, tc/q_*.c):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from netrig.errors import NetrigError
-from netrig.link.spec import Direction
+from netrig.link.spec import DISCIPLINES, Direction
 
 
 class KernelBackendError(NetrigError):
@@ -200,8 +201,10 @@ def fq_codel(d: Direction, at: str) -> list[str]:
             _flag(a.get("ecn"), "ecn")]
 
 
-RED_AVPKT = 1000  # netrig-link's RED: the typical packet of its idle decay
-RED_WLOG = 9  # the kernel's EWMA weight is 2^-Wlog; 2^-9 is nearest netrig-link's wq = 0.002
+# netrig-link's RED (the schema's): the typical packet of its idle decay, and its
+# averaging weight wq; the kernel's EWMA weight is 2^-Wlog, and 2^-9 is nearest 0.002.
+RED_AVPKT = DISCIPLINES["red"].constants["avpkt_bytes"]
+RED_WLOG = round(-math.log2(DISCIPLINES["red"].constants["wq"]))
 
 
 def _red_wlog(min_th: int, burst: int, avpkt: int) -> int:

@@ -260,6 +260,9 @@ pub struct DisciplineInfo {
     pub name: &'static str,
     pub params: Vec<Key>,
     pub limit: Limit,
+    /// What the discipline fixes that a user cannot set but a translator to another
+    /// implementation (tc) must match: RED's average packet and averaging weight.
+    pub constants: Value,
     pub doc: &'static str,
 }
 
@@ -283,6 +286,7 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
             name: "droptail",
             params: vec![],
             limit: Limit::packets(1000),
+            constants: json!({}),
             doc: "first in, first out; drops arrivals at the limit",
         },
         DisciplineInfo {
@@ -327,6 +331,7 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
                 ),
             ],
             limit: red.limit,
+            constants: json!({ "avpkt_bytes": red.avpkt, "wq": red.wq }),
             doc: "Random Early Detection (Floyd & Jacobson 1993)",
         },
         DisciplineInfo {
@@ -355,6 +360,7 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
                 ),
             ],
             limit: codel.limit,
+            constants: json!({}),
             doc: "Controlled Delay (RFC 8289)",
         },
         DisciplineInfo {
@@ -406,6 +412,7 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
                 ),
             ],
             limit: pie.limit,
+            constants: json!({}),
             doc: "Proportional Integral controller Enhanced (RFC 8033)",
         },
         DisciplineInfo {
@@ -443,6 +450,7 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
                 ),
             ],
             limit: fq.limit,
+            constants: json!({}),
             doc: "Flow Queue CoDel (RFC 8290)",
         },
     ]
@@ -460,7 +468,7 @@ pub fn schema() -> Value {
             "bytes": { "min": QUEUE_BYTES.0, "max": QUEUE_BYTES.1 },
         },
         "disciplines": disciplines().iter().map(|d| json!({
-            "name": d.name, "doc": d.doc, "limit": limit(d.limit),
+            "name": d.name, "doc": d.doc, "limit": limit(d.limit), "constants": d.constants,
             "params": d.params.iter().map(Key::to_json).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "lateness": { "budget_ns": LATE_BUDGET_NS, "late_share": LATE_SHARE },
