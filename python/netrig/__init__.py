@@ -1,7 +1,10 @@
 """netrig: a network test rig.
 
-Owns the Python side of netrig: the `netrig` command, and (as the project grows) the
-topology model, link backends, the experiment runner, theory and reports.
+Owns the Python side of netrig: the `netrig` command (`cli`), the topology model
+(`topo`, pure), the running lab (`lab`), the link backends and the link-spec contract's
+Python side (`link`), the experiment runner, results, figures and report (`exp`), the
+formulas (`theory`), and the small shared pieces: `units` (one rule for unit strings),
+`errors`, `safefs` (files written as root), `_bins` (finding the Rust binaries).
 
 Does not own anything on the packet path: the traffic tool (`netrig-perf`) and the link
 emulator are Rust binaries; Python starts them with flags and reads their JSON lines.
