@@ -260,12 +260,28 @@ def _link(args: argparse.Namespace) -> int:
 
     if args.action != "set":
         raise NetrigError(f"netrig link {args.action}: only 'set' is known")
-    params = {}
+    import yaml
+
+    from netrig.topo import load as tload
+
+    params: dict = {}
     for kv in args.params:
         key, sep, value = kv.partition("=")
         if not sep:
             raise NetrigError(f"'{kv}': write KEY=VALUE, e.g. delay=50ms")
-        params[key] = value
+        # As a file would read it: ecn=true is a boolean, flows=64 a number, 10ms text.
+        try:
+            parsed = tload.parse_value(value) if value.strip() else ""
+        except yaml.YAMLError as e:
+            raise NetrigError(f"{kv}: the value is not YAML: {e}") from None
+        if "." in key:  # aqm.target=10ms: one parameter of the link's discipline
+            outer, _, inner = key.partition(".")
+            now = params.get(outer)
+            params[outer] = {**({"type": now} if isinstance(now, str) else now or {}), inner: parsed}
+        elif isinstance(params.get(key), dict) and isinstance(parsed, str):
+            params[key] = {**params[key], "type": parsed}  # aqm.flows=64 aqm=fq_codel
+        else:
+            params[key] = parsed
     if not params:
         raise NetrigError("nothing to set: give KEY=VALUE, e.g. delay=50ms")
     net = Network.attach(_prefix(args))

@@ -6,6 +6,8 @@ running and against the traffic it carries."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -14,7 +16,6 @@ from netlab import needs_root
 from netrig.lab.network import Network
 from netrig.lab.state import LabState
 from netrig.link.spec import DISCIPLINES
-from netrig.topo.load import loads
 from netrig.topo.model import TopologyError
 
 pytestmark = pytest.mark.net
@@ -30,9 +31,11 @@ links:
 
 
 @pytest.fixture(scope="module")
-def net():
+def net(tmp_path_factory):
     needs_root()
-    with Network(loads(LAB), prefix=f"live{os.getpid() % 100000}") as n:
+    path = tmp_path_factory.mktemp("live") / "live.yaml"
+    path.write_text(LAB)
+    with Network(path, prefix=f"live{os.getpid() % 100000}") as n:
         n.ping("h1", "h2", count=1)  # ARP
         yield n
 
@@ -156,3 +159,26 @@ def test_the_new_ecn_key_marks_what_loss_would_drop(net: Network) -> None:
     net.set_link("h1", "h2", loss="0%", ecn=False)
     assert "ecn" not in running(net)["spec"] and "loss" not in running(net)["spec"]
     assert net.ping("h1", "h2", count=3, interval=0.05).received == 3
+
+
+def test_the_command_line_reads_values_as_a_file_would(net: Network) -> None:
+    """`netrig link set`: ecn=true is a boolean, flows=64 a number, aqm.target one
+    parameter of the discipline running."""
+    def link_set(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "netrig", "link", "set", "h1", "h2", *args,
+                               "--prefix", net.prefix], capture_output=True, text=True, timeout=60)
+
+    net.set_link("h1", "h2", aqm={"type": "pie", "target": "20ms"}, loss="0%", ecn=False)
+    p = link_set("aqm.tupdate=30ms", "ecn=true", "loss=1%")
+    assert p.returncode == 0, p.stderr
+    now = running(net)["spec"]
+    assert {k: v for k, v in now["queue"].items() if k != "limit_packets"} == {
+        "discipline": "pie", "target_ns": 20_000_000, "tupdate_ns": 30_000_000}
+    assert now["ecn"] is True and now["loss"]["random"]["p"] == 0.01
+    p = link_set("aqm=fq_codel", "aqm.flows=64", "--dir", "b_to_a")
+    assert p.returncode == 0, p.stderr
+    assert running(net, "b_to_a")["spec"]["queue"]["flows"] == 64
+    assert running(net, "b_to_a")["spec"]["queue"]["discipline"] == "fq_codel"
+    assert running(net, "a_to_b")["spec"]["queue"]["discipline"] == "pie"
+    p = link_set("ecn=maybe")
+    assert p.returncode != 0 and "ecn: 'maybe' is not true or false" in p.stderr, p.stderr

@@ -298,6 +298,12 @@ class Network:
         if "a" not in running:  # a lab of an older netrig kept only the keys it changed
             running = {**link.spec.model_dump(exclude_unset=True), **running}
         new = running
+        if isinstance(params.get("aqm"), dict) and "type" not in params["aqm"]:
+            # aqm={"target": "10ms"}: a parameter of the discipline running
+            now = (new.get(dir) or {}).get("aqm") if dir else None
+            now = now or new.get("aqm") or "droptail"
+            params = {**params, "aqm": {**({"type": now} if isinstance(now, str) else now),
+                                        **params["aqm"]}}
         new = {**new, dir: {**(new.get(dir) or {}), **params}} if dir else _overlay(new, params)
         try:
             changed = Link(LinkSpec.model_validate(new), link.defaults)
