@@ -68,6 +68,11 @@ def test_a_neutral_value_is_not_set() -> None:
     ({"aqm": {"type": "fq_codel", "quantum": 10}}, "aqm: quantum: '10' is outside 64 .. 1048576"),
     ({"reorder_gap": 0}, "reorder_gap: '0' is outside 1 .. 1000000"),
     ({"colour": "red"}, "colour: unknown key"),
+    # The schema's rules between keys, the ones netrig-link checks too.
+    ({"reorder": "10%"}, "reorder: reordering needs a delay to jump ahead of"),
+    ({"aqm": {"type": "red", "min_th": "90KB"}}, "aqm.min_th: RED's min_th must be below its max_th"),
+    ({"trace": "t.txt", "overhead": 4}, "a trace's deliveries are whole frames: overhead applies to a rate"),
+    ({"aqm": {"type": "red", "max_p": "2%"}}, "aqm: max_p: '2%' is not a number"),
 ])
 def test_a_value_outside_the_schema_is_named(text: dict, message: str) -> None:
     with pytest.raises(units.UnitError) as e:
@@ -122,3 +127,13 @@ def test_a_direction_that_clashes_after_merging_is_an_error_at_its_key() -> None
         loads("nodes: {a: host, b: host}\n"
               "links: [{a: a, b: b, loss: 1%, a_to_b: {gemodel: {p: 1%, r: 5%}}}]\n")
     assert e.value.problems == ["<string>:2: links[0].a_to_b: give either loss or gemodel, not both"]
+
+
+def test_a_rule_between_keys_is_named_at_its_line_before_anything_runs() -> None:
+    with pytest.raises(TopologyError) as e:
+        loads("nodes: {a: host, b: host}\n"
+              "links:\n"
+              "  - {a: a, b: b, rate: 10Mbit, reorder: 10%}\n")
+    assert e.value.problems == [
+        "<string>:3: links[0].a_to_b: reorder: reordering needs a delay to jump ahead of",
+        "<string>:3: links[0].b_to_a: reorder: reordering needs a delay to jump ahead of"]

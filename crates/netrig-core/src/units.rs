@@ -219,11 +219,11 @@ mod tests {
 /// netrig's own unit strings (scenario files, netrig-link flags): rates are decimal
 /// with an explicit unit, "30Mbit", "1.5Gbit", "64kbit", "100bit"; "bps" forms too.
 pub fn parse_bitrate(text: &str) -> Result<u64, UnitError> {
-    let t = text.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("/s").unwrap_or(&t);
-    let t = match t.strip_suffix("bps") {
+    let lower = text.trim().to_ascii_lowercase();
+    // "bit/s", "bps" and "b/s" all mean "bit", as in netrig's Python.
+    let t = match ["bit/s", "bps", "b/s"].iter().find_map(|u| lower.strip_suffix(u)) {
         Some(n) => format!("{n}bit"),
-        None => t.to_string(),
+        None => lower.clone(),
     };
     scaled(
         text,
@@ -268,7 +268,11 @@ fn scaled(text: &str, lower: &str, units: &[(&str, f64)]) -> Result<u64, UnitErr
         .iter()
         .find_map(|(suffix, mult)| lower.strip_suffix(suffix).map(|n| (n, *mult)))
         .ok_or_else(malformed)?;
-    let v: f64 = num.trim().parse().map_err(|_| malformed())?;
+    let num = num.trim();
+    if !plain_number(num.strip_prefix('-').unwrap_or(num)) {
+        return Err(malformed());
+    }
+    let v: f64 = num.parse().map_err(|_| malformed())?;
     if !v.is_finite() {
         return Err(malformed());
     }
@@ -278,13 +282,28 @@ fn scaled(text: &str, lower: &str, units: &[(&str, f64)]) -> Result<u64, UnitErr
     Ok((v * mult).round() as u64)
 }
 
+/// Digits with at most one point that has a digit after it, and an optional exponent:
+/// what netrig's Python reads as a number ("5", "0.5", ".5", "1e3"; not "5.", "+5").
+fn plain_number(s: &str) -> bool {
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or(("", mantissa));
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let whole = (int.is_empty() || digits(int)) && digits(frac);
+    whole && exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)))
+}
+
 /// "1%", "0.5%" → a probability. The % is required, as in topology files: a bare "1"
 /// could mean 1 % or 100 %.
 pub fn parse_probability(text: &str) -> Result<f64, UnitError> {
     let t = text.trim();
     let v = t
         .strip_suffix('%')
-        .and_then(|n| n.trim().parse::<f64>().ok())
+        .map(str::trim)
+        .filter(|n| plain_number(n.strip_prefix('-').unwrap_or(n)))
+        .and_then(|n| n.parse::<f64>().ok())
         .filter(|v| v.is_finite())
         .map(|x| x / 100.0)
         .ok_or_else(|| UnitError::Malformed(format!("{text} (a percentage, e.g. 1% or 0.5%)")))?;

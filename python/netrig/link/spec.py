@@ -332,9 +332,33 @@ class Direction:
         return out
 
 
+RULES: list[dict[str, str]] = SCHEMA["rules"]
+
+
+def broken_rule(d: Direction, kinds: tuple[str, ...] = ("excludes", "requires", "below")) -> str | None:
+    """Why d breaks a rule between keys (the schema's), naming the key, if it does."""
+    def value(name: str) -> Any:
+        if name.startswith("aqm."):
+            return d.aqm.get(name[4:])
+        return d.values.get(name)
+
+    for r in RULES:
+        if r["kind"] not in kinds:
+            continue
+        a, b = r["key"], r["other"]
+        if any(n.startswith("aqm.") and n[4:] not in d.aqm.info.params for n in (a, b)):
+            continue  # a parameter of another discipline
+        va, vb = value(a), value(b)
+        if (r["kind"] == "requires" and va is not None and vb is None
+                or r["kind"] == "excludes" and va is not None and vb is not None
+                or r["kind"] == "below" and va is not None and vb is not None and va >= vb):
+            return r["why"] if r["kind"] == "excludes" else f"{a}: {r['why']}"  # names both
+    return None
+
+
 def resolve(text: Mapping[str, Any]) -> Direction:
     """A direction's keys as the file gives them (None: not given) -> numbers. Raises
-    UnitError naming the key."""
+    UnitError naming the key (for a rule between keys, the first of them)."""
     values: dict[str, Any] = {}
     aqm = Discipline()
     for name, raw in text.items():
@@ -351,7 +375,11 @@ def resolve(text: Mapping[str, Any]) -> Direction:
             aqm = v
         elif v != key.neutral:
             values[name] = v
-    return Direction(values, aqm, dict(text))
+    d = Direction(values, aqm, dict(text))
+    broken = broken_rule(d)
+    if broken:
+        raise units.UnitError(broken)
+    return d
 
 
 def axis_kind(name: str) -> str | None:

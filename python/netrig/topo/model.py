@@ -126,10 +126,17 @@ class _ShapingBase(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Any:
-        if self.loss is not None and self.gemodel is not None:
-            raise ValueError("give either loss or gemodel, not both")
-        if self.rate is not None and self.trace is not None:
-            raise ValueError("give either rate or trace, not both")
+        """The schema's rules between keys given together at one level (a rule that
+        spans levels, or `requires`, is the resolved direction's: `Link.direction`)."""
+        given = {k: getattr(self, k) for k in linkspec.KEYS if getattr(self, k, None) is not None}
+        try:
+            d = linkspec.resolve({k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
+                                  for k, v in given.items()})
+        except units.UnitError:
+            return self  # a value's own error is its field's; a rule's is the direction's
+        broken = linkspec.broken_rule(d, ("excludes",))
+        if broken:
+            raise ValueError(broken)
         return self
 
     def merged(self, over: Any) -> Any:

@@ -311,10 +311,11 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
                 param(
                     "max_p",
                     "max_p",
-                    Fraction,
+                    Number,
                     json!(red.max_p),
-                    "drop probability at max_th",
-                ),
+                    "drop probability at max_th (a probability, 0.02)",
+                )
+                .range(1e-9, 1.0),
                 param(
                     "gentle",
                     "gentle",
@@ -456,6 +457,118 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
     ]
 }
 
+/// A rule between two keys of a direction (file names; a discipline's parameter as
+/// `aqm.NAME`, in force only under that discipline).
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub kind: RuleKind,
+    pub key: &'static str,
+    pub other: &'static str,
+    pub why: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RuleKind {
+    /// `key` set needs `other` set (to something other than its neutral value).
+    Requires,
+    /// `key` and `other` are not both set.
+    Excludes,
+    /// `key`'s value (or default) is below `other`'s.
+    Below,
+}
+
+/// The rules between keys, checked by `DirectionSpec::build` and by netrig's Python
+/// when it reads a topology file.
+pub fn rules() -> Vec<Rule> {
+    use RuleKind::*;
+    let rule = |kind, key, other, why| Rule {
+        kind,
+        key,
+        other,
+        why,
+    };
+    vec![
+        rule(Excludes, "rate", "trace", "give either rate or trace, not both"),
+        rule(
+            Excludes,
+            "loss",
+            "gemodel",
+            "give either loss or gemodel, not both",
+        ),
+        rule(
+            Excludes,
+            "overhead",
+            "trace",
+            "a trace's deliveries are whole frames: overhead applies to a rate",
+        ),
+        rule(
+            Requires,
+            "reorder",
+            "delay",
+            "reordering needs a delay to jump ahead of",
+        ),
+        rule(
+            Below,
+            "aqm.min_th",
+            "aqm.max_th",
+            "RED's min_th must be below its max_th",
+        ),
+    ]
+}
+
+/// The JSON path of a file key (`aqm.min_th` under `discipline`), and its default.
+fn place(name: &str, discipline: &str) -> Option<(String, Value)> {
+    if let Some(param) = name.strip_prefix("aqm.") {
+        let d = disciplines().into_iter().find(|d| d.name == discipline)?;
+        let k = d.params.into_iter().find(|k| k.name == param)?;
+        return Some((format!("queue.{}", k.json), k.default));
+    }
+    let k = keys().into_iter().find(|k| k.name == name)?;
+    let json = if k.kind == Kind::Queue {
+        "queue.limit_packets".to_string()
+    } else {
+        k.json.to_string()
+    };
+    Some((json, k.default))
+}
+
+/// Is a value set to something other than neutral (absent, null, 0, false)?
+fn set(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(_) => true,
+    }
+}
+
+/// The first rule a spec (as JSON) breaks: (the JSON field, why).
+pub fn broken_rule(spec: &Value) -> Option<(String, &'static str)> {
+    let discipline = at(spec, "queue.discipline")
+        .and_then(Value::as_str)
+        .unwrap_or("droptail");
+    for r in rules() {
+        let (Some((a, a_default)), Some((b, b_default))) =
+            (place(r.key, discipline), place(r.other, discipline))
+        else {
+            continue; // a parameter of another discipline
+        };
+        let (va, vb) = (at(spec, &a), at(spec, &b));
+        let broken = match r.kind {
+            RuleKind::Requires => set(va) && !set(vb),
+            RuleKind::Excludes => set(va) && set(vb),
+            RuleKind::Below => {
+                let x = va.unwrap_or(&a_default).as_f64();
+                let y = vb.unwrap_or(&b_default).as_f64();
+                matches!((x, y), (Some(x), Some(y)) if x >= y)
+            }
+        };
+        if broken {
+            return Some((a, r.why));
+        }
+    }
+    None
+}
+
 /// The contract as JSON: what `netrig-link schema` prints.
 pub fn schema() -> Value {
     let limit = |l: Limit| json!({ "packets": l.packets, "bytes": l.bytes });
@@ -470,6 +583,9 @@ pub fn schema() -> Value {
         "disciplines": disciplines().iter().map(|d| json!({
             "name": d.name, "doc": d.doc, "limit": limit(d.limit), "constants": d.constants,
             "params": d.params.iter().map(Key::to_json).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "rules": rules().iter().map(|r| json!({
+            "kind": format!("{:?}", r.kind).to_lowercase(), "key": r.key, "other": r.other, "why": r.why,
         })).collect::<Vec<_>>(),
         "lateness": { "budget_ns": LATE_BUDGET_NS, "late_share": LATE_SHARE },
     })
@@ -503,6 +619,7 @@ pub fn out_of_range(spec: &Value, keys: &[Key], prefix: &str) -> Option<(String,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::delay::Distribution;
 
     /// The copy Python reads is this table, printed: regenerate it with
     /// `target/release/netrig-link schema > python/netrig/link/schema.json`.
@@ -515,6 +632,70 @@ mod tests {
             "python/netrig/link/schema.json differs from the schema: regenerate it with \
              `netrig-link schema > python/netrig/link/schema.json`"
         );
+    }
+
+    /// A key's default in the schema is what the spec holds when the key is left out
+    /// (Python leaves out a key at its default): serde's defaults cannot drift from it.
+    #[test]
+    fn a_left_out_key_is_its_schema_default() {
+        use crate::link::spec::DirectionSpec;
+        fn put(v: &mut Value, path: &str, x: Value) {
+            let parts: Vec<&str> = path.split('.').collect();
+            let mut at = v;
+            for p in &parts[..parts.len() - 1] {
+                at = at
+                    .as_object_mut()
+                    .unwrap()
+                    .entry(p.to_string())
+                    .or_insert(json!({}));
+            }
+            at[parts[parts.len() - 1]] = x;
+        }
+        let all = keys();
+        for k in all
+            .iter()
+            .filter(|k| !k.default.is_null() && !matches!(k.kind, Kind::Queue | Kind::Discipline))
+        {
+            // The stage the key modifies, on (its own key with a null default).
+            let mut spec = json!({});
+            if let Some((parent, _)) = k.json.rsplit_once('.') {
+                let stage = all
+                    .iter()
+                    .find(|s| s.default.is_null() && s.json.starts_with(&format!("{parent}.")))
+                    .unwrap_or_else(|| panic!("{}: no key turns its stage on", k.name));
+                put(
+                    &mut spec,
+                    stage.json,
+                    if stage.kind == Kind::Path {
+                        json!("x")
+                    } else {
+                        json!(0.5)
+                    },
+                );
+            }
+            let s: DirectionSpec =
+                serde_json::from_value(spec.clone()).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            let back = serde_json::to_value(&s).unwrap();
+            match at(&back, k.json) {
+                Some(v) => assert_eq!(
+                    v.as_f64().map(|x| json!(x)).unwrap_or(v.clone()),
+                    k.default.as_f64().map(|x| json!(x)).unwrap_or(k.default.clone()),
+                    "{}: left out, the spec holds {v}, the schema says {}",
+                    k.name,
+                    k.default
+                ),
+                // Not written when at its default: false, or (distribution) the build's uniform.
+                None => assert!(
+                    k.default == json!(false)
+                        || (k.name == "distribution"
+                            && s.build_delay().unwrap().distribution == Distribution::Uniform
+                            && k.default == json!("uniform")),
+                    "{}: left out, the spec holds nothing; the schema says {}",
+                    k.name,
+                    k.default
+                ),
+            }
+        }
     }
 
     #[test]

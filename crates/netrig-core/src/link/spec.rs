@@ -415,11 +415,14 @@ impl DirectionSpec {
         })
     }
 
-    /// Every value within its range in the schema.
+    /// Every value within its range in the schema, and no rule between keys broken.
     pub fn check_ranges(&self) -> Result<(), SpecError> {
         let v = serde_json::to_value(self).unwrap_or_default();
-        match schema::out_of_range(&v, &schema::keys(), "") {
-            Some((field, problem)) => Err(bad(&field, problem)),
+        if let Some((field, problem)) = schema::out_of_range(&v, &schema::keys(), "") {
+            return Err(bad(&field, problem));
+        }
+        match schema::broken_rule(&v) {
+            Some((field, why)) => Err(bad(&field, why)),
             None => Ok(()),
         }
     }
@@ -449,13 +452,20 @@ impl DirectionSpec {
         let loss = self.build_loss()?;
         let dup = Self::chance("duplicate", &self.duplicate)?;
         let corrupt = Self::chance("corrupt", &self.corrupt)?;
-        let qdisc = if self.queue != old.queue {
+        // RED ages its average at the link's rate: a new rate is a new RED.
+        let red_rate = self.queue.discipline == "red" && self.rate_bps != old.rate_bps;
+        let qdisc = if self.queue != old.queue || red_rate {
             Some(build_qdisc(&self.queue, self.rate_bps)?)
         } else {
             None
         };
+        // A trace keeps its place when something else changes.
+        let same_rate = (self.rate_bps, &self.trace, self.overhead_bytes)
+            == (old.rate_bps, &old.trace, old.overhead_bytes);
         // Everything checked: now change.
-        d.rate = rate;
+        if !same_rate {
+            d.rate = rate;
+        }
         d.delay = delay;
         d.loss = loss;
         d.duplicate = dup;
