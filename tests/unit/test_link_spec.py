@@ -137,3 +137,43 @@ def test_a_rule_between_keys_is_named_at_its_line_before_anything_runs() -> None
     assert e.value.problems == [
         "<string>:3: links[0].a_to_b: reorder: reordering needs a delay to jump ahead of",
         "<string>:3: links[0].b_to_a: reorder: reordering needs a delay to jump ahead of"]
+
+
+def _link(text: str):
+    return loads("nodes: {h1: host, h2: host}\n" + text).links[0]
+
+
+def test_a_live_change_of_one_parameter_keeps_each_directions_discipline() -> None:
+    link = _link("links: [{a: h1, b: h2, rate: 20Mbit, aqm: {type: pie, target: 20ms}}]\n")
+    link = link.changed({"aqm": {"type": "fq_codel", "flows": 64}}, "b_to_a")
+    link = link.changed({"aqm": {"target": "10ms"}})  # netrig link set h1 h2 aqm.target=10ms
+    assert link.direction(0).aqm == spec.Discipline("pie", {"target": 0.01})
+    assert link.direction(1).aqm == spec.Discipline("fq_codel", {"flows": 64, "target": 0.01})
+    # The discipline may come from the file's defaults.
+    topo = loads("defaults: {link: {aqm: {type: codel, interval: 50ms}}}\n"
+                 "nodes: {h1: host, h2: host}\nlinks: [{a: h1, b: h2, rate: 1Mbit}]\n")
+    changed = topo.links[0].changed({"aqm": {"target": "2ms"}})
+    assert changed.direction(1).aqm == spec.Discipline("codel", {"interval": 0.05, "target": 0.002})
+
+
+def test_a_live_change_turns_off_what_its_key_excludes() -> None:
+    topo = loads("defaults: {link: {loss: 1%}}\n"
+                 "nodes: {h1: host, h2: host}\nlinks: [{a: h1, b: h2, rate: 1Mbit, a_to_b: {loss: 2%}}]\n")
+    link = topo.links[0].changed({"gemodel": {"p": "1%", "r": "10%"}})
+    for d in (0, 1):
+        assert "loss" not in link.direction(d).values and link.direction(d).gemodel["r"] == 0.1
+    link = link.changed({"loss": "3%"}, "b_to_a")
+    assert link.direction(1).loss == 0.03 and link.direction(1).gemodel is None
+    assert link.direction(0).gemodel is not None
+
+
+def test_a_live_change_names_what_it_cannot_set() -> None:
+    link = _link("links: [{a: h1, b: h2, rate: 1Mbit}]\n")
+    with pytest.raises(TopologyError, match=r"link h1-h2: addr_a, name: not a key of a link direction"):
+        link.changed({"name": "x", "addr_a": "10.9.9.9/24"})
+    with pytest.raises(TopologyError, match=r"dir: 'up' is not a_to_b or b_to_a"):
+        link.changed({"delay": "1ms"}, "up")
+    with pytest.raises(TopologyError, match=r"^link h1-h2: b_to_a: reorder: reordering needs a delay"):
+        link.changed({"reorder": "1%"}, "b_to_a")
+    with pytest.raises(TopologyError, match=r"^link h1-h2: loss: '5' is not a percentage"):
+        link.changed({"loss": "5"})

@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.lab import build as builder
 from netrig.lab.state import LabError, LabState, alive
 from netrig.link import spec as linkspec
 from netrig.link import userspace
-from netrig.topo.model import Link, LinkSpec, Topology, TopologyError, _problems_of
+from netrig.topo.model import DIRS, Link, LinkSpec, Topology, TopologyError
 from netrig.topo.plan import Plan, make_plan
 
 
@@ -291,26 +289,12 @@ class Network:
                            "nothing can shape it live: add `emulated: true` to it in the topology "
                            "(netrig-link then carries it, unshaped until you change it) and bring "
                            "the lab up again")
-        if dir not in (None, "a_to_b", "b_to_a"):
-            raise LabError(f"dir: '{dir}' is not a_to_b or b_to_a")
         # The link as it runs (as built, or as the last change left it), with the change.
         running = st.link_changes.get(link.name) or {}
         if "a" not in running:  # a lab of an older netrig kept only the keys it changed
             running = {**link.spec.model_dump(exclude_unset=True), **running}
-        new = running
-        if isinstance(params.get("aqm"), dict) and "type" not in params["aqm"]:
-            # aqm={"target": "10ms"}: a parameter of the discipline running
-            now = (new.get(dir) or {}).get("aqm") if dir else None
-            now = now or new.get("aqm") or "droptail"
-            params = {**params, "aqm": {**({"type": now} if isinstance(now, str) else now),
-                                        **params["aqm"]}}
-        new = {**new, dir: {**(new.get(dir) or {}), **params}} if dir else _overlay(new, params)
-        try:
-            changed = Link(LinkSpec.model_validate(new), link.defaults)
-            specs = {name: changed.direction(d).spec() for d, name in enumerate(DIRS)}
-        except ValidationError as e:
-            raise TopologyError([f"link {link.name}: {p.where()}: {p.message}"
-                                 for p in _problems_of(e)]) from None
+        changed = Link(LinkSpec.model_validate(running), link.defaults).changed(params, dir)
+        specs = {name: changed.direction(d).spec() for d, name in enumerate(DIRS)}
         answer = userspace.request(st.control, {"cmd": "set", "link": link.name,
                                                 "version": linkspec.VERSION, "specs": specs})
         self.topo.links[self.topo.links.index(link)] = changed
@@ -319,17 +303,4 @@ class Network:
         st.link_changes[link.name] = changed.spec.model_dump(exclude_unset=True)
         st.save()
         return answer
-
-
-DIRS = ("a_to_b", "b_to_a")
-
-
-def _overlay(link: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """A link's keys with `params` on top, in both directions: a direction's own value
-    for a key in `params` gives way to the new one."""
-    out = {**link, **params}
-    for d in DIRS:
-        own = {k: v for k, v in (out.get(d) or {}).items() if k not in params}
-        out[d] = own or None
-    return out
 

@@ -240,6 +240,9 @@ class TopologyFile(BaseModel):
     links: list[LinkSpec | list[str]] = Field(default_factory=list)
 
 
+DIRS = ("a_to_b", "b_to_a")
+
+
 @dataclass
 class Link:
     """A link of the topology: its spec as written, and each direction resolved to
@@ -291,6 +294,56 @@ class Link:
 
     def other(self, node: str) -> str:
         return self.b if node == self.a else self.a
+
+    def changed(self, params: dict[str, Any], dir: str | None = None) -> Link:
+        """This link after a live change: `params` (keys of a direction, as a file gives
+        them) in both directions, where a direction's own value gives way, or in one
+        (`dir`: a_to_b, b_to_a). A key that excludes another (gemodel and loss, trace and
+        rate) turns the other off; `aqm` without `type` sets parameters of the discipline
+        each direction runs. Raises TopologyError naming what is wrong."""
+        wrong = sorted(set(params) - set(linkspec.KEYS))
+        if wrong:
+            raise TopologyError([f"link {self.name}: {', '.join(wrong)}: not a key of a link direction "
+                                 f"(a live change sets {', '.join(linkspec.KEYS)})"])
+        if dir not in (None, *DIRS):
+            raise TopologyError([f"link {self.name}: dir: '{dir}' is not a_to_b or b_to_a"])
+        params = dict(params)
+        clear = {r["other"] if r["key"] in params else r["key"] for r in linkspec.RULES
+                 if r["kind"] == "excludes" and (r["key"] in params) != (r["other"] in params)}
+        clear = {k: None for k in clear if "." not in k}
+        new = self.spec.model_dump(exclude_unset=True)
+        aqm = params.get("aqm")
+        if isinstance(aqm, dict) and "type" not in aqm:  # a parameter of the discipline running
+            runs = [self.shaping(d).text().get("aqm") or "droptail" for d in (0, 1)]
+            runs = [{"type": r} if isinstance(r, str) else r for r in runs]
+            merged = [{**r, **aqm} for r in runs]
+            if dir:
+                params["aqm"] = merged[DIRS.index(dir)]
+            elif merged[0] == merged[1]:
+                params["aqm"] = merged[0]
+            else:  # two disciplines: each direction keeps its own
+                del params["aqm"]
+                for d, name in enumerate(DIRS):
+                    new[name] = {**(new.get(name) or {}), "aqm": merged[d]}
+        if dir:
+            new[dir] = {**(new.get(dir) or {}), **params, **clear}
+        else:
+            new = {**new, **params, **clear}
+            for name in DIRS:
+                own = {k: v for k, v in (new.get(name) or {}).items() if k not in params and k not in clear}
+                new[name] = own or None
+        try:
+            spec = LinkSpec.model_validate(new)
+        except ValidationError as e:
+            raise TopologyError([f"link {self.name}: {p.where() + ': ' if p.path else ''}{p.message}"
+                                 for p in _problems_of(e)]) from None
+        link = Link(spec, self.defaults)
+        for d, name in enumerate(DIRS):
+            try:
+                link.direction(d)
+            except units.UnitError as e:
+                raise TopologyError([f"link {self.name}: {name}: {e}"]) from None
+        return link
 
 
 def _unreadable(trace: str | None) -> str | None:
