@@ -177,3 +177,16 @@ def test_a_live_change_names_what_it_cannot_set() -> None:
         link.changed({"reorder": "1%"}, "b_to_a")
     with pytest.raises(TopologyError, match=r"^link h1-h2: loss: '5' is not a percentage"):
         link.changed({"loss": "5"})
+
+
+def test_theory_sees_the_queue_the_emulator_runs() -> None:
+    """A rated link with no queue: given runs the discipline's default limit, and theory
+    counts it (a full 1000-packet drop-tail queue at 10 Mbit/s is 1.2 s of waiting)."""
+    from netrig.theory import analyse
+    from netrig.topo.plan import make_plan
+
+    for aqm, packets, nbytes in (("droptail", 1000, None), ("fq_codel", 10240, None), ("red", None, 400_000)):
+        topo = loads("nodes: {h1: host, h2: host}\n"
+                     f"links: [{{a: h1, b: h2, rate: 10Mbit, delay: 10ms, aqm: {aqm}}}]\n")
+        hop = analyse(make_plan(topo), "h1", "h2").hops[0]
+        assert (hop.queue_packets, hop.queue_bytes) == (packets, nbytes), aqm

@@ -112,8 +112,10 @@ def _mean_loss(d: Direction) -> float:
 
 def hop_info(hop: Hop) -> HopInfo:
     d = hop.link.direction(hop.d)
-    return HopInfo(hop.link.name, hop.frm, hop.to, d.rate_bps, d.delay_s, d.queue_packets,
-                   d.queue_bytes, _mean_loss(d), d.overhead_bytes, d.aqm.name, d.trace)
+    # The queue as it runs where a rate fills it: the user's, else the discipline's default.
+    packets, nbytes = d.limit if d.rate_bps or d.trace else (d.queue_packets, d.queue_bytes)
+    return HopInfo(hop.link.name, hop.frm, hop.to, d.rate_bps, d.delay_s, packets, nbytes,
+                   _mean_loss(d), d.overhead_bytes, d.aqm.name, d.trace)
 
 
 def hops(plan: Plan, src: str, dst: str) -> list[HopInfo]:
