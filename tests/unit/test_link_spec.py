@@ -190,3 +190,25 @@ def test_theory_sees_the_queue_the_emulator_runs() -> None:
                      f"links: [{{a: h1, b: h2, rate: 10Mbit, delay: 10ms, aqm: {aqm}}}]\n")
         hop = analyse(make_plan(topo), "h1", "h2").hops[0]
         assert (hop.queue_packets, hop.queue_bytes) == (packets, nbytes), aqm
+
+
+def test_a_trace_is_where_the_topology_file_says_from_any_directory(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from netrig.topo.load import load
+
+    (tmp_path / "lab" / "traces").mkdir(parents=True)
+    (tmp_path / "lab" / "traces" / "up.trace").write_text("1\n2\n")
+    (tmp_path / "lab" / "t.yaml").write_text(
+        "nodes: {h1: host, h2: host}\nlinks: [{a: h1, b: h2, trace: traces/up.trace, delay: 5ms}]\n")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    link = load(tmp_path / "lab" / "t.yaml").links[0]
+    want = str(tmp_path / "lab" / "traces" / "up.trace")
+    assert link.direction(0).spec()["trace"]["path"] == want
+    # A live change, from yet another directory, sends the same file.
+    monkeypatch.chdir(tmp_path)
+    assert link.changed({"delay": "10ms"}).direction(1).spec()["trace"]["path"] == want
+    (tmp_path / "lab" / "t.yaml").write_text(
+        "nodes: {h1: host, h2: host}\nlinks: [{a: h1, b: h2, trace: traces/down.trace}]\n")
+    with pytest.raises(TopologyError, match=r"no trace file 'traces/down.trace' \(looked for .*/lab/traces/"):
+        load(tmp_path / "lab" / "t.yaml")

@@ -293,7 +293,7 @@ class Network:
         running = st.link_changes.get(link.name) or {}
         if "a" not in running:  # a lab of an older netrig kept only the keys it changed
             running = {**link.spec.model_dump(exclude_unset=True), **running}
-        changed = Link(LinkSpec.model_validate(running), link.defaults).changed(params, dir)
+        changed = Link(LinkSpec.model_validate(running), link.defaults, link.base).changed(params, dir)
         specs = {name: changed.direction(d).spec() for d, name in enumerate(DIRS)}
         answer = userspace.request(st.control, {"cmd": "set", "link": link.name,
                                                 "version": linkspec.VERSION, "specs": specs})

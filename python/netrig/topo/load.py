@@ -325,7 +325,7 @@ def _build(spec: TopologyFile, source: str) -> Topology:
         add[node.kind if isinstance(node, NodeSpec) else node](name)
     for item in spec.links:
         link = item if isinstance(item, LinkSpec) else LinkSpec(a=item[0], b=item[1])
-        topo.links.append(Link(link, topo.defaults))
+        topo.links.append(Link(link, topo.defaults, topo.base_dir))
     return topo
 
 

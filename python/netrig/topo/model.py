@@ -96,10 +96,17 @@ class _AqmBase(BaseModel):
         if wrong:
             takes = ", ".join(info.params) or "no parameters"
             raise ValueError(f"{self.type} does not take {', '.join(sorted(wrong))} (it takes {takes})")
+        for k in self.model_fields_set - {"type"}:  # by this discipline's own ranges
+            try:
+                _check(info.params[k].parse, getattr(self, k))
+            except ValueError as e:
+                raise ValueError(f"{k}: {e}") from None
         return self
 
 
-_PARAMS = {k: key for info in linkspec.DISCIPLINES.values() for k, key in info.params.items()}
+# A parameter's field reads its value as some discipline's key of that name does; the
+# discipline given reads it again by its own (`_belongs`).
+_PARAMS = {k: key for info in reversed(linkspec.DISCIPLINES.values()) for k, key in info.params.items()}
 _DISCIPLINE = Literal[tuple(linkspec.DISCIPLINES)]  # type: ignore[valid-type]
 Aqm = _model("Aqm", _PARAMS, _AqmBase, {},
              "`aqm: {type: pie, target: 20ms}`; unset parameters take the discipline's defaults.")
@@ -250,6 +257,9 @@ class Link:
 
     spec: LinkSpec
     defaults: Shaping
+    # Where relative paths (a trace) are read from: the topology file's directory;
+    # None: the current directory, when first used (the Python API).
+    base: str | None = None
     _resolved: dict[int, linkspec.Direction] = field(default_factory=dict, repr=False)
 
     @property
@@ -272,8 +282,16 @@ class Link:
     def direction(self, d: int) -> linkspec.Direction:
         """Direction d in numbers (parsed once; raises what `shaping(d)` raises)."""
         if d not in self._resolved:
-            self._resolved[d] = linkspec.resolve(self.shaping(d).text())
+            text = self.shaping(d).text()
+            for name, key in linkspec.KEYS.items():
+                if key.kind == "path" and isinstance(text.get(name), str):
+                    text[name] = self.path(text[name])
+            self._resolved[d] = linkspec.resolve(text)
         return self._resolved[d]
+
+    def path(self, p: str) -> str:
+        """A path the link names, as the file means it (relative to its directory)."""
+        return os.path.join(self.base or os.getcwd(), os.path.expanduser(p))
 
     @property
     def shaped(self) -> bool:
@@ -337,7 +355,7 @@ class Link:
         except ValidationError as e:
             raise TopologyError([f"link {self.name}: {p.where() + ': ' if p.path else ''}{p.message}"
                                  for p in _problems_of(e)]) from None
-        link = Link(spec, self.defaults)
+        link = Link(spec, self.defaults, self.base)
         for d, name in enumerate(DIRS):
             try:
                 link.direction(d)
@@ -346,11 +364,11 @@ class Link:
         return link
 
 
-def _unreadable(trace: str | None) -> str | None:
+def _unreadable(trace: str | None, link: Link) -> str | None:
     """What keeps netrig-link from reading a trace file, if anything."""
     if trace is None:
         return None
-    at = os.path.abspath(trace)
+    at = os.path.normpath(link.path(trace))
     if not os.path.exists(at):
         return f"no trace file '{trace}' (looked for {at})"
     if not os.path.isfile(at):
@@ -476,8 +494,8 @@ class Topology:
         return out
 
     def _traces(self, skip: set[int]) -> list[Problem]:
-        """Every trace a link replays is a file netrig-link can read (it reads it when
-        the lab is built, from this process's directory, as written), blamed on the key
+        """Every trace a link replays is a file netrig-link can read (a relative path
+        starts at the topology file's directory: `Link.path`), blamed on the key
         that named it: the direction's, the link's or the file's default. Links in
         `skip` (already wrong) are not looked at."""
         out: list[Problem] = []
@@ -491,7 +509,7 @@ class Topology:
                     path, trace = ("links", i, "trace"), l.spec.trace
                 else:
                     path, trace = ("defaults", "link", "trace"), self.defaults.trace
-                msg = _unreadable(trace)
+                msg = _unreadable(trace, l)
                 if msg and Problem(path, msg) not in out:
                     out.append(Problem(path, msg))
         return out
@@ -535,6 +553,14 @@ class Topology:
                 return l
         what = f"between {a} and {b}" if b else f"named '{a}'"
         raise TopologyError([f"no link {what}"])
+
+    @property
+    def base_dir(self) -> str | None:
+        """The directory of the file this topology came from (its links' relative
+        paths start there), None for one built in Python."""
+        if not self.source or self.source.startswith("<"):
+            return None
+        return os.path.dirname(os.path.abspath(self.source))
 
     @property
     def lab_prefix(self) -> str:
