@@ -72,7 +72,8 @@ def test_a_neutral_value_is_not_set() -> None:
     ({"reorder": "10%"}, "reorder: reordering needs a delay to jump ahead of"),
     ({"aqm": {"type": "red", "min_th": "90KB"}}, "aqm.min_th: RED's min_th must be below its max_th"),
     ({"trace": "t.txt", "overhead": 4}, "a trace's deliveries are whole frames: overhead applies to a rate"),
-    ({"aqm": {"type": "red", "max_p": "2%"}}, "aqm: max_p: '2%' is not a number"),
+    ({"aqm": {"type": "red", "max_p": "2%"}},
+     "aqm: max_p: '2%' is not a number (max_p: the drop probability at max_th, e.g. 0.02)"),
 ])
 def test_a_value_outside_the_schema_is_named(text: dict, message: str) -> None:
     with pytest.raises(units.UnitError) as e:

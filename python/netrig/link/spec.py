@@ -119,7 +119,7 @@ def _parse(key: Key, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 kind == "count" and value != int(value)) or not math.isfinite(value):
             what = "a whole number" if kind == "count" else "a number"
-            raise units.UnitError(f"{value!r} is not {what}")
+            raise units.UnitError(f"{value!r} is not {what} ({key.name}: {key.doc})")
         si = int(value) if kind == "count" else float(value)
     elif kind == "bool":
         if not isinstance(value, bool):

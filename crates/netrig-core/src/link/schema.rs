@@ -313,7 +313,7 @@ pub fn disciplines() -> Vec<DisciplineInfo> {
                     "max_p",
                     Number,
                     json!(red.max_p),
-                    "drop probability at max_th (a probability, 0.02)",
+                    "the drop probability at max_th, e.g. 0.02",
                 )
                 .range(1e-9, 1.0),
                 param(
