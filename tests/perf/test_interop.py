@@ -3,6 +3,8 @@ both ends agree on what was moved (the receiver's count is the one both report).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conftest import IPERF3, run_json
 
@@ -79,7 +81,11 @@ def test_iperf3_client_against_netrig_server(case, netrig_server):
     assert p.returncode == 0, p.stderr + p.stdout
     assert "error" not in doc, doc.get("error")
     check_document(doc, args)
-    srv_docs = [d for d in srv.json_docs() if d.get("end")]
+    # The server writes its document when its side of the test ends, which may be after
+    # the client has exited: wait for it (bounded).
+    deadline = time.monotonic() + 10
+    while not (srv_docs := [d for d in srv.json_docs() if d.get("end")]) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(srv_docs) == 1, srv.output()
     ours = srv_docs[0]["end"]
     if "-R" in args or "--bidir" in args:

@@ -188,8 +188,10 @@ def test_a_crowd_of_connections_gets_no_thread_each(perf_bin, netrig_server):
     while "--max-pending-per-source" not in srv.output() and time.monotonic() < deadline:
         time.sleep(0.1)
     log = srv.output()
-    # Reported per burst, not per connection.
-    assert 1 <= log.count("--max-pending-per-source") <= 3, log[-2000:]
+    # Reported per burst, not per connection: a handful of lines for the ~480 closed (a
+    # starved host spreads the crowd's arrival over several bursts, each a line).
+    closed = [int(n) for n in re.findall(r"closed (\d+) connections? .*--max-pending-per-source", log)]
+    assert 1 <= len(closed) <= 10 and sum(closed) >= 400, log[-2000:]
     assert srv.alive()
 
 
