@@ -34,7 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from netrig import units
+from netrig import suggest, units
 from netrig.errors import NetrigError
 from netrig.topo import load as tload
 from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
@@ -353,7 +353,7 @@ def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: 
     try:
         spec = ScenarioFile.model_validate(d)
     except ValidationError as e:
-        for p in tload._tidy(_problems_of(e), d):
+        for p in tload._tidy(_problems_of(e), d, scenario_keys):
             if p.path[:1] == ("topology",) and isinstance(d.get("topology"), dict):
                 continue  # the topology's own check below says it better
             found.append((tload._line(lines, p.path), p.path, p.message))
@@ -373,6 +373,21 @@ def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: 
         return [f"{src}:{lns.get(('sweep', k), 1)}: sweep.{k}[{j}]: at the point {vals}: "
                 + "; ".join(_strip(x) for x in out) for k, j in at[:1]]
     return out or (topo, spec)
+
+
+def scenario_keys(path: Key, data: Any) -> list[str]:
+    """The keys a scenario may give in the mapping at `path`: a flow's, those its kind
+    takes (all a flow takes when its kind is unknown); the topology's, a topology's."""
+    if path[:1] == ("topology",):
+        return tload.topology_keys(path[1:], data.get("topology") if isinstance(data, dict) else None)
+    if len(path) == 2 and path[0] == "flows":
+        flow = (data.get("flows") or {}).get(path[1]) if isinstance(data, dict) else None
+        kind = flow.get("kind") if isinstance(flow, dict) else None
+        if kind in TAKES:
+            order = suggest.keys_at(ScenarioFile, path)
+            takes = {"from" if k == "src" else k for k in TAKES[kind] | COMMON}
+            return [k for k in order if k in takes]
+    return suggest.keys_at(ScenarioFile, path)
 
 
 def _strip(problem: str) -> str:
