@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -434,6 +435,11 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                 f.seconds("duration", units.seconds(spec.duration)) - f.seconds("omit") < 1:
             out.append(Problem(("flows", name, "omit"), f"{f.omit} leaves less than 1 s of the "
                                "flow's duration to measure (omit is the duration's first part)"))
+        if f.cc is not None and f.kind == "tcp":
+            valid = congestion_controls()
+            if valid and f.cc not in valid:
+                out.append(Problem(("flows", name, "cc"), f"'{f.cc}' is not a TCP congestion control "
+                                   f"this kernel has{suggest.unknown(f.cc, sorted(valid), 'it has')}"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
     if not 0.1 <= units.seconds(spec.interval) <= 10:
@@ -467,6 +473,30 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
     return out
+
+
+CC_AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def congestion_controls(available: Path = CC_AVAILABLE, modules: Path | None = None) -> set[str]:
+    """The TCP congestion controls a flow can ask for: those the kernel has loaded, and
+    those a module could add (`tcp_X.ko*` below the running kernel's net/ipv4, which the
+    kernel loads when a socket asks as root). Namespaces share the host's kernel, so
+    this is every node's list. Empty when neither can be read (nothing is refused)."""
+    names: set[str] = set()
+    try:
+        names.update(available.read_text().split())
+    except OSError:
+        pass
+    if modules is None:
+        modules = Path("/lib/modules") / os.uname().release / "kernel" / "net" / "ipv4"
+    try:
+        for ko in modules.glob("tcp_*.ko*"):
+            names.add(ko.name.split(".", 1)[0].removeprefix("tcp_"))
+    except OSError:
+        pass
+    names.discard("diag")  # tcp_diag is a socket monitor, not a congestion control
+    return names
 
 
 def expand_counts(spec: ScenarioFile) -> ScenarioFile:
