@@ -220,6 +220,8 @@ def _exec(args: argparse.Namespace) -> int:
         raise NetrigError(f"lab '{st.prefix}' has no node '{args.node}'"
                           f"{suggest.unknown(args.node, st.node_ns, 'it has')}")
     cmd = cmd or [os.environ.get("SHELL", "/bin/sh")]
+    if cmd[0] in ("netrig-perf", "netrig-link") and shutil.which(cmd[0]) is None:
+        cmd[0] = str(binary(cmd[0]))  # netrig's own binaries run whatever the PATH (a venv not activated)
     argv = ["ip", "netns", "exec", st.node_ns[args.node], *cmd]
     sys.stdout.flush()
     os.execvp(argv[0], argv)
