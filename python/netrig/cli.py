@@ -1,13 +1,10 @@
 """The `netrig` command.
 
-Subcommands hand over to the component that owns the work:
-  netrig perf ARGS...            netrig-perf with the same arguments (iperf3's command line)
-  netrig up FILE                 build the lab a topology file describes, and leave it up
-  netrig down | status | pingall | exec NODE -- CMD | link set A B k=v | clean
-  netrig explain FILE SRC DST    what theory expects between two nodes
-  netrig run SCENARIO            an experiment: sweeps, repetitions, results, report
-  netrig report DIR | compare DIR1 DIR2
-  netrig version                 versions of netrig and its binaries
+Subcommands hand over to the component that owns the work (`netrig help` lists them;
+`netrig help CMD` shows one, with examples). Each is registered in `_parser()` by one
+`cmd(name, function, synopsis, summary, examples)` block followed by its arguments,
+each with a help text that gives an example. This module owns the words on the
+terminal: help, "did you mean", the pingall matrix, the headline table's place.
 """
 
 from __future__ import annotations
@@ -15,41 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import textwrap
 import time
+from dataclasses import dataclass
+from typing import NoReturn
 
-from netrig import __version__
+from netrig import __version__, suggest
 from netrig._bins import binary
 from netrig.errors import NetrigError
-
-USAGE = """\
-netrig COMMAND [ARGS]
-
-commands:
-  perf ARGS...                 traffic tool: iperf3's options and protocol, plus latency
-                               probes (netrig perf --help lists them)
-  up FILE [--prefix P]         build the lab FILE describes and leave it running
-  down [--prefix P]            tear a lab down: its processes, namespaces, links
-  status [--prefix P] [--json] nodes, addresses, links and their live stats
-  exec NODE [--prefix P] -- CMD
-                               run CMD inside NODE (names of the lab resolve)
-  pingall [--prefix P] [-c N]  ping every host from every host
-  link set A B KEY=VALUE...    change the link A-B live (delay=50ms rate=10Mbit loss=1%)
-  clean [--all]                remove labs left by a crashed netrig or netrig-link
-  explain FILE SRC DST [--window W] [--loss P] [--flows SRC:DST[xN] ...]
-                               the path, bottleneck, base RTT, BDP and expected goodput
-  run SCENARIO [--quick] [--set KEY=VALUE ...] [--out DIR] [--resume DIR]
-                               run an experiment: every sweep point, every repetition,
-                               on a fresh network each; results, figures and report.html
-                               in results/<scenario>/<time>/ (or --out)
-  report DIR                   rebuild a results directory's figures and report
-  compare DIR1 DIR2 [--out D]  two runs of an experiment side by side
-      (run, report, compare: a results directory another user owns is refused
-       unless --allow-foreign-dir is given)
-  version                      versions of netrig and its binaries
-"""
-
 
 # Commands that need root, and why (said to a user who is not).
 NEEDS_ROOT = {
@@ -79,12 +52,22 @@ def _perf(args: list[str]) -> int:
 
 
 def _version(_: argparse.Namespace) -> int:
+    """netrig's version and each binary's own (`netrig-perf 0.1.0`); a binary that
+    cannot be found or run is named, and the exit status is 1."""
     print(f"netrig {__version__}")
-    out = subprocess.run(
-        [str(binary("netrig-perf")), "--version"], capture_output=True, text=True, check=False
-    )
-    print(out.stdout.strip())
-    return 0
+    code = 0
+    for name in ("netrig-perf", "netrig-link"):
+        try:
+            out = subprocess.run([str(binary(name)), "--version"], capture_output=True, text=True,
+                                 check=False, timeout=10)
+            line = out.stdout.strip() or out.stderr.strip()
+            if out.returncode != 0 or not line:
+                raise NetrigError(f"'{binary(name)} --version' exited with status {out.returncode}")
+            print(line)
+        except (NetrigError, OSError, subprocess.TimeoutExpired) as e:
+            print(f"{name}: not available ({e})")
+            code = 1
+    return code
 
 
 def _prefix(args: argparse.Namespace) -> str:
@@ -227,11 +210,18 @@ def _dead(st, missing: list[str]) -> list[str]:
 def _exec(args: argparse.Namespace) -> int:
     from netrig.lab.state import LabState
 
+    cmd = list(args.cmd)
+    if cmd[:1] == ["--prefix"] and len(cmd) > 1 and args.prefix is None:
+        args.prefix, cmd = cmd[1], cmd[2:]  # exec h1 --prefix pf ping h9
+    if cmd[:1] == ["--"]:
+        cmd = cmd[1:]
     st = LabState.load(_prefix(args))
     if args.node not in st.node_ns:
-        raise NetrigError(f"lab '{st.prefix}' has no node '{args.node}' "
-                          f"(it has {', '.join(st.node_ns)})")
-    cmd = [c for c in args.cmd if c != "--"] or [os.environ.get("SHELL", "/bin/sh")]
+        raise NetrigError(f"lab '{st.prefix}' has no node '{args.node}'"
+                          f"{suggest.unknown(args.node, st.node_ns, 'it has')}")
+    cmd = cmd or [os.environ.get("SHELL", "/bin/sh")]
+    if cmd[0] in ("netrig-perf", "netrig-link") and shutil.which(cmd[0]) is None:
+        cmd[0] = str(binary(cmd[0]))  # netrig's own binaries run whatever the PATH (a venv not activated)
     argv = ["ip", "netns", "exec", st.node_ns[args.node], *cmd]
     sys.stdout.flush()
     os.execvp(argv[0], argv)
@@ -243,20 +233,62 @@ def _pingall(args: argparse.Namespace) -> int:
 
     net = Network.attach(_prefix(args))
     results = net.pingall(count=args.count)
-    lost = [(a, b) for (a, b), r in results.items() if r.received == 0]
     hosts = net.hosts()
-    width = max(len(h) for h in hosts)
-    for a in hosts:
-        row = [("." if results[(a, b)].received else "X") if a != b else " " for b in hosts]
-        print(f"{a:<{width}} -> {' '.join(row)}")
+    print(ping_matrix(hosts, {pair: r.rtts_ms for pair, r in results.items()}))
+    lost = [(a, b) for (a, b), r in results.items() if r.received == 0]
     n = len(results)
     print(f"pingall: {n - len(lost)}/{n} pairs reached"
           + (f"; unreachable: {', '.join(f'{a}->{b}' for a, b in lost[:10])}" if lost else ""))
     return 1 if lost else 0
 
 
+def ping_matrix(hosts: list[str], rtts: dict[tuple[str, str], list[float]]) -> str:
+    """The pingall matrix: a row per host that pings, a column per host pinged, each
+    cell the median RTT in ms of the replies (x: none came back)."""
+    def cell(a: str, b: str) -> str:
+        if a == b:
+            return "-"
+        got = sorted(rtts.get((a, b)) or [])
+        if not got:
+            return "x"
+        n = len(got)
+        med = got[n // 2] if n % 2 else (got[n // 2 - 1] + got[n // 2]) / 2
+        return f"{med:.3f}" if med < 10 else f"{med:.1f}" if med < 1000 else f"{med:.0f}"
+
+    corner = "from \\ to"
+    rows = [[cell(a, b) for b in hosts] for a in hosts]
+    first = max(len(corner), *(len(h) for h in hosts))
+    w = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(hosts)]
+    out = ["median RTT in ms (x: no reply), from the row's host to the column's",
+           f"{corner:<{first}}  " + "  ".join(h.rjust(w[k]) for k, h in enumerate(hosts))]
+    out += [f"{a:<{first}}  " + "  ".join(c.rjust(w[k]) for k, c in enumerate(r))
+            for a, r in zip(hosts, rows)]
+    return "\n".join(x.rstrip() for x in out)
+
+
+def link_words(words: list[str]) -> tuple[str, str | None, list[str]]:
+    """`netrig link set`'s words as (link name or end A, end B or None, KEY=VALUE...):
+    one word before the keys is a link's name, two are its ends."""
+    ends = [w for w in words if "=" not in w]
+    params = [w for w in words if "=" in w]
+    if ends != words[: len(ends)]:
+        raise NetrigError(f"netrig link set: '{ends[-1]}' after the keys: the link comes first "
+                          "(e.g. L1, or r2 r3), then KEY=VALUE (e.g. delay=50ms)")
+    if not ends:
+        raise NetrigError("netrig link set: which link? give its name or its two ends first "
+                          "(e.g. netrig link set L1 delay=50ms, or netrig link set r2 r3 delay=50ms)")
+    if len(ends) > 2:
+        raise NetrigError(f"netrig link set: {' '.join(ends)}: a link is one name or two ends; "
+                          "a key is KEY=VALUE (e.g. delay=50ms)")
+    if not params:
+        raise NetrigError("netrig link set: nothing to set: give KEY=VALUE after the link "
+                          f"(e.g. netrig link set {' '.join(ends)} delay=50ms)")
+    return ends[0], (ends[1] if len(ends) == 2 else None), params
+
+
 def _link(args: argparse.Namespace) -> int:
     from netrig.lab.network import Network
+    from netrig.topo.model import TopologyError
 
     if args.action != "set":
         raise NetrigError(f"netrig link {args.action}: only 'set' is known")
@@ -264,11 +296,10 @@ def _link(args: argparse.Namespace) -> int:
 
     from netrig.topo import load as tload
 
+    a, b, given = link_words(args.words)
     params: dict = {}
-    for kv in args.params:
-        key, sep, value = kv.partition("=")
-        if not sep:
-            raise NetrigError(f"'{kv}': write KEY=VALUE, e.g. delay=50ms")
+    for kv in given:
+        key, _, value = kv.partition("=")
         # As a file would read it: ecn=true is a boolean, flows=64 a number, 10ms text.
         try:
             parsed = tload.parse_value(value) if value.strip() else ""
@@ -282,11 +313,19 @@ def _link(args: argparse.Namespace) -> int:
             params[key] = {**params[key], "type": parsed}  # aqm.flows=64 aqm=fq_codel
         else:
             params[key] = parsed
-    if not params:
-        raise NetrigError("nothing to set: give KEY=VALUE, e.g. delay=50ms")
     net = Network.attach(_prefix(args))
-    net.set_link(args.a, args.b, dir=args.dir, **params)
-    print(f"link {net.topo.link_named(args.a, args.b).name}: set {' '.join(args.params)}")
+    try:
+        link = net.topo.link_named(a, b)
+    except TopologyError:
+        links = net.topo.links
+        if b is None:
+            raise NetrigError(f"lab '{net.prefix}' has no link named '{a}'"
+                              f"{suggest.unknown(a, [x.name for x in links], 'its links')}; "
+                              "or give the link's two ends (e.g. r2 r3)") from None
+        raise NetrigError(f"lab '{net.prefix}' has no link between {a} and {b} (its links: "
+                          f"{', '.join(f'{x.name} ({x.a} {x.b})' for x in links)})") from None
+    net.set_link(link.name, dir=args.dir, **params)
+    print(f"link {link.name}: set {' '.join(given)}")
     return 0
 
 
@@ -361,11 +400,12 @@ def _run(args: argparse.Namespace) -> int:
     out, status = runner.run(scenario, out, resume=bool(args.resume), progress=not args.quiet,
                              argv=sys.argv, allow_foreign=args.allow_foreign_dir)
     code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
+    _headline(out)
     try:
         from netrig.exp import report
 
         page = report.build(out, args.allow_foreign_dir)
-        print(f"netrig: report: {page}", file=sys.stderr)
+        print(f"report: {page}")
     except ImportError:
         pass
     except Exception as e:  # the measurements are kept whatever the report does
@@ -382,9 +422,26 @@ def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from netrig.exp import report
+    from netrig.exp import results as res
 
-    print(report.build(Path(args.dir), args.allow_foreign_dir))
+    res.load(Path(args.dir))  # not a results directory: said before anything is written
+    _headline(Path(args.dir))
+    print(f"report: {report.build(Path(args.dir), args.allow_foreign_dir)}")
     return 0
+
+
+def _headline(out) -> None:
+    """The headline table of results directory `out`, as wide as the terminal up to 80
+    columns; a directory that cannot be read is said in a line, and the rest goes on."""
+    from netrig.exp import headline
+    from netrig.exp import results as res
+
+    try:
+        text = headline.summary(res.load(out), min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns))
+    except (NetrigError, OSError, ValueError, KeyError, TypeError) as e:
+        print(f"netrig: no headline table ({e})", file=sys.stderr)
+        return
+    print(text + "\n")
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -397,95 +454,235 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="netrig")
-    sub = ap.add_subparsers(dest="command")
+# Help: every command has a synopsis, a line saying what it does and examples; every
+# argument says what it takes and gives an example ("e.g."). `netrig help` lists the
+# commands; `netrig help CMD` and `netrig CMD --help` show one. Lines fit 80 columns.
+WIDTH = 80
 
-    def cmd(name: str, fn, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns),
+                         max_help_position=28)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command's parser: a mistake is told in a few lines (what is wrong, the
+    synopsis, an example), not the whole usage."""
+
+    synopsis = ""
+    examples: tuple[str, ...] = ()
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        lines = [f"{self.prog}: error: {message}"]
+        if self.synopsis:
+            lines.append(f"  usage:   netrig {self.synopsis}")
+        if self.examples:
+            lines.append(f"  example: {self.examples[0]}")
+        lines.append(f"  ('{self.prog} --help' for more)")
+        self.exit(2, "\n".join(lines) + "\n")
+
+
+@dataclass
+class Command:
+    name: str
+    synopsis: str  # `up FILE [--prefix P] [-q]`
+    summary: str
+    parser: _Parser
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """The command line: the top parser and each command by name."""
+    ap = argparse.ArgumentParser(prog="netrig", add_help=False)
+    sub = ap.add_subparsers(dest="command", parser_class=_Parser)
+    commands: dict[str, Command] = {}
+
+    def cmd(name: str, fn, synopsis: str, summary: str, examples: list[str],
+            about: str = "") -> _Parser:
+        """A command: what it does in a line, more in `about`, and examples to copy."""
+        shown = "\n".join(f"  {e}" for e in examples)
+        p = sub.add_parser(name, help=summary, formatter_class=_Help,
+                           usage=f"netrig {synopsis}",
+                           description="\n\n".join(textwrap.fill(x, WIDTH) for x in (
+                               summary[0].upper() + summary[1:] + ".", about) if x),
+                           epilog=f"example{'s' if len(examples) > 1 else ''}:\n{shown}")
+        p.synopsis, p.examples = synopsis, tuple(examples)
         p.set_defaults(fn=fn)
+        commands[name] = Command(name, synopsis, summary, p)
         return p
 
     def prefix(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--prefix", help="the lab (default: the only one up)")
+        p.add_argument("--prefix", metavar="P",
+                       help="the lab, by its prefix (default: the only one up; e.g. pf)")
 
     def foreign(p: argparse.ArgumentParser) -> None:
         p.add_argument("--allow-foreign-dir", action="store_true",
-                       help="write results into a directory another user owns")
+                       help="write into a results directory another user owns "
+                            "(e.g. one made by sudo -u alice)")
 
-    p = cmd("up", _up, "build a lab and leave it up")
-    p.add_argument("file")
-    p.add_argument("--prefix", help="name prefix of everything created (default: the file's)")
-    p.add_argument("-q", "--quiet", action="store_true")
-    prefix(cmd("down", _down, "tear a lab down"))
-    p = cmd("status", _status, "a lab's nodes, links and live stats")
+    p = cmd("perf", _perf, "perf ARGS...", "the traffic tool: iperf3's options and protocol, "
+            "plus latency probes", ["netrig perf -s -1 &", "netrig perf -c 127.0.0.1 -t 5",
+                                    "netrig perf -c 127.0.0.1 --probe -t 10"],
+            "netrig perf runs netrig-perf with the same arguments; 'netrig perf --help' "
+            "lists them.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="netrig-perf's arguments, as iperf3's (e.g. -c 127.0.0.1 -t 5)")
+    p = cmd("up", _up, "up FILE [--prefix P] [-q]", "build the lab a topology file describes "
+            "and leave it running", ["netrig up examples/portfolio.yaml",
+                                     "netrig up examples/lan.yaml --prefix lan2"])
+    p.add_argument("file", metavar="FILE",
+                   help="a topology file: nodes and links (e.g. examples/portfolio.yaml)")
+    p.add_argument("--prefix", metavar="P", help="the prefix of every name the lab creates "
+                   "(default: the file's prefix: or name:; e.g. lan2)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the line saying the lab is up (e.g. netrig up FILE -q)")
+    prefix(cmd("down", _down, "down [--prefix P]", "tear a lab down: its processes, "
+               "namespaces, links and emulator", ["netrig down", "netrig down --prefix pf"]))
+    p = cmd("status", _status, "status [--prefix P] [--json]", "a lab's nodes, addresses, links "
+            "and their live queues, drops and lateness", ["netrig status", "netrig status --json"],
+            "Exits 1 with a DEAD: line for each dead emulator, missing namespace or vanished "
+            "builder.")
     prefix(p)
-    p.add_argument("--json", action="store_true")
-    p = cmd("exec", _exec, "run a command in a node")
-    p.add_argument("node")
-    p.add_argument("cmd", nargs="*", help="after --: the command and its arguments")
+    p.add_argument("--json", action="store_true",
+                   help="the same as one JSON document (e.g. netrig status --json | jq .links)")
+    p = cmd("exec", _exec, "exec NODE [--prefix P] [--] [CMD...]", "run a command inside a "
+            "node; the lab's node names resolve", ["netrig exec h1 ping -c 3 h9",
+                                                   "netrig exec h4 -- netrig-perf -s -1",
+                                                   "netrig exec h1"],
+            "Everything after NODE is the command, options and all ('--' before it is "
+            "optional); no command starts a shell. Give --prefix before NODE.")
     prefix(p)
-    p = cmd("pingall", _pingall, "ping every host pair")
-    p.add_argument("-c", "--count", type=int, default=1)
+    p.add_argument("node", metavar="NODE", help="a node of the lab (e.g. h1)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
+                   help="the command and its arguments (default: $SHELL; e.g. ping -c 3 h9)")
+    p = cmd("pingall", _pingall, "pingall [--prefix P] [-c N]", "ping every host from every "
+            "host: a matrix of median RTTs in ms", ["netrig pingall", "netrig pingall -c 5"])
+    p.add_argument("-c", "--count", type=int, default=1, metavar="N",
+                   help="echo requests per pair (default 1; e.g. -c 5)")
     prefix(p)
-    p = cmd("link", _link, "change a link live")
-    p.add_argument("action", choices=["set"])
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("params", nargs="*", help="KEY=VALUE: delay=50ms loss=0%% aqm=pie ...")
+    p = cmd("link", _link, "link set LINK|A B KEY=VALUE... [--dir D] [--prefix P]",
+            "change a link of a running lab live", ["netrig link set r2 r3 delay=50ms",
+                                                    "netrig link set L1 rate=10Mbit loss=1%",
+                                                    "netrig link set r2 r3 aqm=pie --dir a_to_b"],
+            "Name the link by its name (one word) or by its two ends. loss=0%, delay=0ms and "
+            "aqm=droptail turn a stage off; aqm.target=10ms sets one parameter of the "
+            "discipline running.")
+    p.add_argument("action", choices=["set"], metavar="set", help="what to do (e.g. set)")
+    p.add_argument("words", nargs="+", metavar="LINK|A B KEY=VALUE",
+                   help="the link, by name or by its ends, then the keys to change "
+                        "(e.g. L1 delay=50ms, or r2 r3 rate=10Mbit)")
     p.add_argument("--dir", choices=["a_to_b", "b_to_a"],
-                   help="change one direction only (default: both)")
+                   help="change one direction only (default: both; e.g. --dir a_to_b)")
     prefix(p)
-    p = cmd("clean", _clean, "remove crashed labs")
-    p.add_argument("--all", action="store_true", help="remove every lab netrig made")
-    p = cmd("explain", _explain, "what theory expects between two nodes")
-    p.add_argument("file")
-    p.add_argument("src")
-    p.add_argument("dst")
-    p.add_argument("--window", help="TCP window (e.g. 64KB): adds the W/RTT limit")
-    p.add_argument("--loss", help="random loss (e.g. 1%%): adds the Mathis limit")
+    p = cmd("clean", _clean, "clean [--all]", "remove labs whose builder was killed or whose "
+            "emulator died", ["netrig clean", "netrig clean --all"])
+    p.add_argument("--all", action="store_true",
+                   help="remove every lab netrig made, running or not (e.g. netrig clean --all)")
+    p = cmd("explain", _explain, "explain FILE SRC DST [--window W] [--loss P] [--flows F...]",
+            "what theory expects between two nodes: path, bottleneck, base RTT, BDP, goodput",
+            ["netrig explain examples/portfolio.yaml h1 h9",
+             "netrig explain examples/portfolio.yaml h1 h9 --window 64KB --loss 1%"])
+    p.add_argument("file", metavar="FILE", help="a topology file (e.g. examples/portfolio.yaml)")
+    p.add_argument("src", metavar="SRC", help="the node sending (e.g. h1)")
+    p.add_argument("dst", metavar="DST", help="the node receiving (e.g. h9)")
+    p.add_argument("--window", metavar="W", help="TCP window: adds the W/RTT limit (e.g. 64KB)")
+    p.add_argument("--loss", metavar="P", help="random loss: adds the Mathis limit (e.g. 1%%)")
     p.add_argument("--flows", nargs="+", metavar="SRC:DST[xN]",
-                   help="concurrent flows: their max-min fair shares")
-    p = cmd("run", _run, "run an experiment")
-    p.add_argument("scenario", nargs="?")
-    p.add_argument("--quick", action="store_true", help="the scenario's quick: variant")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="concurrent flows: their max-min fair shares (e.g. h1:h9x2 h4:h9)")
+    p = cmd("run", _run, "run SCENARIO [--quick] [--set K=V]... [--out DIR] | --resume DIR",
+            "run an experiment: every sweep point and repetition on a fresh network; results, "
+            "figures and report", ["netrig run examples/004-bufferbloat.yaml --quick",
+                                   "netrig run examples/003-window.yaml --set repeat=1",
+                                   "netrig run --resume results/bufferbloat/20261123-101500"],
+            "Results go to results/<scenario>/<time>/ below the current directory (or --out); "
+            "at the end the headline table and the report's path are printed.")
+    p.add_argument("scenario", nargs="?", metavar="SCENARIO",
+                   help="a scenario file (e.g. examples/004-bufferbloat.yaml)")
+    p.add_argument("--quick", action="store_true",
+                   help="the scenario's quick: variant (e.g. shorter, one repetition)")
+    p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="change one value (e.g. links.r2-r3.delay=40ms, flows.bulk.window=64KB)")
-    p.add_argument("--out", help="results directory (default: RESULTS/<scenario>/<time>)")
-    p.add_argument("--results", default="results", help="where results go (default: ./results)")
-    p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    p.add_argument("--out", metavar="DIR",
+                   help="results directory (default: RESULTS/<scenario>/<time>; e.g. /tmp/bb)")
+    p.add_argument("--results", default="results", metavar="RESULTS",
+                   help="where results go (default: ./results; e.g. /srv/results)")
+    p.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR "
+                   "(e.g. results/bufferbloat/20261123-101500)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress display (e.g. in a script: netrig run FILE -q)")
     foreign(p)
-    p = cmd("report", _report, "rebuild the figures and report of a results directory")
-    p.add_argument("dir")
+    p = cmd("report", _report, "report DIR", "print a results directory's headline table and "
+            "rebuild its results.csv, figures and report",
+            ["netrig report results/bufferbloat/20261123-101500"])
+    p.add_argument("dir", metavar="DIR", help="a results directory netrig run wrote "
+                   "(e.g. results/bufferbloat/20261123-101500)")
     foreign(p)
-    p = cmd("compare", _compare, "two results directories side by side")
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--out", help="where to write the comparison (default: beside A)")
+    p = cmd("compare", _compare, "compare DIR1 DIR2 [--out D]", "two results directories of an "
+            "experiment side by side", ["netrig compare results/bb/run1 results/bb/run2"])
+    p.add_argument("a", metavar="DIR1", help="the first results directory (e.g. results/bb/run1)")
+    p.add_argument("b", metavar="DIR2", help="the second (e.g. results/bb/run2)")
+    p.add_argument("--out", metavar="D",
+                   help="where to write compare.html (default: beside DIR1; e.g. /tmp/cmp)")
     foreign(p)
-    cmd("version", _version, "versions")
-    return ap
+    cmd("version", _version, "version", "versions of netrig, netrig-perf and netrig-link",
+        ["netrig version", "netrig --version"])
+    p = cmd("help", _help, "help [COMMAND]", "the commands, or one command's arguments and "
+            "examples", ["netrig help", "netrig help run"])
+    p.add_argument("topic", nargs="?", metavar="COMMAND", help="a command (e.g. run)")
+    return ap, commands
+
+
+def usage(commands: dict[str, Command]) -> str:
+    """`netrig help`: every command's synopsis and what it does, at most 80 columns."""
+    out = ["usage: netrig COMMAND [ARGS]", "", "commands:"]
+    for c in commands.values():
+        what = textwrap.wrap(c.summary, WIDTH - 6)
+        if len(c.synopsis) <= 30 and len(what) <= 2 and all(len(x) <= WIDTH - 34 for x in what):
+            out.append(f"  {c.synopsis:<30}  {what[0]}")
+            out += [" " * 34 + x for x in what[1:]]
+        else:
+            out.append(f"  {c.synopsis}")
+            out += textwrap.wrap(c.summary, WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    out += ["", "'netrig help COMMAND' or 'netrig COMMAND --help': its arguments and examples.",
+            "'netrig --version': the versions of netrig and its binaries.",
+            "run, report, compare: a results directory another user owns is refused unless",
+            "--allow-foreign-dir is given."]
+    return "\n".join(out) + "\n"
+
+
+def _help(args: argparse.Namespace) -> int:
+    _, commands = _parser()
+    if args.topic is None:
+        print(usage(commands), end="")
+        return 0
+    if args.topic not in commands:
+        raise NetrigError(_unknown_command(args.topic, commands))
+    print(commands[args.topic].parser.format_help(), end="")
+    return 0
+
+
+def _unknown_command(word: str, commands: dict[str, Command]) -> str:
+    return f"unknown command '{word}'{suggest.unknown(word, commands, 'commands')}"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if not argv or argv[0] in ("-h", "--help", "help"):
-            print(USAGE, end="")
+        if not argv or argv[0] in ("-h", "--help"):
+            _, commands = _parser()
+            print(usage(commands), end="")
             sys.stdout.flush()
             return 0 if argv else 2
+        if argv[0] in ("-V", "--version"):
+            argv = ["version"]
         if argv[0] == "perf":
             return _perf(argv[1:])
-        ap = _parser()
-        if argv[0] not in ap._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
-            ap.error(f"unknown command '{argv[0]}' (try 'netrig --help')")
-        if argv[0] == "exec" and "--" in argv:
-            i = argv.index("--")
-            args = ap.parse_args(argv[:i])
-            args.cmd = argv[i + 1:]
-        else:
-            args = ap.parse_args(argv)
+        ap, commands = _parser()
+        if argv[0] not in commands:
+            print(f"netrig: error: {_unknown_command(argv[0], commands)}\n"
+                  "  ('netrig help' lists them)", file=sys.stderr)
+            return 2
+        args = ap.parse_args(argv)
         if args.command in NEEDS_ROOT and os.geteuid() != 0:
             name = "link set" if args.command == "link" else args.command
             raise NeedsRoot(f"netrig {name} needs root ({NEEDS_ROOT[args.command]}); run it with sudo")

@@ -62,7 +62,8 @@ def test_errors_name_file_line_and_key():
     text = BASE.replace("duration: 20s", "duration: 20").replace("cc: cubic}", "cc: cubic, colour: red}")
     assert problems(text) == [
         "s.yaml:7: duration: '20' is not a duration (expected e.g. 10ms, 1.5s, 250us)",
-        "s.yaml:9: flows.bulk.colour: unknown key",
+        "s.yaml:9: flows.bulk.colour: unknown key (valid: kind, from, to, start, duration, bytes, "
+        "cc, window, length, parallel, reverse, rate, nodelay, mss, omit, count)",
     ]
 
 

@@ -131,32 +131,39 @@ def test_the_portfolio_example_loads_as_the_seed_describes_it() -> None:
     assert (rtt("h1", "h9"), rtt("h1", "h4"), rtt("h7", "h9")) == (0.080, 0.060, 0.060)
 
 
-# Unknown keys: each at the key's own line.
+# Unknown keys: each at the key's own line, with the valid keys there and the closest.
+
+TOP_KEYS = "(valid: name, prefix, backend, addressing, defaults, nodes, links)"
+DIRECTION_KEYS = ("(valid: rate, overhead, trace, trace_repeat, delay, jitter, "
+                  "distribution, correlation, no_reorder, loss, loss_correlation, gemodel, ecn, duplicate, corrupt, reorder, reorder_gap, queue, aqm)")
+LINK_KEYS = DIRECTION_KEYS[:-1] + ", a, b, name, addr_a, addr_b, a_to_b, b_to_a, emulated)"
 
 def test_unknown_key_at_top_level() -> None:
     assert errors("name: t\nnodez: {h1: host}\nnodes: {h1: host}\n") == [
-        "t.yaml:2: nodez: unknown key"]
+        f"t.yaml:2: nodez: unknown key; did you mean nodes? {TOP_KEYS}"]
 
 
 def test_unknown_key_in_a_node() -> None:
     text = BASE.replace("r1: router", "r1: {kind: router, colour: red}") + "  - [h1, s1]\n"
     assert errors(text) == [
-        "t.yaml:5: nodes.r1.colour: unknown key"]
+        "t.yaml:5: nodes.r1.colour: unknown key (valid: kind)"]
 
 
 def test_unknown_key_in_a_link() -> None:
     assert link_errors("[h1, s1]", "{a: r1, b: r2, bandwidth: 10Mbit}") == [
-        "t.yaml:9: links[1].bandwidth: unknown key"]
+        f"t.yaml:9: links[1].bandwidth: unknown key {LINK_KEYS}"]
 
 
 def test_unknown_key_in_a_direction_block() -> None:
     text = BASE + "  - a: r1\n    b: r2\n    a_to_b:\n      delay: 5ms\n      dealy: 5ms\n"
-    assert errors(text) == ["t.yaml:12: links[0].a_to_b.dealy: unknown key"]
+    assert errors(text) == [
+        f"t.yaml:12: links[0].a_to_b.dealy: unknown key; did you mean delay? {DIRECTION_KEYS}"]
 
 
 def test_unknown_key_in_an_aqm_block() -> None:
     text = BASE + "  - a: r1\n    b: r2\n    aqm:\n      type: pie\n      targte: 15ms\n"
-    assert errors(text) == ["t.yaml:12: links[0].aqm.targte: unknown key"]
+    assert errors(text) == ["t.yaml:12: links[0].aqm.targte: unknown key; did you mean target? "
+                            "(valid: type, target, tupdate, alpha, beta, max_burst, ecn)"]
 
 
 # Units and values.
@@ -231,7 +238,7 @@ def test_every_problem_is_reported_in_line_order() -> None:
     bad = ("{a: r1, b: r2, rate: 30Mbitt, colour: red}", "[h1]", "{a: r1, b: r2, delay: 10}")
     assert link_errors(*bad) == [
         f"t.yaml:8: links[0].rate: '30Mbitt' is not a rate {RATE}",
-        "t.yaml:8: links[0].colour: unknown key",
+        f"t.yaml:8: links[0].colour: unknown key {LINK_KEYS}",
         "t.yaml:9: links[1]: a short-form link is [a, b], two node names; got ['h1']",
         "t.yaml:10: links[2].delay: '10' is not a duration (expected e.g. 10ms, 1.5s, 250us)"]
 

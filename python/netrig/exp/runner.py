@@ -20,7 +20,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from netrig.errors import NetrigError
 from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process
+from netrig.exp.progress import Display
 from netrig.exp.scenario import Point, Scenario, find_link
 from netrig.lab import netns
 from netrig.lab.network import Network, _tcp_listening
@@ -55,77 +55,6 @@ class Interrupted(KeyboardInterrupt):
 
 def _sigterm(signum, frame):
     raise Interrupted()
-
-
-class Display:
-    """Progress on stderr: a rich live display on a terminal, plain lines otherwise."""
-
-    def __init__(self, scenario: Scenario, enabled: bool = True) -> None:
-        self.total = scenario.runs
-        self.left_s = scenario.estimate_s()
-        self.enabled = enabled
-        self.live = enabled and sys.stderr.isatty()
-        self.t0 = time.monotonic()
-        self.progress = None
-        if self.live:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
-                                     console=Console(stderr=True), transient=False)
-            self.all = self.progress.add_task("runs", total=self.total, eta="")
-            self.one = self.progress.add_task("", total=1, eta="")
-
-    def __enter__(self) -> Display:
-        if self.progress:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress:
-            self.progress.stop()
-
-    def eta(self) -> str:
-        return f"~{_mmss(self.left_s)} left"
-
-    def start_run(self, k: int, point: Point, rep: int, repeat: int, npoints: int) -> None:
-        params = ", ".join(f"{res.short(key, list(point.params))}={res.label(v)}"
-                           for key, v in point.params.items())
-        flows = ", ".join(point.spec.flows)
-        text = (f"point {point.index + 1}/{npoints}{' (' + params + ')' if params else ''}, "
-                f"repetition {rep + 1}/{repeat}: {flows}")
-        if self.progress:
-            self.progress.update(self.all, completed=k, eta=self.eta())
-            self.progress.update(self.one, description=text, total=max(point.length_s, 0.1),
-                                 completed=0, eta="")
-        elif self.enabled:
-            print(f"[{_mmss(time.monotonic() - self.t0)}] run {k + 1}/{self.total}: {text} "
-                  f"({self.eta()})", file=sys.stderr, flush=True)
-
-    def tick(self, elapsed: float) -> None:
-        if self.progress:
-            self.progress.update(self.one, completed=elapsed)
-
-    def end_run(self, k: int, point: Point, settle: float, note: str = "") -> None:
-        self.left_s = max(0.0, self.left_s - (point.length_s + settle + 1.5))
-        if self.progress:
-            self.progress.update(self.all, completed=k + 1, eta=self.eta())
-            if note:
-                self.progress.console.print(note)
-        elif note:  # failures are said even without a progress display
-            print(f"netrig: {note}", file=sys.stderr, flush=True)
-
-
-def _mmss(s: float) -> str:
-    s = int(s)
-    return f"{s // 60}:{s % 60:02d}"
 
 
 def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
@@ -153,7 +82,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     status = "complete"
     failures = 0
     try:
-        with Display(scenario, progress) as shown:
+        with Display(scenario.runs, scenario.estimate_s(), progress) as shown:
             k = 0
             settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
             for point in scenario.points:
@@ -161,10 +90,10 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                     rid = res.run_id(point.index, rep)
                     done = out / "runs" / rid / "run.json"
                     if done.exists() and res.read_json(done).get("status") == "ok":
-                        shown.end_run(k, point, settle)
+                        shown.end_run(k, point.length_s, settle)
                         k += 1
                         continue
-                    shown.start_run(k, point, rep, scenario.repeat, len(scenario.points))
+                    shown.start_run(k, point.index, len(scenario.points), point.params, rep, scenario.repeat)
                     seed = scenario.seed + point.index * scenario.repeat + rep
                     note = ""
                     error = ""
@@ -196,9 +125,9 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                         if failures >= 3:
                             raise RunFailed(f"three runs in a row failed; the last: {e}") from e
                     if error and failures >= 3:
-                        shown.end_run(k, point, settle, note)
+                        shown.end_run(k, point.length_s, settle, note)
                         raise RunFailed(f"three runs in a row failed; the last: {error}")
-                    shown.end_run(k, point, settle, note)
+                    shown.end_run(k, point.length_s, settle, note)
                     k += 1
                     if settle and k < scenario.runs:
                         time.sleep(settle)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from netrig import units
+from netrig import suggest, units
 from netrig.errors import NetrigError
 from netrig.topo import load as tload
 from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
@@ -353,7 +354,7 @@ def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: 
     try:
         spec = ScenarioFile.model_validate(d)
     except ValidationError as e:
-        for p in tload._tidy(_problems_of(e), d):
+        for p in tload._tidy(_problems_of(e), d, scenario_keys):
             if p.path[:1] == ("topology",) and isinstance(d.get("topology"), dict):
                 continue  # the topology's own check below says it better
             found.append((tload._line(lines, p.path), p.path, p.message))
@@ -373,6 +374,21 @@ def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: 
         return [f"{src}:{lns.get(('sweep', k), 1)}: sweep.{k}[{j}]: at the point {vals}: "
                 + "; ".join(_strip(x) for x in out) for k, j in at[:1]]
     return out or (topo, spec)
+
+
+def scenario_keys(path: Key, data: Any) -> list[str]:
+    """The keys a scenario may give in the mapping at `path`: a flow's, those its kind
+    takes (all a flow takes when its kind is unknown); the topology's, a topology's."""
+    if path[:1] == ("topology",):
+        return tload.topology_keys(path[1:], data.get("topology") if isinstance(data, dict) else None)
+    if len(path) == 2 and path[0] == "flows":
+        flow = (data.get("flows") or {}).get(path[1]) if isinstance(data, dict) else None
+        kind = flow.get("kind") if isinstance(flow, dict) else None
+        if kind in TAKES:
+            order = suggest.keys_at(ScenarioFile, path)
+            takes = {"from" if k == "src" else k for k in TAKES[kind] | COMMON}
+            return [k for k in order if k in takes]
+    return suggest.keys_at(ScenarioFile, path)
 
 
 def _strip(problem: str) -> str:
@@ -419,6 +435,11 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                 f.seconds("duration", units.seconds(spec.duration)) - f.seconds("omit") < 1:
             out.append(Problem(("flows", name, "omit"), f"{f.omit} leaves less than 1 s of the "
                                "flow's duration to measure (omit is the duration's first part)"))
+        if f.cc is not None and f.kind == "tcp":
+            valid = congestion_controls()
+            if valid and f.cc not in valid:
+                out.append(Problem(("flows", name, "cc"), f"'{f.cc}' is not a TCP congestion control "
+                                   f"this kernel has{suggest.unknown(f.cc, sorted(valid), 'it has')}"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
     if not 0.1 <= units.seconds(spec.interval) <= 10:
@@ -452,6 +473,30 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
     return out
+
+
+CC_AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def congestion_controls(available: Path = CC_AVAILABLE, modules: Path | None = None) -> set[str]:
+    """The TCP congestion controls a flow can ask for: those the kernel has loaded, and
+    those a module could add (`tcp_X.ko*` below the running kernel's net/ipv4, which the
+    kernel loads when a socket asks as root). Namespaces share the host's kernel, so
+    this is every node's list. Empty when neither can be read (nothing is refused)."""
+    names: set[str] = set()
+    try:
+        names.update(available.read_text().split())
+    except OSError:
+        pass
+    if modules is None:
+        modules = Path("/lib/modules") / os.uname().release / "kernel" / "net" / "ipv4"
+    try:
+        for ko in modules.glob("tcp_*.ko*"):
+            names.add(ko.name.split(".", 1)[0].removeprefix("tcp_"))
+    except OSError:
+        pass
+    names.discard("diag")  # tcp_diag is a socket monitor, not a congestion control
+    return names
 
 
 def expand_counts(spec: ScenarioFile) -> ScenarioFile:

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from os import PathLike
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from netrig import suggest
+from netrig.link import spec as linkspec
 from netrig.topo.model import (
     Link,
     LinkSpec,
@@ -189,7 +192,7 @@ def check(data: Any, lines: dict[Key, int], source: str,
     try:
         spec = TopologyFile.model_validate(data)
     except ValidationError as e:
-        problems = [p for p in _tidy(_problems_of(e), data)
+        problems = [p for p in _tidy(_problems_of(e), data, topology_keys)
                     if not any(p.path[: len(s)] == s for s in skip)]
         found += [(_line(lines, base + p.path), base + p.path, p.message) for p in problems]
         return None, found
@@ -270,10 +273,23 @@ def _short_forms(data: dict[str, Any]) -> list[Problem]:
     return out
 
 
-def _tidy(problems: list[Problem], data: Any) -> list[Problem]:
+def topology_keys(path: Key, data: Any) -> list[str]:
+    """The keys a topology file may give in the mapping at `path` (an `aqm:` mapping
+    whose type is known: that discipline's own)."""
+    if path[-1:] == ("aqm",):
+        aqm = _at(data, path)
+        info = linkspec.DISCIPLINES.get(aqm.get("type")) if isinstance(aqm, dict) else None
+        if info is not None:
+            return ["type", *info.params]
+    return suggest.keys_at(TopologyFile, path)
+
+
+def _tidy(problems: list[Problem], data: Any,
+          keys: Callable[[Key, Any], list[str]] | None = None) -> list[Problem]:
     """Keep the complaint that helps: when a value fails every branch of a union (a node
     is `host` or `{kind: host}`, an aqm is `pie` or `{type: pie, ...}`), drop the branches
-    the value is plainly not, and name the value a Literal refused."""
+    the value is plainly not, and name the value a Literal refused. An unknown key is
+    told the valid keys at its place (`keys(path of its mapping, data)`) and the closest."""
     out = []
     for p in problems:
         here = [q for q in problems if q.path == p.path and q is not p]
@@ -284,13 +300,16 @@ def _tidy(problems: list[Problem], data: Any) -> list[Problem]:
             continue  # the value is not a mapping, and another branch says what it is not
         if p.message.startswith("Input should be ") and deeper:
             continue  # the value is a mapping; its own keys say what is wrong
-        out.append(Problem(p.path, _reword(p, data)))
+        out.append(Problem(p.path, _reword(p, data, keys)))
     return out
 
 
-def _reword(p: Problem, data: Any) -> str:
+def _reword(p: Problem, data: Any, keys: Callable[[Key, Any], list[str]] | None = None) -> str:
     value = _at(data, p.path)
     field = str(p.path[-1]) if p.path else ""
+    if p.message == "unknown key" and keys is not None and p.path:
+        valid = keys(p.path[:-1], data)
+        return f"unknown key{suggest.unknown(field, valid)}" if valid else p.message
     if p.message == "Field required":
         return "missing (this key is required)"
     if p.message.startswith("Input should be a valid dictionary"):

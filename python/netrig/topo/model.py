@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from netrig import units
+from netrig import suggest, units
 from netrig.errors import NetrigError
 from netrig.link import spec as linkspec
 
@@ -321,7 +321,10 @@ class Link:
         each direction runs. Raises TopologyError naming what is wrong."""
         wrong = sorted(set(params) - set(linkspec.KEYS))
         if wrong:
-            raise TopologyError([f"link {self.name}: {', '.join(wrong)}: not a key of a link direction "
+            near = [f"{c[0]}" + (f" for {k}" if len(wrong) > 1 else "")
+                    for k in wrong if (c := suggest.close(k, linkspec.KEYS, 1))]
+            raise TopologyError([f"link {self.name}: {', '.join(wrong)}: not a key of a link direction"
+                                 f"{'; did you mean ' + ', '.join(near) + '?' if near else ''} "
                                  f"(a live change sets {', '.join(linkspec.KEYS)})"])
         if dir not in (None, *DIRS):
             raise TopologyError([f"link {self.name}: dir: '{dir}' is not a_to_b or b_to_a"])

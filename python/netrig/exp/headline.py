@@ -1,0 +1,171 @@
+"""The headline table a terminal shows at the end of `netrig run` and by `netrig
+report DIR`: per sweep point, each flow's metric theory predicts, measured (mean ± 95 %
+CI over its repetitions), theory's value or range, their ratio and the verdict; at most
+80 columns (or the width given).
+
+    ratio    measured mean ÷ theory's value; for a range, `in 45%` when the mean is
+             inside it (0 % its low end, the idle path; 100 % its top), else the mean ÷
+             the end it missed (`1.74×top`, `0.85×low`)
+    verdict  `far (2/3)`: outside the scenario's tolerance in 2 of 3 repetitions (the
+             runner's judgement, `expected.flag`); `within`; `—` when theory has no value
+
+Reads the results directory through `netrig.exp.results` only; draws nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from netrig.exp.results import Results, is_number, mean_ci, range_pos
+
+NONE = "—"
+# A flow's metric when theory has nothing to say about it.
+PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
+         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "command": "command_s"}
+HEAD = ("flow", "metric", "measured", "theory", "ratio", "verdict")
+
+
+@dataclass
+class Line:
+    """One flow at one sweep point."""
+
+    point: str
+    flow: str
+    metric: str
+    values: list[float]
+    value: float | None
+    hi: float | None
+    ran: int
+    far: int
+
+    @property
+    def mean(self) -> float | None:
+        return mean_ci(self.values)[0] if self.values else None
+
+
+def lines(res: Results) -> list[Line]:
+    """Every flow at every sweep point that ran it, in point then scenario order."""
+    out = []
+    flows = res.flows()
+    for p in res.points:
+        i = p["index"]
+        for flow, first in flows.items():
+            entries = [r["flows"][flow] for r in res.runs_of(i) if flow in r.get("flows", {})]
+            if not entries:
+                continue
+            e = next((x["expected"] for x in entries if x.get("expected")), {})
+            m = e.get("metric") or PLAIN.get(first.get("kind", ""), "")
+            value, hi = res.theory(i, flow, m)
+            far = sum(bool((x.get("expected") or {}).get("flag")) for x in entries)
+            out.append(Line(res.label(i), flow, m, res.values(i, flow, m),
+                            value if is_number(value) else None, hi if is_number(hi) else None,
+                            len(entries), far))
+    return out
+
+
+# Units: by the metric's name, one scale per line so measured and theory read alike.
+def unit(metric: str, like: float | None) -> tuple[str, str, float]:
+    """(words, unit, scale) of a metric: `throughput_bps` near 1.5e6 is
+    ("throughput", "Mbit/s", 1e-6)."""
+    for suffix, u in (("_bps", "bit/s"), ("_pct", "%"), ("_ms", "ms"), ("_s", "s")):
+        head, sep, tail = metric.partition(suffix)
+        if sep and (not tail or tail.startswith("_")):
+            words = " ".join(x for x in (head + tail).split("_") if x)
+            if u == "bit/s":
+                v = abs(like or 0)
+                prefix, scale = next(((p, s) for p, s in (("G", 1e-9), ("M", 1e-6), ("k", 1e-3))
+                                      if v * s >= 1), ("", 1.0))
+                return words, f"{prefix}{u}", scale
+            return words, u, 1.0
+    return metric.replace("_", " "), "", 1.0
+
+
+def number(v: float, digits: int = 4) -> str:
+    """Plain decimals with `digits` significant digits, never an exponent: 1.425, 828.5,
+    1408000."""
+    s = f"{v:.{digits}g}"
+    if "e" in s:
+        s = f"{v:.0f}" if abs(v) >= 1 else f"{v:.8f}".rstrip("0").rstrip(".")
+    return s
+
+
+def cells(x: Line) -> list[str]:
+    """The line's six cells."""
+    words, u, scale = unit(x.metric, x.value if x.value is not None else x.mean)
+    suffix = f" {u}" if u else ""
+    if x.mean is None:
+        measured = "not measured"
+    else:
+        ci = mean_ci(x.values)[1]
+        pm = f" ± {number(ci * scale, 2)}" if ci is not None else ""
+        measured = f"{number(x.mean * scale)}{pm}{suffix}"
+    if x.value is None:
+        theory = NONE
+    elif x.hi is None:
+        theory = f"{number(x.value * scale)}{suffix}"
+    else:
+        theory = f"{number(x.value * scale)}–{number(x.hi * scale)}{suffix}"
+    verdict = f"far ({x.far}/{x.ran})" if x.far else "within" if x.value and x.mean is not None else NONE
+    return [x.flow, words, measured, theory, ratio(x), verdict]
+
+
+def ratio(x: Line) -> str:
+    if x.mean is None or not x.value:
+        return NONE
+    pos = range_pos(x.mean, x.value, x.hi) if x.hi is not None else None
+    if pos is None:
+        return f"{x.mean / x.value:.2f}"
+    if pos < 0:
+        return f"{x.mean / x.value:.2f}×low"
+    if pos > 1:
+        return f"{x.mean / x.hi:.2f}×top" if x.hi else NONE
+    return f"in {pos:.0%}"
+
+
+def table(res: Results, width: int = 80) -> str:
+    """The headline table as text no wider than `width`: a heading line per sweep
+    point (when there is a sweep), then its flows."""
+    rows = lines(res)
+    if not rows:
+        return "No flow was measured: no run finished with any flow."
+    body = [cells(x) for x in rows]
+    widths = [max(len(h), *(len(c[k]) for c in body)) for k, h in enumerate(HEAD)]
+    _fit(widths, width)
+    out = []
+    rule = "  ".join("-" * w for w in widths)
+    head = "  ".join(h.ljust(w) for h, w in zip(HEAD, widths)).rstrip()
+    shown = None
+    for x, c in zip(rows, body):
+        if x.point != shown:
+            if x.point:
+                out += ["" if out else None, _cut(f"at {x.point}:", width)]
+            if shown is None or x.point:
+                out += [head, rule]
+            shown = x.point
+        out.append("  ".join(_cut(s, w).ljust(w) for s, w in zip(c, widths)).rstrip())
+    return "\n".join(s for s in out if s is not None)
+
+
+def _fit(widths: list[int], width: int) -> None:
+    """Narrows the widest columns (metric and measured first) until the row fits."""
+    order = [1, 2, 0, 3, 4, 5]
+    floor = [4, 6, 8, 6, 5, 6]
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        k = max(order, key=lambda i: (widths[i] - floor[i], -order.index(i)))
+        if widths[k] <= floor[k]:
+            return
+        widths[k] -= 1
+
+
+def _cut(s: str, w: int) -> str:
+    return s if len(s) <= w else s[: w - 1] + "…"
+
+
+def summary(res: Results, width: int = 80) -> str:
+    """The table, and a last line counting the far rows."""
+    rows = lines(res)
+    far = [x for x in rows if x.far]
+    tail = (f"{len(far)} of {len(rows)} rows far from theory" if far
+            else "every row within the tolerance of theory" if any(x.value for x in rows) else "")
+    return table(res, width) + (f"\n{tail}" if tail else "")
+

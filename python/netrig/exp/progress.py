@@ -1,0 +1,145 @@
+"""What `netrig run` shows while it runs: runs done of the total, the point being run
+in words, the time elapsed and the time left, each with its unit.
+
+On a terminal, one line redrawn in place that fits the terminal's width (the point's
+words are shortened first; the counts and times never are). Anywhere else (a pipe, a
+log file), one plain line per run and no carriage returns. A note (a failed run, a
+late emulator) is always a line of its own.
+
+Owns the wording and layout of progress (`status`, `words`, `duration`); the runner
+says when a run starts, ticks and ends. Reads nothing of the run itself.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from typing import Any, TextIO
+
+from netrig.exp import results as res
+
+SEP = " · "
+
+
+def duration(s: float) -> str:
+    """`45 s`, `2 min 05 s`, `1 h 02 min`: a time a reader takes in at a glance."""
+    s = max(0, int(round(s)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def words(params: dict[str, Any]) -> str:
+    """A sweep point in words: `aqm pie on s0-h2, bulk's window 16KB, duration 10s`."""
+    parts = []
+    for key, value in params.items():
+        paths = [k.strip() for k in key.split(",")]
+        values = value if len(paths) > 1 and isinstance(value, list) else [value]
+        for path, v in zip(paths, values):
+            parts.append(_one(path, res.label(v)))
+    return ", ".join(parts)
+
+
+def _one(path: str, value: str) -> str:
+    p = path.split(".")
+    if p[0] == "links" and len(p) >= 3:
+        return f"{' '.join(p[2:])} {value} on {p[1]}"
+    if p[0] == "flows" and len(p) >= 3:
+        who = "every flow's" if p[1] == "*" else f"{p[1]}'s"
+        return f"{who} {' '.join(p[2:])} {value}"
+    if p[0] == "topology" and len(p) >= 2:
+        return f"topology {' '.join(p[1:])} {value}"
+    return f"{' '.join(p)} {value}"
+
+
+def status(done: int, total: int, point: str, elapsed_s: float, left_s: float, width: int) -> str:
+    """The one-line status on a terminal `width` columns wide (never wider): runs done
+    of total, time elapsed and left, then as much of the point's words as fits."""
+    el, left = duration(elapsed_s), f"~{duration(left_s)} left"
+    pct = f" ({100 * done // total}%)" if total else ""
+    heads = (f"{done}/{total} runs done{pct}{SEP}{el} elapsed{SEP}{left}",
+             f"{done}/{total} runs{SEP}{el} elapsed{SEP}{left}",
+             f"{done}/{total} runs, {el} in, {left}")
+    for head in heads if point else ():  # the richest line with room for the point
+        room = width - len(head) - len(SEP)
+        if room >= 10:
+            return head + SEP + (point if len(point) <= room else point[: room - 1] + "…")
+    for head in heads:  # else the richest that fits
+        if len(head) <= width:
+            return head
+    return heads[-1][:width]
+
+
+class Display:
+    """Progress on `stream` (stderr): a line redrawn in place on a terminal, one line
+    per run elsewhere; nothing when not `enabled`."""
+
+    def __init__(self, total: int, estimate_s: float, enabled: bool = True,
+                 stream: TextIO | None = None) -> None:
+        self.total = total
+        self.left_s = estimate_s
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.live = enabled and self.stream.isatty()
+        self.t0 = time.monotonic()
+        self.done = 0
+        self.point = ""
+        self.run_s = 0.0  # of the run going on
+        self.drawn = 0.0
+
+    def __enter__(self) -> Display:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live:
+            self._draw()
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def width(self) -> int:
+        return max(20, shutil.get_terminal_size((80, 24)).columns - 1)  # not the last column
+
+    def left(self) -> float:
+        return max(0.0, self.left_s - self.run_s)
+
+    def start_run(self, k: int, point_index: int, npoints: int, params: dict[str, Any], rep: int,
+                  repeat: int) -> None:
+        self.done, self.run_s = k, 0.0
+        about = words(params)
+        self.point = (f"point {point_index + 1}/{npoints}" + (f": {about}" if about else "")
+                      + (f", repetition {rep + 1}/{repeat}" if repeat > 1 else ""))
+        if self.live:
+            self._draw()
+        elif self.enabled:
+            self._line(f"run {k + 1}/{self.total}: {self.point}{SEP}"
+                       f"{duration(time.monotonic() - self.t0)} elapsed{SEP}~{duration(self.left())} left")
+
+    def tick(self, run_elapsed_s: float) -> None:
+        self.run_s = run_elapsed_s
+        if self.live and time.monotonic() - self.drawn >= 0.5:
+            self._draw()
+
+    def end_run(self, k: int, length_s: float, settle_s: float, note: str = "") -> None:
+        self.left_s = max(0.0, self.left_s - (length_s + settle_s + 1.5))
+        self.done, self.run_s = k + 1, 0.0
+        if note and self.enabled:
+            if self.live:
+                self.stream.write("\r\x1b[K")
+            self._line(note if self.live else f"netrig: {note}")
+        elif note:  # failures are said even without a progress display
+            print(f"netrig: {note}", file=self.stream, flush=True)
+        if self.live:
+            self._draw()
+
+    def _draw(self) -> None:
+        self.drawn = time.monotonic()
+        text = status(self.done, self.total, self.point, self.drawn - self.t0, self.left(), self.width())
+        self.stream.write("\r\x1b[K" + text)
+        self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
