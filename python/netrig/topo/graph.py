@@ -203,7 +203,8 @@ def _hard_wrap(line: str, width: int) -> list[str]:
 
 # Drawing.
 def draw(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
-         bottlenecks: Sequence[str] | None = None, fmt: str = "svg") -> str | bytes:
+         bottlenecks: Sequence[str] | None = None, fmt: str = "svg",
+         title: str | None = None) -> str | bytes:
     """The topology drawn: SVG text (texts kept as <text>, so a reader can search
     them), or PNG bytes with fmt="png"."""
     import matplotlib
@@ -219,7 +220,7 @@ def draw(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
     rows = max((p[1] for p in pos.values()), default=0) + 1
     xy = {n: (c * 3.2, -r * 1.6) for n, (c, r) in pos.items()}
     fig_w = min(max(6.0, cols * 2.6), 16.0)
-    fig_h = min(max(2.6, rows * 1.25 + 0.6 * len(paths) + 0.8), 14.0)
+    fig_h = min(max(2.4, rows * 1.25 + 0.3 * len(paths) + 1.2), 14.0)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "netrig"}):
         fig, ax = plt.subplots(figsize=(fig_w, fig_h))
         try:
@@ -227,11 +228,14 @@ def draw(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
             _draw_flows(ax, paths, xy)
             _draw_nodes(ax, topo, xy)
             ax.set_axis_off()
-            ax.margins(0.12, 0.2)
+            xs, ys = [p[0] for p in xy.values()], [p[1] for p in xy.values()]
+            ax.set_xlim(min(xs) - 1.0, max(xs) + 1.0)
+            ax.set_ylim(min(ys) - 0.4 - 0.2 * len(paths), max(ys) + 1.1)
             if paths or slow:
                 ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(paths) + 1),
                           fontsize=8, frameon=False)
-            ax.set_title(f"{topo.name}: {len(topo.nodes)} nodes, {len(topo.links)} links", fontsize=10)
+            ax.set_title(f"{title or topo.name}: {len(topo.nodes)} nodes, {len(topo.links)} links",
+                         fontsize=10, pad=2)
             fig.tight_layout()
             buf = io.BytesIO()
             fig.savefig(buf, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
@@ -269,7 +273,7 @@ def _draw_flows(ax, paths: Mapping[str, list[Hop]], xy: dict[str, tuple[float, f
     for k, (name, hops) in enumerate(paths.items()):
         if not hops:
             continue
-        off = -0.14 * (k + 1)
+        off = -0.16 * (k + 1)
         pts = [xy[hops[0].frm]] + [xy[h.to] for h in hops]
         colour = FLOW_COLOURS[k % len(FLOW_COLOURS)]
         xs = [p[0] for p in pts]
