@@ -397,6 +397,14 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph(args: argparse.Namespace) -> int:
+    from netrig.topo.graph import graph_command
+
+    out = graph_command(args.file, args.out, args.format)
+    print(out, end="" if out.endswith("\n") else "\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="netrig")
     sub = ap.add_subparsers(dest="command")
@@ -464,6 +472,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("b")
     p.add_argument("--out", help="where to write the comparison (default: beside A)")
     foreign(p)
+    # netrig graph (report14): the topology drawn, or as text for a terminal.
+    p = cmd("graph", _graph, "draw a topology (or a scenario's): text, or -o FILE.svg|.png")
+    p.add_argument("file", help="a topology file, or a scenario (its flows' paths drawn too)")
+    p.add_argument("-o", "--out", help="write the drawing here (.svg or .png); default: text to stdout")
+    p.add_argument("--format", choices=["text", "svg", "png"], help="the format (default: -o's suffix)")
     cmd("version", _version, "versions")
     return ap
 

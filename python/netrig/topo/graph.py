@@ -148,7 +148,8 @@ def layout(topo: Topology) -> dict[str, tuple[int, int]]:
 
 # Text.
 def text(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
-         bottlenecks: Sequence[str] | None = None, width: int = WIDTH) -> str:
+         bottlenecks: Sequence[str] | None = None, width: int = WIDTH,
+         title: str | None = None) -> str:
     """The topology for a terminal, no line longer than `width`: nodes by column,
     every link with its label, each flow's path; the bottleneck marked."""
     plan = plan or make_plan(topo)
@@ -157,7 +158,7 @@ def text(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
     kinds = {k: sum(v == k for v in topo.nodes.values()) for k in ("host", "switch", "router")}
     counts = ", ".join(f"{n} {k}{'es' if k == 'switch' and n != 1 else 's' if n != 1 else ''}"
                        for k, n in kinds.items() if n)
-    out = [f"{topo.name}: {counts}, {len(topo.links)} link{'s' * (len(topo.links) != 1)}"]
+    out = [f"{title or topo.name}: {counts}, {len(topo.links)} link{'s' * (len(topo.links) != 1)}"]
     pos = layout(topo)
     out.append("nodes, by hops from the first host:")
     for c in sorted({p[0] for p in pos.values()}):
@@ -301,15 +302,15 @@ def graph_command(file: str, out: str | None = None, fmt: str | None = None) -> 
     (its topology, its flows drawn)."""
     from netrig.errors import NetrigError
 
-    topo, flows = _read(file)
+    topo, flows, title = _read(file)
     if out is None and fmt in (None, "text"):
-        return text(topo, flows=flows)
+        return text(topo, flows=flows, title=title)
     if out is None:
         raise NetrigError(f"--format {fmt} needs -o FILE (only text goes to the terminal)")
     kind = fmt or Path(out).suffix.lstrip(".").lower()
     if kind not in ("svg", "png"):
         raise NetrigError(f"-o {out}: draws .svg or .png (give one of those suffixes or --format)")
-    data = draw(topo, flows=flows, fmt=kind)
+    data = draw(topo, flows=flows, fmt=kind, title=title)
     p = Path(out)
     if isinstance(data, str):
         p.write_text(data, encoding="utf-8")
@@ -318,7 +319,7 @@ def graph_command(file: str, out: str | None = None, fmt: str | None = None) -> 
     return str(p)
 
 
-def _read(file: str) -> tuple[Topology, dict[str, tuple[str, str]] | None]:
+def _read(file: str) -> tuple[Topology, dict[str, tuple[str, str]] | None, str | None]:
     """A topology file, or a scenario file (a mapping with `flows:`): its topology at
     the first sweep point and its flows (sender, receiver as the data goes)."""
     import yaml
@@ -329,8 +330,9 @@ def _read(file: str) -> tuple[Topology, dict[str, tuple[str, str]] | None]:
     if isinstance(data, dict) and "flows" in data:
         from netrig.exp.scenario import load_scenario
 
-        point = load_scenario(file).points[0]
+        scen = load_scenario(file)
+        point = scen.points[0]
         flows = {n: ((f.to, f.src) if f.reverse else (f.src, f.to))
                  for n, f in point.spec.flows.items() if f.to is not None}
-        return point.topology, flows
-    return tload.load(file), None
+        return point.topology, flows, scen.name
+    return tload.load(file), None, None
