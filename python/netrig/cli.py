@@ -398,9 +398,10 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _graph(args: argparse.Namespace) -> int:
+    from netrig.exp.scenario import drawable
     from netrig.topo.graph import graph_command
 
-    out = graph_command(args.file, args.out, args.format)
+    out = graph_command(args.file, args.out, args.format, scenario=drawable)
     print(out, end="" if out.endswith("\n") else "\n")
     return 0
 

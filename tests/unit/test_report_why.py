@@ -237,3 +237,18 @@ def test_graph_draw_is_svg_with_every_links_label():
     assert graph.draw(topo, flows={"a": ("h1", "h4")}) == svg  # deterministic
     png = graph.draw(topo, fmt="png")
     assert isinstance(png, bytes) and png.startswith(b"\x89PNG")
+
+
+def test_netrig_graph_prints_text_or_writes_svg_and_png(tmp_path, capsys):
+    from netrig import cli
+
+    assert cli.main(["graph", str(EXAMPLES / "004-bufferbloat.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("004-bufferbloat: 2 hosts, 1 switch, 2 links\n")
+    assert "  bulk: h1 → s0 → [s0-h2]> h2\n" in out and max(map(len, out.splitlines())) <= 80
+    for name in ("t.svg", "t.png"):
+        assert cli.main(["graph", str(EXAMPLES / "portfolio.yaml"), "-o", str(tmp_path / name)]) == 0
+    assert "L3 — BOTTLENECK" in (tmp_path / "t.svg").read_text()
+    assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+    assert cli.main(["graph", str(EXAMPLES / "portfolio.yaml"), "-o", str(tmp_path / "t.pdf")]) == 1
+    assert "draws .svg or .png" in capsys.readouterr().err

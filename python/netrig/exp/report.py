@@ -37,6 +37,7 @@ from netrig.exp.results import (
     write_csv,
 )
 from netrig.exp.results import label as value_text
+from netrig.exp.scenario import flow_ends
 from netrig.exp.verdict import RATIO_DEFINITION, Versus, versus
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
@@ -426,8 +427,7 @@ def _topology(res: Results, out: Path) -> list[Block]:
     point = res.scenario_point(res.points[0]["index"] if res.points else 0)
     if point is None:
         return [Note("No drawing: scenario.yaml does not load any more.")]
-    flows = {n: ((f.to, f.src) if f.reverse else (f.src, f.to))
-             for n, f in point.spec.flows.items() if f.to is not None}
+    flows = flow_ends(point)
     try:
         svg = graph.draw(point.topology, flows=flows, title=res.meta.get("scenario"))
         text = graph.text(point.topology, flows=flows)

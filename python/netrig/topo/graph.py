@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from netrig import units
@@ -296,13 +296,27 @@ def _draw_nodes(ax, topo: Topology, xy: dict[str, tuple[float, float]]) -> None:
 
 
 # `netrig graph FILE [-o out.svg|.png]`.
-def graph_command(file: str, out: str | None = None, fmt: str | None = None) -> str:
-    """Text to stdout without `out`; else writes out (its format by `fmt`, else by its
-    suffix: .svg or .png) and returns its path. FILE is a topology file or a scenario
-    (its topology, its flows drawn)."""
-    from netrig.errors import NetrigError
+ScenarioReader = Callable[[str], tuple[Topology, dict[str, tuple[str, str]], str]]
 
-    topo, flows, title = _read(file)
+
+def graph_command(file: str, out: str | None = None, fmt: str | None = None,
+                  scenario: ScenarioReader | None = None) -> str:
+    """Text to stdout without `out`; else writes out (its format by `fmt`, else by its
+    suffix: .svg or .png) and returns its path. FILE is a topology file, or a scenario
+    (a mapping with `flows:`) read by `scenario` (-> topology, flows, name; the
+    command line passes `netrig.exp.scenario.drawable`: topo stays below exp)."""
+    import yaml
+
+    from netrig.errors import NetrigError
+    from netrig.topo import load as tload
+
+    data = yaml.safe_load(tload.read(file))
+    if isinstance(data, dict) and "flows" in data:
+        if scenario is None:
+            raise NetrigError(f"{file}: a scenario; draw its topology file, or use `netrig graph`")
+        topo, flows, title = scenario(file)
+    else:
+        topo, flows, title = tload.load(file), None, None
     if out is None and fmt in (None, "text"):
         return text(topo, flows=flows, title=title)
     if out is None:
@@ -317,22 +331,3 @@ def graph_command(file: str, out: str | None = None, fmt: str | None = None) -> 
     else:
         p.write_bytes(data)
     return str(p)
-
-
-def _read(file: str) -> tuple[Topology, dict[str, tuple[str, str]] | None, str | None]:
-    """A topology file, or a scenario file (a mapping with `flows:`): its topology at
-    the first sweep point and its flows (sender, receiver as the data goes)."""
-    import yaml
-
-    from netrig.topo import load as tload
-
-    data = yaml.safe_load(tload.read(file))
-    if isinstance(data, dict) and "flows" in data:
-        from netrig.exp.scenario import load_scenario
-
-        scen = load_scenario(file)
-        point = scen.points[0]
-        flows = {n: ((f.to, f.src) if f.reverse else (f.src, f.to))
-                 for n, f in point.spec.flows.items() if f.to is not None}
-        return point.topology, flows, scen.name
-    return tload.load(file), None, None
