@@ -454,6 +454,15 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph(args: argparse.Namespace) -> int:
+    from netrig.exp.scenario import drawable
+    from netrig.topo.graph import graph_command
+
+    out = graph_command(args.file, args.out, args.format, scenario=drawable)
+    print(out, end="" if out.endswith("\n") else "\n")
+    return 0
+
+
 # Help: every command has a synopsis, a line saying what it does and examples; every
 # argument says what it takes and gives an example ("e.g."). `netrig help` lists the
 # commands; `netrig help CMD` and `netrig CMD --help` show one. Lines fit 80 columns.
@@ -624,6 +633,16 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("--out", metavar="D",
                    help="where to write compare.html (default: beside DIR1; e.g. /tmp/cmp)")
     foreign(p)
+    p = cmd("graph", _graph, "graph FILE [-o OUT.svg|.png] [--format F]",
+            "draw a topology (or a scenario's, with its flows' paths): each link's rate, delay, "
+            "queue and discipline, the bottleneck marked; text for a terminal, or SVG/PNG",
+            ["netrig graph examples/portfolio.yaml", "netrig graph examples/004-bufferbloat.yaml -o bb.svg"])
+    p.add_argument("file", metavar="FILE",
+                   help="a topology file, or a scenario (e.g. examples/portfolio.yaml)")
+    p.add_argument("-o", "--out", metavar="OUT",
+                   help="write the drawing here, .svg or .png (e.g. lab.svg); default: text")
+    p.add_argument("--format", choices=["text", "svg", "png"],
+                   help="the format (default: -o's suffix; e.g. --format svg)")
     cmd("version", _version, "version", "versions of netrig, netrig-perf and netrig-link",
         ["netrig version", "netrig --version"])
     p = cmd("help", _help, "help [COMMAND]", "the commands, or one command's arguments and "

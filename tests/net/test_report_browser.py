@@ -1,6 +1,7 @@
 """report.html in a real browser: headless Chromium renders the page with every figure
 decoded (naturalWidth of each <img> = its PNG's width) and the summary table in place,
-and its screenshot is a real picture. The results directory is the synthetic one of
+the headline table on the first screen, the topology drawn and a flagged row's
+explanation shown, and its screenshot is a real picture. The results directory is the synthetic one of
 tests/unit/test_report.py. Needs a chromium binary (scripts/install.sh installs it);
 the screenshot is kept in $NETRIG_ARTIFACTS when that is set."""
 
@@ -80,9 +81,45 @@ def test_dom_has_every_figure_decoded_and_the_table(built):
     widths = re.search(r'data-widths="([0-9,-]*)"', dom)
     assert widths, "the probe script did not run"
     got = [int(w) for w in widths.group(1).split(",")]
-    assert sorted(got) == sorted(png_width(p) for p in pngs) and min(got) > 0
+    # the figures' PNGs, and the topology's SVG drawing first
+    assert sorted(got[1:]) == sorted(png_width(p) for p in pngs) and min(got) > 0
     assert "<td>9.5 ± 0.896 Mbit/s (n=3)</td>" in dom
     assert re.search(r'<tr class="far"><td>window=64KB</td><td>bulk</td>', dom)
+
+
+# Where the new sections land on the first screen (1280 × 900): the headline table's
+# bottom, the topology drawing's rendered size, a flagged row's explanation's height.
+LAYOUT = """<script>
+window.addEventListener("load", () => {
+  const table = document.querySelector("table");
+  const topo = document.querySelector("figure.topology img");
+  const why = Array.from(document.querySelectorAll("li")).find(li => li.textContent.includes("Why:"));
+  const b = document.body;
+  b.setAttribute("data-first-h2", document.querySelector("h2").textContent);
+  b.setAttribute("data-table-bottom", Math.round(table.getBoundingClientRect().bottom));
+  b.setAttribute("data-screen", window.innerHeight);
+  b.setAttribute("data-topo", topo ? topo.naturalWidth + "x" + topo.getBoundingClientRect().height : "none");
+  b.setAttribute("data-why", why ? why.getBoundingClientRect().height : -1);
+});
+</script>"""
+
+
+def test_headline_table_on_the_first_screen_topology_drawn_and_why_visible(built):
+    exe, tmp, page = built
+    probe = tmp / "layout.html"
+    html = page.read_text(encoding="utf-8")
+    probe.write_text(html.replace("</body>", LAYOUT + "</body>"), encoding="utf-8")
+    p = chromium(exe, tmp, "--window-size=1280,900", "--virtual-time-budget=10000", "--dump-dom",
+                 probe.as_uri())
+    dom = p.stdout
+    got = dict(re.findall(r'data-(first-h2|table-bottom|screen|topo|why)="([^"]*)"', dom))
+    assert got, f"the layout probe did not run; stderr: {p.stderr[-2000:]}"
+    assert got["first-h2"] == "Results"
+    assert 0 < int(got["table-bottom"]) <= int(got["screen"]), got  # the whole table, unscrolled
+    width, height = got["topo"].split("x")
+    assert int(width) > 300 and float(height) > 100, got  # the SVG decoded and drawn
+    assert float(got["why"]) > 0, got  # the explanation is not folded away
+    assert "Why: " in dom and "<h2>Topology</h2>" in dom
 
 
 def test_screenshot_is_a_real_picture(built):

@@ -19,16 +19,16 @@ def out(tmp_path: Path) -> Path:
 def test_the_table_per_point(out):
     assert headline.summary(results.load(out)).splitlines() == [
         "at window=16KB:",
-        "flow  metric      measured            theory      ratio   verdict",
-        "----  ----------  ------------------  ----------  ------  ---------",
-        "bulk  throughput  9.5 ± 0.9 Mbit/s    9.5 Mbit/s  1.00    within",
-        "rtt   rtt p50     31 ± 2.5 ms         21–40 ms    in 53%  within",
+        "flow  metric      measured            theory      ratio       verdict",
+        "----  ----------  ------------------  ----------  ----------  -----------",
+        "bulk  throughput  9.5 ± 0.9 Mbit/s    9.5 Mbit/s  1.00        within",
+        "rtt   rtt p50     31 ± 2.5 ms         21–40 ms    1 (at 53%)  within",
         "",
         "at window=64KB:",
-        "flow  metric      measured            theory      ratio   verdict",
-        "----  ----------  ------------------  ----------  ------  ---------",
-        "bulk  throughput  6.65 ± 0.12 Mbit/s  9.5 Mbit/s  0.70    far (3/3)",
-        "rtt   rtt p50     36 ± 2.5 ms         21–40 ms    in 79%  within",
+        "flow  metric      measured            theory      ratio       verdict",
+        "----  ----------  ------------------  ----------  ----------  -----------",
+        "bulk  throughput  6.65 ± 0.12 Mbit/s  9.5 Mbit/s  0.70        below (3/3)",
+        "rtt   rtt p50     36 ± 2.5 ms         21–40 ms    1 (at 79%)  within",
         "1 of 4 rows far from theory"]
 
 
@@ -48,7 +48,8 @@ def test_numbers_are_plain_decimals_with_units():
 
 def test_a_range_missed_says_by_how_much(out):
     line = headline.Line("", "rtt", "rtt_ms_p50", [80.0, 82.0, 84.0], 21.0, 40.0, 3, 3)
-    assert headline.cells(line) == ["rtt", "rtt p50", "82 ± 5 ms", "21–40 ms", "2.05×top", "far (3/3)"]
+    # The report's and results.csv's ratio: measured ÷ the bound it missed.
+    assert headline.cells(line) == ["rtt", "rtt p50", "82 ± 5 ms", "21–40 ms", "2.05", "above (3/3)"]
 
 
 def test_netrig_report_prints_the_table_then_the_page(out, capsys, monkeypatch):

@@ -3,6 +3,8 @@
     scenario.py  the file format: load, check (FILE:LINE: key: message), sweep points
     flows.py     one flow of a run: the command it is, and what its output means
     expect.py    what theory expects of each flow (via `netrig.theory`)
+    verdict.py   measured against theory: the one ratio and verdict, plain decimals
+    why.py       why a row is far from theory: small rules over a run's evidence
     results.py   the results directory: atomic writes, host facts, the tidy CSV
     runner.py    runs every point and repetition, with progress; resumes; tears down
     figures.py   matplotlib figures from a results directory

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig.exp.scenario import FlowSpec, Point
+from netrig.exp.verdict import versus
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
 from netrig.theory.path import bottleneck, hops, link_key
@@ -38,12 +39,10 @@ class Expected:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def judge(self, measured: float | None, tolerance: float) -> tuple[float | None, bool]:
-        """(measured ÷ expected, whether it is outside the tolerance / the range)."""
-        if measured is None or self.value is None or not self.value or math.isinf(self.value):
-            return None, False
-        ratio = measured / self.value
-        top = (self.hi or self.value) * (1 + tolerance)
-        return ratio, not (self.value * (1 - tolerance) <= measured <= top)
+        """(the ratio, whether it is outside 1 ± the tolerance): `verdict.versus`, the
+        one definition the CSV and the report use too."""
+        v = versus(measured, self.value, self.hi, tolerance)
+        return v.ratio, v.flag
 
 
 def _dir(f: FlowSpec) -> tuple[str, str]:

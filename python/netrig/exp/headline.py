@@ -3,11 +3,11 @@ report DIR`: per sweep point, each flow's metric theory predicts, measured (mean
 CI over its repetitions), theory's value or range, their ratio and the verdict; at most
 80 columns (or the width given).
 
-    ratio    measured mean ÷ theory's value; for a range, `in 45%` when the mean is
-             inside it (0 % its low end, the idle path; 100 % its top), else the mean ÷
-             the end it missed (`1.74×top`, `0.85×low`)
-    verdict  `far (2/3)`: outside the scenario's tolerance in 2 of 3 repetitions (the
-             runner's judgement, `expected.flag`); `within`; `—` when theory has no value
+    ratio    `netrig.exp.verdict`'s, as in the report and results.csv: the mean ÷ the
+             nearest value theory allows; inside a range `1 (at 45%)` (0 % its low end)
+    verdict  within, above or below for the mean; `(2/3)`: the repetitions
+             outside the scenario's tolerance (the runner's judgement, `expected.flag`);
+             `—` when theory has no value
 
 Reads the results directory through `netrig.exp.results` only; draws nothing.
 """
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netrig.exp.results import Results, is_number, mean_ci, range_pos
+from netrig.exp.results import Results, is_number, mean_ci
+from netrig.exp.verdict import versus
 
 NONE = "—"
 # A flow's metric when theory has nothing to say about it.
@@ -89,7 +90,7 @@ def number(v: float, digits: int = 4) -> str:
     return s
 
 
-def cells(x: Line) -> list[str]:
+def cells(x: Line, tolerance: float = 0.1) -> list[str]:
     """The line's six cells."""
     words, u, scale = unit(x.metric, x.value if x.value is not None else x.mean)
     suffix = f" {u}" if u else ""
@@ -105,21 +106,20 @@ def cells(x: Line) -> list[str]:
         theory = f"{number(x.value * scale)}{suffix}"
     else:
         theory = f"{number(x.value * scale)}–{number(x.hi * scale)}{suffix}"
-    verdict = f"far ({x.far}/{x.ran})" if x.far else "within" if x.value and x.mean is not None else NONE
-    return [x.flow, words, measured, theory, ratio(x), verdict]
+    word = versus(x.mean, x.value, x.hi, tolerance).verdict or NONE
+    verdict = f"{word} ({x.far}/{x.ran})" if x.far else word
+    return [x.flow, words, measured, theory, ratio(x, tolerance), verdict]
 
 
-def ratio(x: Line) -> str:
-    if x.mean is None or not x.value:
+def ratio(x: Line, tolerance: float = 0.1) -> str:
+    """`verdict.versus`'s ratio, the report's and results.csv's: measured ÷ the nearest
+    value theory allows; inside a range 1, and where the mean sits."""
+    v = versus(x.mean, x.value, x.hi, tolerance)
+    if v.ratio is None:
         return NONE
-    pos = range_pos(x.mean, x.value, x.hi) if x.hi is not None else None
-    if pos is None:
-        return f"{x.mean / x.value:.2f}"
-    if pos < 0:
-        return f"{x.mean / x.value:.2f}×low"
-    if pos > 1:
-        return f"{x.mean / x.hi:.2f}×top" if x.hi else NONE
-    return f"in {pos:.0%}"
+    if v.position is not None and 0 <= v.position <= 1:
+        return f"1 (at {v.position:.0%})"
+    return f"{v.ratio:.2f}"
 
 
 def table(res: Results, width: int = 80) -> str:
@@ -128,7 +128,7 @@ def table(res: Results, width: int = 80) -> str:
     rows = lines(res)
     if not rows:
         return "No flow was measured: no run finished with any flow."
-    body = [cells(x) for x in rows]
+    body = [cells(x, res.tolerance) for x in rows]
     widths = [max(len(h), *(len(c[k]) for c in body)) for k, h in enumerate(HEAD)]
     _fit(widths, width)
     out = []

@@ -18,24 +18,27 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netrig import safefs
+from netrig.errors import NetrigError
+from netrig.exp import why
 from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
 from netrig.exp.results import (
     Results,
     atomic_write,
+    is_number,
     late_note,
     load,
     mean_ci,
     pacing_note,
-    range_pos,
     write_csv,
 )
 from netrig.exp.results import label as value_text
+from netrig.exp.scenario import flow_ends
+from netrig.exp.verdict import RATIO_DEFINITION, Versus, versus
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
 # has nothing to say about.
@@ -63,6 +66,19 @@ class Row:
     ran: int  # repetitions that ran the flow
     flagged: int  # of them, outside the tolerance
     also: str
+    tol: float = 0.1  # the scenario's tolerance
+    here: float | None = None  # theory's point for the runs' own queue (an RTT range)
+    why: list[str] = field(default_factory=list)  # why it is far (netrig.exp.why)
+
+    @property
+    def versus(self) -> Versus:
+        """The mean against theory: the one ratio and verdict (netrig.exp.verdict)."""
+        return versus(self.mean, self.expected, self.hi, self.tol)
+
+    @property
+    def far(self) -> bool:
+        """Outside the tolerance on average, or in some repetition."""
+        return self.versus.flag or self.flagged > 0
 
     @property
     def mean(self) -> float | None:
@@ -75,12 +91,11 @@ class Row:
     @property
     def position(self) -> float | None:
         """Where the mean sits in an expected range (0 its low end, 1 its top)."""
-        return range_pos(self.mean, self.expected, self.hi)
+        return self.versus.position
 
     @property
     def ratio(self) -> float | None:
-        finite = self.expected is not None and self.expected != 0 and math.isfinite(self.expected)
-        return self.mean / self.expected if self.mean is not None and finite else None
+        return self.versus.ratio
 
 
 def summary(res: Results) -> list[Row]:
@@ -97,11 +112,83 @@ def summary(res: Results) -> list[Row]:
             m = e.get("metric") or PLAIN.get(first["kind"], "")
             also = ", ".join(f"{metric(k).label} {_fmt(k, mean_ci(v)[0])}"
                              for k in ALSO.get(first["kind"], ()) if (v := res.values(i, flow, k)))
-            flagged = sum(bool((x.get("expected") or {}).get("flag")) for x in entries)
-            rows.append(Row(res.label(i), p["params"], flow, m, res.values(i, flow, m),
-                            e.get("value"), e.get("hi"), e.get("limit") or "",
-                            e.get("detail") or "", len(entries), flagged, also))
+            tol = res.tolerance
+            flagged = sum(versus((x.get("expected") or {}).get("measured"), e.get("value"),
+                                 e.get("hi"), tol).flag for x in entries
+                          if (x.get("summary") or {}).get("status", "ok") == "ok")
+            heres = [h for r in res.runs_of(i) if flow in r.get("flows", {})
+                     if (h := res.here(r, flow)) is not None]
+            row = Row(res.label(i), p["params"], flow, m, res.values(i, flow, m),
+                      e.get("value"), e.get("hi"), e.get("limit") or "",
+                      e.get("detail") or "", len(entries), flagged, also, tol,
+                      sum(heres) / len(heres) if heres else None)
+            if row.far:
+                row.why = why.explain(evidence(res, i, row))
+            rows.append(row)
     return rows
+
+
+def evidence(res: Results, point: int, r: Row) -> why.Evidence:
+    """What the point's runs recorded about a row's flow, for the why-rules."""
+    runs = [x for x in res.runs_of(point) if r.flow in x.get("flows", {})]
+    entries = [x["flows"][r.flow] for x in runs]
+    first = entries[0]
+    nums: dict[str, list[float]] = {}
+    for f in entries:
+        for k, v in (f.get("summary") or {}).items():
+            if is_number(v):
+                nums.setdefault(k, []).append(float(v))
+    summary = {k: sum(v) / len(v) for k, v in nums.items()}
+    queues: dict[tuple[str, str], why.QueueSeen] = {}
+    sojourns: dict[tuple[str, str], list[float]] = {}
+    for run in runs:
+        for q in res.queues(run, r.flow):
+            key = (q.link, q.dir)
+            if q.sojourn_ms is not None:
+                sojourns.setdefault(key, []).append(q.sojourn_ms)
+            if key not in queues:
+                queues[key] = q
+            else:
+                t = queues[key]
+                t.overflow, t.aqm_drops, t.lost, t.ecn = (t.overflow + q.overflow, t.aqm_drops + q.aqm_drops,
+                                                          t.lost + q.lost, t.ecn + q.ecn)
+    for key, q in queues.items():
+        q.sojourn_ms = sum(sojourns[key]) / len(sojourns[key]) if key in sojourns else None
+    late, worst = 0.0, 0.0
+    for run in runs:
+        emu = run.get("emulator") or {}
+        if emu.get("packets"):
+            late = max(late, (emu.get("over_budget") or 0) / emu["packets"])
+            worst = max(worst, (emu.get("late_max_us") or 0) / 1e3)
+    others = _beside(first, runs[0], r.flow)
+    spec = p.spec.flows.get(r.flow) if (p := res.scenario_point(point)) else None
+    tcp = [r.flow] + [n for n, k in others if k == "tcp"]
+    jain = None
+    if len(tcp) > 1:
+        xs = [m for n in tcp if (v := res.values(point, n, "throughput_bps")) for m in [sum(v) / len(v)]]
+        jain = sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else None
+    extra = (first.get("expected") or {}).get("extra") or {}
+    return why.Evidence(
+        r.flow, first["kind"], r.metric, r.versus, r.limit,
+        cc=(spec.cc if spec else None) or (res.meta.get("host") or {}).get("tcp_congestion_control_default"),
+        parallel=spec.parallel if spec else 1, window_bytes=summary.get("window_bytes"),
+        run_s=sum((f.get("end_s") or 0) - (f.get("start_s") or 0) for f in entries) / len(entries),
+        omit_s=spec.seconds("omit") if spec else 0.0, base_rtt_ms=extra.get("base_rtt_ms"),
+        bottleneck_bps=extra.get("bottleneck_bps"), summary=summary, queues=list(queues.values()),
+        late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain)
+
+
+def _beside(f: dict[str, Any], run: dict[str, Any], name: str) -> list[tuple[str, str]]:
+    """The tcp and udp flows of a run that overlap this flow for more than half of it."""
+    s0, e0 = f.get("start_s") or 0.0, f.get("end_s") or 0.0
+    out = []
+    for n, g in run.get("flows", {}).items():
+        if n == name or g.get("kind") not in ("tcp", "udp"):
+            continue
+        both = min(e0, g.get("end_s") or 0.0) - max(s0, g.get("start_s") or 0.0)
+        if both > 0.5 * max(e0 - s0, 1e-9):
+            out.append((n, g["kind"]))
+    return out
 
 
 # Numbers with units.
@@ -121,13 +208,18 @@ def measured(r: Row) -> str:
 
 
 def expected(r: Row) -> str:
-    """`9.5 Mbit/s`, or a range: `21.05–77.95 ms`."""
+    """`9.5 Mbit/s`, or a range: `21.05–77.95 ms`, with theory's point for the runs'
+    own queue when the queue monitor measured it: `21.05–828.5 ms (525.4 ms for the
+    queue measured)`."""
     if r.expected is None:
         return NONE
     if r.hi is None:
         return _fmt(r.metric, r.expected)
     info = metric(r.metric)
-    return f"{r.expected * info.scale:.4g}–{r.hi * info.scale:.4g} {info.unit}".strip()
+    text = f"{r.expected * info.scale:.4g}–{r.hi * info.scale:.4g} {info.unit}".strip()
+    if r.here is not None:
+        text += f" ({_fmt(r.metric, r.here)} for the queue measured)"
+    return text
 
 
 def _ratio(v: float | None) -> str:
@@ -135,16 +227,17 @@ def _ratio(v: float | None) -> str:
 
 
 def _versus(r: Row) -> str:
-    """measured ÷ expected; for a range, how far into it (0 % idle, 100 % its top), or
-    outside it, measured ÷ the end it missed."""
-    pos = r.position
-    if pos is None:
-        return _ratio(r.ratio)
-    if pos < 0 and r.mean is not None and r.expected:
-        return f"below: {_ratio(r.mean / r.expected)} × its low end"
-    if pos > 1 and r.mean is not None and r.hi:
-        return f"above: {_ratio(r.mean / r.hi)} × its top"
-    return f"{pos:.0%} of the range"
+    """The ratio as the table and "Far from theory" show it (`Versus.text`)."""
+    return r.versus.text()
+
+
+def _verdict(r: Row) -> str:
+    """`within`, `above`, `below`; and how many repetitions were outside when the mean
+    and the repetitions disagree."""
+    v = r.versus.verdict or NONE
+    if r.flagged and (r.ran > 1 or not r.versus.flag):
+        v += f" ({r.flagged} of {r.ran} runs outside)"
+    return v
 
 
 # A document: sections of blocks, written as HTML or Markdown.
@@ -166,7 +259,24 @@ class Pre:
     text: str
 
 
-Block = Table | Note | Pre | Figure | list[str]  # a list: bullet points
+@dataclass
+class Drawing:
+    """An SVG drawing embedded as a data URI (the topology)."""
+
+    title: str
+    svg: str
+    caption: str
+
+
+@dataclass
+class Details:
+    """Blocks folded away under a one-line summary (<details> in HTML)."""
+
+    summary: str
+    blocks: list[Block]
+
+
+Block = Table | Note | Pre | Figure | Drawing | Details | list[str]  # a list: bullet points
 Section = tuple[str, list[Block]]
 
 CSS = """
@@ -183,6 +293,10 @@ pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: .85em; }
 figure { margin: 1.2em 0; }
 figure img { max-width: 100%; border: 1px solid #eaeef2; }
 figcaption { font-size: .9em; color: #424a53; max-width: 900px; }
+figure.topology img { max-height: 520px; }
+details { margin: .8em 0; }
+summary { cursor: pointer; font-weight: 600; }
+td.why { font-size: .9em; }
 """
 
 
@@ -203,6 +317,14 @@ def _html_block(b: Block) -> str:
         return f"{tag}{_esc(b.text)}</p>"
     if isinstance(b, Pre):
         return f"<pre>{_esc(b.text)}</pre>"
+    if isinstance(b, Drawing):
+        data = base64.b64encode(b.svg.encode("utf-8")).decode("ascii")
+        return (f'<figure class="topology"><img src="data:image/svg+xml;base64,{data}" '
+                f'alt="{_esc(b.title)}"><figcaption><b>{_esc(b.title)}.</b> {_esc(b.caption)}'
+                "</figcaption></figure>")
+    if isinstance(b, Details):
+        inner = "\n".join(_html_block(x) for x in b.blocks)
+        return f"<details><summary>{_esc(b.summary)}</summary>\n{inner}\n</details>"
     if isinstance(b, Figure):
         data = base64.b64encode(b.path.read_bytes()).decode("ascii")
         return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(b.title)}">'
@@ -239,6 +361,10 @@ def _md_block(b: Block, base: Path) -> str:
         return f"> **{_md_text(b.text)}**" if b.warn else _md_text(b.text)
     if isinstance(b, Pre):
         return f"```yaml\n{b.text.rstrip()}\n```"
+    if isinstance(b, Drawing):
+        return f"![{_md_text(b.title)}](figures/topology.svg)\n\n*{_md_text(b.title)}.* {_md_text(b.caption)}"
+    if isinstance(b, Details):
+        return "\n\n".join([f"**{_md_text(b.summary)}**", *(_md_block(x, base) for x in b.blocks)])
     if isinstance(b, Figure):
         rel = b.path.relative_to(base).as_posix()
         return f"![{_md_text(b.title)}]({rel})\n\n*{_md_text(b.title)}.* {_md_text(b.caption)}"
@@ -265,17 +391,67 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
     rows = summary(res)
     problems = _problems(res)
     title = f"netrig report: {res.meta.get('scenario') or out.name}"
+    topology = _topology(res, out)
     sections: list[Section] = [
-        ("Scenario", _scenario(res)),
-        ("Host and status", [_verdict(res), *([problems] if problems else []), *_timing(res),
-                             _host(res)]),
-        ("Results", _results(res, rows)),
+        ("Results", [*_status(res, problems), *_results(res, rows)]),
         ("Far from theory", _far(rows)),
+        ("Topology", topology),
         ("Figures", _figures(drawn)),
+        ("Scenario, host and runs", [
+            Details("The scenario", _scenario(res)),
+            Details("Host and timing", [*_timing(res), _host(res)]),
+            Details(f"Runs ({len(res.runs)})", [_run_list(res)])]),
     ]
     atomic_write(out / "report.md", to_markdown(title, sections, out), out)
     atomic_write(out / "report.html", to_html(title, sections), out)
     return out / "report.html"
+
+
+def _status(res: Results, problems: list[str]) -> list[Block]:
+    """What ran, and every warning a reader must see before the numbers."""
+    blocks: list[Block] = [Note(res.scenario["description"])] if res.scenario.get("description") else []
+    blocks.append(_verdict_note(res))
+    if problems:
+        blocks.append(problems)
+    late = [r for r in res.runs if late_note(r)]
+    if late:
+        blocks.append(Note(f"In {len(late)} of {len(res.runs)} runs the link emulator could not keep "
+                           "time (a busy host): see Host and timing below.", warn=True))
+    return blocks
+
+
+def _topology(res: Results, out: Path) -> list[Block]:
+    """The topology drawn, each flow's path and the bottleneck marked; and as text."""
+    from netrig.topo import graph
+
+    point = res.scenario_point(res.points[0]["index"] if res.points else 0)
+    if point is None:
+        return [Note("No drawing: scenario.yaml does not load any more.")]
+    flows = flow_ends(point)
+    try:
+        svg = graph.draw(point.topology, flows=flows, title=res.meta.get("scenario"))
+        text = graph.text(point.topology, flows=flows)
+    except NetrigError as e:
+        return [Note(f"No drawing: {e}", warn=True)]
+    assert isinstance(svg, str)
+    atomic_write(out / "figures" / "topology.svg", svg, out)
+    swept = [k for k in res.keys if k.startswith(("links.", "topology."))]
+    note = (f" Drawn at the first sweep point ({res.label(point.index)}); the sweep changes "
+            f"{', '.join(swept)}." if swept else "")
+    return [Drawing("The topology", svg, "Each link with its rate, delay, queue and discipline "
+                    "(per direction when they differ); each flow's routed path dashed, sender to "
+                    f"receiver; the bottleneck thick and red.{note}"),
+            Details("The topology as text (netrig graph)", [Pre(text)])]
+
+
+def _run_list(res: Results) -> Table:
+    rows = []
+    for r in res.runs:
+        emu = r.get("emulator") or {}
+        late = f"{100 * (emu.get('over_budget') or 0) / emu['packets']:.2g} %" if emu.get("packets") else NONE
+        rows.append([r["run"], res.label(r["point"]) or NONE, str(r.get("rep", "")), str(r.get("seed", "")),
+                     r.get("status", ""), f"{r.get('seconds', 0):.1f} s", late])
+    return Table(["run", "point", "repetition", "seed", "status", "took", "packets > 1 ms late"], rows)
 
 
 def _planned(res: Results) -> int:
@@ -294,8 +470,7 @@ def _scenario(res: Results) -> list[Block]:
              ["command", " ".join(map(str, m.get("command") or []))]]
     path = res.out / "scenario.yaml"
     text = path.read_text(encoding="utf-8") if path.is_file() else "(no scenario.yaml)"
-    blocks: list[Block] = [Note(s["description"])] if s.get("description") else []
-    return blocks + [Table(["", ""], facts),
+    return [Table(["", ""], facts),
                      Note("The scenario as run (--quick and --set applied, topology inline):"),
                      Pre(text)]
 
@@ -336,7 +511,7 @@ def _timing(res: Results) -> list[Block]:
                  "exact delays and rates: treat their numbers with care.", warn=True), late, *senders]
 
 
-def _verdict(res: Results) -> Note:
+def _verdict_note(res: Results) -> Note:
     """One sentence on what ran: a warning for anything short of complete."""
     status = res.meta.get("status", "unknown")
     planned = _planned(res)
@@ -368,42 +543,46 @@ def _host(res: Results) -> Table:
 
 
 def _results(res: Results, rows: list[Row]) -> list[Block]:
+    """The headline table: flow, metric, measured, theory, ratio, verdict; then the
+    ratio's definition (once) and, folded, theory's working and what else was measured."""
     if not rows:
         return [Note("No flow was measured: no run finished with any flow.", warn=True)]
     keys = bool(res.keys)
-    head = (["point"] if keys else []) + [
-        "flow", "metric", "measured (mean ± 95 % CI)", "expected", "ratio (in a range: where)",
-        "vs theory", "limit",
-        "theory's working", "also measured"]
+    head = (["point"] if keys else []) + ["flow", "metric", "measured (mean ± 95 % CI)", "theory",
+                                          "ratio", "verdict"]
     table = Table(head, [])
+    working = Table((["point"] if keys else []) + ["flow", "limit", "theory's working", "also measured"], [])
     for k, r in enumerate(rows):
-        verdict = f"far ({r.flagged} of {r.ran})" if r.flagged else \
-            "within" if r.ratio is not None else NONE
-        table.rows.append(([r.label] if keys else []) + [
-            r.flow, metric(r.metric).label, measured(r), expected(r), _versus(r), verdict,
-            r.limit or NONE, r.detail or NONE, r.also or NONE])
-        if r.flagged:
+        lead = [r.label] if keys else []
+        table.rows.append(lead + [r.flow, metric(r.metric).label, measured(r), expected(r),
+                                  _versus(r), _verdict(r)])
+        working.rows.append(lead + [r.flow, r.limit or NONE, r.detail or NONE, r.also or NONE])
+        if r.far:
             table.marked.add(k)
+            working.marked.add(k)
     tol = res.scenario.get("tolerance", "10%")
-    return [Note("One row per flow at each sweep point: the metric theory predicts, as the mean "
-                 "over the repetitions with the half-width of its 95 % confidence interval "
-                 "(Student t), beside theory's value (a range when a queue may add delay) and "
-                 "measured ÷ expected (for a range, where the mean sits in it: 0 % the idle "
-                 "path, 100 % its top; outside it, the mean ÷ the end it missed). 'far' "
-                 "marks (and the highlight "
-                 f"shows) a flow outside the {tol} tolerance in some repetitions."), table]
+    return [table,
+            Note(f"Measured: the mean over the repetitions whose flow ended well, ± the half-width "
+                 f"of its 95 % confidence interval (Student t). Theory: a value, or a range when a "
+                 f"queue may add delay. {RATIO_DEFINITION} Tolerance: {tol}. Highlighted rows are "
+                 "outside it (on average or in some repetition); \"Far from theory\" says why."),
+            Details("Theory's working and what else was measured", [working])]
 
 
 def _far(rows: list[Row]) -> list[Block]:
-    far = [r for r in rows if r.flagged]
+    far = [r for r in rows if r.far]
     if not far:
         judged = any(r.ratio is not None for r in rows)
         return [Note("Every measurement is within the tolerance of theory." if judged
                      else "No flow had a value from theory to be judged against.")]
-    return [[f"{r.label + ': ' if r.label else ''}{r.flow}'s {metric(r.metric).label} measured "
-             f"{measured(r)} against {expected(r)} expected (ratio {_ratio(r.ratio)}; outside "
-             f"the tolerance in {r.flagged} of {r.ran} repetitions). The limit that applied: "
-             f"{r.limit or 'none'}: {r.detail or 'no working given'}." for r in far]]
+    items = []
+    for r in far:
+        reasons = " ".join(r.why) if r.why else (
+            "No rule here explains it: look at its figures and at the runs' warnings.")
+        items.append(f"{r.label + ': ' if r.label else ''}{r.flow}'s {metric(r.metric).label} measured "
+                     f"{measured(r)} against {expected(r)} from theory: ratio {_versus(r)}, "
+                     f"{_verdict(r)} (theory's limit: {r.limit or 'none'}). Why: {reasons}")
+    return [items]
 
 
 def _figures(drawn: Figures) -> list[Block]:
@@ -430,7 +609,7 @@ def compare(a: Path, b: Path, out: Path | None = None, allow_foreign: bool = Fal
                   [_joined(sa.get(k), sb.get(k)) for k in [*sa, *(k for k in sb if k not in sa)]])
     drawn = compare_figures(ra, rb, out)
     warnings: list[Block] = [Note(f"{side}: {v.text}", warn=True)
-                             for side, r in (("A", ra), ("B", rb)) if (v := _verdict(r)).warn]
+                             for side, r in (("A", ra), ("B", rb)) if (v := _verdict_note(r)).warn]
     sections: list[Section] = [
         ("Directories", [_sides(ra, rb), *warnings]),
         ("Summaries side by side", [Note("Joined on (sweep point, flow, metric); measured as "

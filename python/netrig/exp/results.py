@@ -36,10 +36,13 @@ from typing import Any
 
 import yaml
 
-from netrig import safefs
+from netrig import safefs, units
 from netrig.errors import NetrigError
-from netrig.exp.scenario import SCHEMA
+from netrig.exp.scenario import SCHEMA, Point, loads_scenario
+from netrig.exp.verdict import decimal, versus
+from netrig.exp.why import QueueSeen, queue_seen, rtt_here
 from netrig.link import spec as linkspec
+from netrig.topo.plan import make_plan, path
 
 # netrig-link counts a packet released more than its budget (1 ms) after its due time;
 # a run where more than LATE_SHARE of its packets were is flagged (both the link spec's).
@@ -48,17 +51,28 @@ LATE_SHARE = linkspec.LATE_SHARE
 # A paced sender that ends more than SHORT_PCT % of its schedule short is flagged.
 SHORT_PCT = 1.0
 
+# results.csv is tidy (one row per flow per run), so `measured` holds a different
+# metric from row to row; `unit` names the metric's unit on each row, the same for every
+# row of a metric: the unit its name already carries (throughput_bps: bit/s, rtt_ms_p50:
+# ms, fetch_s_mean: s), so measured, expected, expected_hi and expected_here are that
+# metric's numbers exactly as run.json holds them, and a reader filters by metric
+# without a lookup table. Every other column carries one unit, named in its header
+# (sent_bps, rtt_ms_mean, window_bytes, retrans_pct). Numbers are plain decimals.
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
-             "measured", "expected", "ratio", "flag", "limit", "expected_hi", "range_pos", "detail"]
+             "unit", "measured", "expected", "expected_hi", "expected_here", "ratio", "range_pos",
+             "verdict", "limit", "detail"]
+UNITS = {"bps": "bit/s", "ms": "ms", "s": "s", "pct": "%", "bytes": "bytes"}
+
+
+def unit_of(metric: str) -> str:
+    """The unit a summary column's name carries (`rtt_ms_p50`: ms), '' for a count."""
+    return next((UNITS[t] for t in metric.split("_") if t in UNITS), "")
 
 
 def range_pos(measured: Any, lo: Any, hi: Any) -> float | None:
     """Where a measurement sits in an expected range: 0 at its low end (the idle
     path), 1 at its top (a full queue); below 0 or above 1 outside it."""
-    nums = all(is_number(v) for v in (measured, lo, hi))
-    if not nums or hi == lo:
-        return None
-    return (measured - lo) / (hi - lo)
+    return versus(measured, lo, hi).position
 
 
 def late_note(run: dict[str, Any]) -> str:
@@ -227,11 +241,12 @@ def runs(out: Path) -> list[dict[str, Any]]:
 def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
     """The tidy table: one row per flow per run (columns: CSV_FIRST, the sweep keys,
     then every measured number)."""
-    meta = read_json(out / "meta.json")
-    keys = meta.get("sweep_keys", [])
+    res = load(out)
+    keys = res.keys
+    tol = res.tolerance
     rows: list[dict[str, Any]] = []
     extra: list[str] = []
-    for r in runs(out):
+    for r in res.runs:
         for name, fl in r["flows"].items():
             row = {"run": r["run"], "point": r["point"], "rep": r["rep"], "seed": r["seed"],
                    "flow": name, "kind": fl["kind"], "from": fl["from"], "to": fl.get("to") or "",
@@ -239,11 +254,12 @@ def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
             for k in keys:
                 row[k] = label(r["params"].get(k))
             e = fl.get("expected") or {}
-            row.update({"metric": e.get("metric", ""), "measured": e.get("measured"),
-                        "expected": e.get("value"), "ratio": e.get("ratio"),
-                        "flag": "yes" if e.get("flag") else "", "limit": e.get("limit", ""),
-                        "expected_hi": e.get("hi"), "range_pos": range_pos(e.get("measured"), e.get("value"), e.get("hi")),
-                        "detail": e.get("detail", "")})
+            v = versus(e.get("measured"), e.get("value"), e.get("hi"), tol)
+            row.update({"metric": e.get("metric", ""), "unit": unit_of(e.get("metric", "")),
+                        "measured": e.get("measured"), "expected": e.get("value"),
+                        "expected_hi": e.get("hi"), "expected_here": res.here(r, name),
+                        "ratio": v.ratio, "range_pos": v.position, "verdict": v.verdict,
+                        "limit": e.get("limit", ""), "detail": e.get("detail", "")})
             for k, v in fl["summary"].items():
                 if k in ("status",):
                     continue
@@ -272,9 +288,7 @@ def write_csv(out: Path) -> Path:
 
 
 def _cell(v: Any) -> Any:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return "" if v is None else v
+    return decimal(v) if isinstance(v, (float, int)) or v is None else v
 
 
 class NotResults(NetrigError, ValueError):
@@ -289,6 +303,7 @@ class Results:
     runs: list[dict[str, Any]]
     scenario: dict[str, Any]
     _series: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def keys(self) -> list[str]:
@@ -338,6 +353,60 @@ class Results:
             if metric == "loss_pct" and is_number(loss):
                 return loss, None
         return None, None
+
+    @property
+    def tolerance(self) -> float:
+        """The scenario's tolerance, a fraction (10 % unless it says otherwise)."""
+        try:
+            return units.fraction(self.scenario.get("tolerance", "10%"))
+        except (NetrigError, ValueError, TypeError):
+            return 0.1
+
+    def scenario_point(self, point: int) -> Point | None:
+        """The sweep point as scenario.yaml makes it (its topology, its flows); None
+        when that no longer loads."""
+        if "points" not in self._cache:
+            path_ = self.out / "scenario.yaml"
+            try:
+                text = path_.read_text(encoding="utf-8")
+                self._cache["points"] = loads_scenario(text, str(path_), base_dir=self.out).points
+            except (OSError, NetrigError, ValueError):
+                self._cache["points"] = []
+        return next((p for p in self._cache["points"] if p.index == point), None)
+
+    def queues(self, run: dict[str, Any], flow: str) -> list[QueueSeen]:
+        """The monitored queues on a flow's path in a run, during the flow: the way its
+        data goes, and back too for an RTT (ping, probe, fetch)."""
+        p = self.scenario_point(run.get("point", 0))
+        f = (run.get("flows") or {}).get(flow) or {}
+        spec = p.spec.flows.get(flow) if p else None
+        if p is None or spec is None or not f.get("to") or not run.get("monitors"):
+            return []
+        a, b = (f["to"], f["from"]) if spec.reverse else (f["from"], f["to"])
+        try:
+            plan = make_plan(p.topology)
+            hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch") else [])
+        except NetrigError:
+            return []
+        rows = [x for m in run["monitors"] for x in self.series(run["run"], m) if x.get("kind") == "queue"]
+        out = []
+        for h in hops:
+            d = h.link.direction(h.d)
+            q = queue_seen(rows, h.link.name, "a_to_b" if h.d == 0 else "b_to_a",
+                           f.get("start_s") or 0.0, f.get("end_s") or math.inf,
+                           where=f"{h.frm}→{h.to}", aqm=d.aqm.name, rate_bps=d.rate_bps,
+                           target_s=d.aqm.target_s)
+            if q is not None:
+                out.append(q)
+        return out
+
+    def here(self, run: dict[str, Any], flow: str) -> float | None:
+        """Theory's point inside an RTT range for the run's own queue: base RTT + the
+        mean sojourn the queue monitor measured on the path (None when it cannot)."""
+        e = ((run.get("flows") or {}).get(flow) or {}).get("expected") or {}
+        if e.get("hi") is None or e.get("metric") != "rtt_ms_p50":
+            return None
+        return rtt_here((e.get("extra") or {}).get("base_rtt_ms"), self.queues(run, flow))
 
     def key_values(self, key: str) -> list[Any]:
         """A sweep key's values in sweep order."""

@@ -638,3 +638,16 @@ def _apply(d: dict, key: str, value: Any, probe: bool = False) -> str | None:
     except (KeyError, IndexError) as e:
         return str(e.args[0]) if e.args else "no such key"
     return None
+
+
+def flow_ends(point: Point) -> dict[str, tuple[str, str]]:
+    """Each flow with a peer: (sender, receiver) as its data goes (a drawing's paths)."""
+    return {n: ((f.to, f.src) if f.reverse else (f.src, f.to))
+            for n, f in point.spec.flows.items() if f.to is not None}
+
+
+def drawable(path: str) -> tuple[Topology, dict[str, tuple[str, str]], str]:
+    """A scenario file's topology at its first sweep point, its flows' ends and its
+    name: what `netrig graph` draws."""
+    scen = load_scenario(path)
+    return scen.points[0].topology, flow_ends(scen.points[0]), scen.name
