@@ -30,6 +30,7 @@ import io
 import math
 import os
 import re
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,8 +294,14 @@ def figure(plan_draw: Callable[[Axes], None], title: str) -> MplFigure:
     ax.set_title(title, fontsize=10.5)
     ax.grid(True, alpha=0.35)
     ax.set_axisbelow(True)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        labels = [textwrap.fill(t, 34, subsequent_indent="  ") for t in labels]
+        rows = sum(t.count("\n") + 1 for t in labels)
+        if rows > 18:  # a tall legend: a taller figure, so the axes keep their size
+            fig.set_size_inches(SIZE[0], SIZE[1] + 0.17 * (rows - 18))
+        ax.legend(handles, labels,
+                  fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   borderaxespad=0.0, frameon=False)
     return fig
 
@@ -617,7 +624,7 @@ def _timeseries(res: Results) -> list[_Plan]:
                 if not lines:
                     continue
                 refs = [(ref, None if one else res.label(i), _color(i) if not one else "k")
-                        for i, _, rs in per_run for ref in rs]
+                        for i, _, rs in per_run for ref in rs if ref.of in (None, *group)]
                 of = ", ".join(group)
                 where = f" ({res.label(chunk[0])})" if one and res.label(chunk[0]) else ""
                 every = "the point" if one else "each point, one line per point"

@@ -82,6 +82,7 @@ class Ref:
     label: str  # legend: "BDP + queue 152 KB"
     value: float  # in the quantity's unit
     style: str = "--"
+    of: str | None = None  # the trace (link direction) it belongs to; None: every trace
 
 
 def _nan(v: Any, scale: float = 1.0) -> float:
@@ -338,15 +339,15 @@ def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) ->
             target = _target(plan, h)
             queue = _queue_packets(h, frame)
             if q == "queue" and queue is not None:
-                out.append(Ref(f"queue limit of {where} {queue:.4g} packets", queue, "--"))
+                out.append(Ref(f"queue limit of {where} {queue:.4g} packets", queue, "--", where))
             if q == "queue" and target is not None:
                 out.append(Ref(f"{h.aqm}'s target as packets {h.rate_bps * target / 8 / frame:.3g}",
-                               h.rate_bps * target / 8 / frame, "-."))
+                               h.rate_bps * target / 8 / frame, "-.", where))
             if q == "sojourn" and target is not None:
-                out.append(Ref(f"{h.aqm}'s target {_ms(target)}", target * 1e3, "-."))
+                out.append(Ref(f"{h.aqm}'s target {_ms(target)}", target * 1e3, "-.", where))
             if q == "sojourn" and queue is not None:
                 full = queue * frame * 8 / h.rate_bps
-                out.append(Ref(f"a full queue of {where} {_ms(full)}", full * 1e3, "--"))
+                out.append(Ref(f"a full queue of {where} {_ms(full)}", full * 1e3, "--", where))
     return _unique(out)
 
 
