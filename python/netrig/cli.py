@@ -390,10 +390,23 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp import report
+    from netrig.exp import plot
 
-    print(report.compare(Path(args.a), Path(args.b), Path(args.out) if args.out else None,
-                         args.allow_foreign_dir))
+    print(plot.compare_dirs([Path(d) for d in args.dirs], Path(args.out) if args.out else None,
+                            args.allow_foreign_dir))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from netrig.exp import plot
+
+    dirs = [a for a in args.items if Path(a).is_dir()]
+    names = [a for a in args.items if not Path(a).is_dir()]
+    for path in plot.plot_command([Path(d) for d in dirs], names,
+                                  Path(args.out) if args.out else None, args.format, args.run):
+        print(path)
     return 0
 
 
@@ -459,11 +472,20 @@ def _parser() -> argparse.ArgumentParser:
     p = cmd("report", _report, "rebuild the figures and report of a results directory")
     p.add_argument("dir")
     foreign(p)
-    p = cmd("compare", _compare, "two results directories side by side")
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--out", help="where to write the comparison (default: beside A)")
+    p = cmd("compare", _compare, "results directories side by side, named by what differs")
+    p.add_argument("dirs", nargs="+", metavar="DIR",
+                   help="two results directories or more (e.g. results/004-bufferbloat/*)")
+    p.add_argument("--out", help="where to write the comparison (default: beside the first)")
     foreign(p)
+    p = cmd("plot", _plot, "draw recorded series of results directories on one plot")
+    p.add_argument("items", nargs="+", metavar="DIR|SERIES",
+                   help="results directories, then series: throughput, delivered, cwnd, "
+                        "tcp_rtt, rtt, queue, sojourn, drops (e.g. results/004/x rtt queue)")
+    p.add_argument("-o", "--out", help="the file (several series: FILE-SERIES.FMT; "
+                   "default ./netrig-plot-SERIES.FMT)")
+    p.add_argument("--format", default="png", choices=["png", "svg", "pdf"])
+    p.add_argument("--run", action="append", metavar="RUN",
+                   help="a run to draw (p000-r01); default the first repetition of each point")
     cmd("version", _version, "versions")
     return ap
 

@@ -193,3 +193,40 @@ def compare_timeseries(sets: list[tuple[str, Results]]) -> list[_Plan]:
                 f"{info.how} Theory's references dashed or dotted.", "timeseries",
                 _draw_runs(runs, q)))
     return plans
+
+
+def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool = False,
+                 formats: Iterable[str] | None = None) -> Path:
+    """`netrig compare` of N directories: compare.html in `out` (default: beside the
+    first, compare-A-vs-B-vs-...): what differs between them, then the sweep curves and
+    time series of all of them on shared axes, each labelled by what differs."""
+    from netrig.exp import report
+
+    if len(dirs) < 2:
+        raise PlotError("netrig compare DIR DIR [DIR...]: give two results directories or more")
+    results = [load(Path(d)) for d in dirs]
+    out = out or Path(dirs[0]).parent / ("compare-" + "-vs-".join(Path(d).name for d in dirs))
+    safefs.check_owner(out, allow_foreign)
+    safefs.makedirs(out)
+    sets = labelled(results)
+    diff = differences(results)
+    table = report.Table(["", *(n for n, _ in sets)],
+                         [["directory", *(str(r.out) for r in results)]]
+                         + [[k, *("none" if v is None else str(v) for v in vs)]
+                            for k, vs in diff.items()])
+    drawn = figures_of(sets, out, formats)
+    sections = [("What differs", [report.Note("Each directory is named in the figures by the "
+                                              "values below (the first three)."
+                                              if diff else "Nothing recorded differs between "
+                                              "these directories: each is named by its directory."),
+                                  table]),
+                ("Figures", list(drawn) or [report.Note("Nothing the directories share to draw.")])]
+    title = "netrig compare: " + " vs ".join(r.out.name for r in results)
+    safefs.write(out, Path("compare.html"), report.to_html(title, sections))
+    return out / "compare.html"
+
+
+def figures_of(sets: list[tuple[str, Results]], out: Path, formats: Iterable[str] | None):
+    from netrig.exp.figures import compare_figures
+
+    return compare_figures(sets, out, formats=formats)
