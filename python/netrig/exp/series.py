@@ -299,6 +299,12 @@ def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) ->
             if q == "throughput" and r.tcp_goodput_bps and f["kind"] == "tcp":
                 out.append(Ref(f"TCP goodput there {r.tcp_goodput_bps / 1e6:.4g} Mbit/s",
                                r.tcp_goodput_bps / 1e6, "--"))
+            e = f.get("expected") or {}
+            v = e.get("value")
+            if q == "throughput" and e.get("metric") == "throughput_bps" and is_number(v) and \
+                    not math.isclose(v, r.tcp_goodput_bps or 0.0, rel_tol=1e-3):
+                out.append(Ref(f"{name} expected {v / 1e6:.4g} Mbit/s ({e.get('limit')})",
+                               v / 1e6, "-."))
     elif q in ("cwnd", "tcp_rtt"):
         for name, f in flows.items():
             r = _report(th, run, name, f) if f["kind"] == "tcp" else None
