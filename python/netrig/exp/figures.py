@@ -17,7 +17,7 @@ series last. Sweep axes are named in words with units (`axis_words`); legends si
 outside the axes, right of the data. Each figure is written in every format asked
 (`formats`: png at DPI, svg, pdf; default FORMATS, or NETRIG_FIGURE_FORMATS=png,svg,pdf)
 through matplotlib's Agg canvas (no display, no pyplot state). `compare_figures` draws N
-results directories on shared axes, each labelled by what differs (plot.differences).
+results directories on shared axes, each labelled by what differs (differ.py).
 
 Also owns sweep values as numbers (`axis`) and the units each metric is shown in
 (`metric`): the report uses the same. Reading the directory back (`Results`) and the
@@ -43,6 +43,7 @@ from matplotlib.ticker import NullFormatter
 from netrig import safefs, units
 from netrig.errors import NetrigError
 from netrig.exp import series
+from netrig.exp.differ import labelled
 from netrig.exp.results import Results, is_number, load, mean_ci, short
 from netrig.exp.results import label as value_text
 from netrig.link import spec as linkspec
@@ -271,17 +272,13 @@ def make_figures(out: Path, formats: Iterable[str] | None = None) -> Figures:
 def compare_figures(sets: list[tuple[str, Results]] | Results, out: Path, *older: Path,
                     formats: Iterable[str] | None = None) -> Figures:
     """N results directories on shared axes, each set labelled by its name (what
-    differs: plot.differences): the sweep curves (or bars), then each quantity's time
+    differs: differ.labelled): the sweep curves (or bars), then each quantity's time
     series at each sweep point they share, a line per set. Drawn into out/figures.
 
     `compare_figures(a, b, out)` (report.compare's older call) labels a and b itself."""
     if isinstance(sets, Results):
-        from netrig.exp.plot import labelled
-
         sets, out = labelled([sets, out]), older[0]  # type: ignore[list-item]
     assert isinstance(sets, list)
-    from netrig.exp.plot import compare_timeseries
-
     return _render(_sweep_plans(sets) + compare_timeseries(sets), out, formats)
 
 
@@ -668,3 +665,55 @@ def draw_refs(ax: Axes, refs: list[tuple[series.Ref, str | None, str]]) -> None:
             continue
         for who, color in whose:
             ax.axhline(value, color=color, ls=style, lw=1.0, alpha=0.7, label=f"{label} ({who})")
+
+
+def draw_runs(items: list[tuple[str, Results, dict[str, Any]]], q: str) -> Callable[[Axes], None]:
+    """A line per (set, run) trace; each run's references."""
+    info = series.QUANTITIES[q]
+
+    def draw(ax: Axes) -> None:
+        refs = []
+        k = 0
+        for name, res, run in items:
+            th = series.Theory(res)
+            who = " ".join(x for x in (name, res.label(run.get("point", 0)) or "") if x) or run["run"]
+            for tr in series.traces(res, run, q, th):
+                ax.plot(tr.t, tr.y, color=_color(k), lw=1.1, label=f"{who}: {tr.label}",
+                        drawstyle="steps-pre" if tr.steps else "default")
+                k += 1
+            refs += [(ref, who, _color(k - 1)) for ref in series.refs(res, run, q, th)]
+        draw_refs(ax, refs)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(info.ylabel)
+        top = ax.dataLim.y1
+        ax.set_ylim(0, top * 1.1 if top == top and top > 0 else 1.0)
+
+    return draw
+
+
+def compare_timeseries(sets: list[tuple[str, Results]]) -> list[_Plan]:
+    """Each quantity at each sweep point all the directories ran (matched by its sweep
+    values), a line per directory: the first repetition of each."""
+    plans = []
+    base = sets[0][1]
+    for p in base.points:
+        runs = []
+        for name, res in sets:
+            match = next((q["index"] for q in res.points if q["params"] == p["params"]), None)
+            run = res.first_run(match) if match is not None else None
+            if run:
+                runs.append((name, res, run))
+        if len(runs) < 2:
+            continue
+        for q in ("throughput", "cwnd", "rtt", "queue", "sojourn"):
+            if sum(bool(series.traces(res, run, q)) for _, res, run in runs) < 2:
+                continue
+            info = series.QUANTITIES[q]
+            where = base.label(p["index"])
+            plans.append(_Plan(
+                f"compare-ts-{q}-p{p['index']:03d}", f"{info.what}{' at ' + where if where else ''}",
+                f"{info.what[0].upper()}{info.what[1:]} against time in the first repetition of "
+                f"{'the point ' + where if where else 'each directory'}, a line per directory. "
+                f"{info.how} Theory's references dashed or dotted.", "timeseries",
+                draw_runs(runs, q)))
+    return plans

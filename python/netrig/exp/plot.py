@@ -3,27 +3,23 @@
     plot_command(dirs, series, out, fmt, runs)   `netrig plot DIR [DIR...] SERIES...`: one
         figure per series, a line per run (the first repetition of each point unless
         `runs` names them) of every directory, theory's references beside (series.py)
-    differences(results)   what differs between directories: scenario values, sweep
-        values, host, netrig version; `labelled` names each directory by it
-    compare_timeseries(sets)   `compare`'s time series: each quantity at each sweep
-        point the directories share, a line per directory
+    compare_dirs(dirs, out)   `netrig compare`: compare.html of N directories, each
+        named by what differs (differ.py), the figures figures.compare_figures draws
 
 Drawing itself (style, legend, formats) is figures.py's.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from matplotlib.axes import Axes
 
 from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.exp import series
-from netrig.exp.figures import _color, _Plan, draw_refs, figure, formats_of, save
+from netrig.exp.differ import differences, labelled
+from netrig.exp.figures import compare_figures, draw_runs, figure, formats_of, save
 from netrig.exp.results import Results, load
 
 SERIES_NAMES = tuple(series.QUANTITIES)
@@ -43,58 +39,6 @@ def _series_name(name: str) -> str:
     return key
 
 
-# What differs between directories.
-def _flat(v: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(v, dict):
-        out: dict[str, Any] = {}
-        for k, x in v.items():
-            out.update(_flat(x, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(v, list) and any(isinstance(x, dict) for x in v):
-        out = {}
-        for i, x in enumerate(v):
-            name = x.get("name") or (f"{x.get('a')}-{x.get('b')}" if "a" in x else str(i)) \
-                if isinstance(x, dict) else str(i)
-            out.update(_flat(x, f"{prefix}.{name}"))
-        return out
-    return {prefix: json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v}
-
-
-_IGNORED = ("description", "host.started", "host.hostname")
-
-
-def _facts(r: Results) -> dict[str, Any]:
-    h = r.meta.get("host") or {}
-    facts = {k: v for k, v in _flat(r.scenario).items() if not k.startswith(("quick", "description"))}
-    facts["sweep"] = "; ".join(f"{k}={'/'.join(map(str, r.key_values(k)))}" for k in r.keys) or None
-    facts.update({"netrig": h.get("netrig"), "kernel": h.get("kernel"), "host": h.get("hostname"),
-                  "--set": ", ".join(r.meta.get("sets") or []) or None,
-                  "--quick": bool(r.meta.get("quick"))})
-    facts.pop("sweep" if not r.keys else "", None)
-    return facts
-
-
-def differences(results: list[Results]) -> dict[str, list[Any]]:
-    """Every fact whose value is not the same in all the directories: key -> each
-    directory's value (None where it has none)."""
-    facts = [_facts(r) for r in results]
-    keys = list(dict.fromkeys(k for f in facts for k in f))
-    return {k: [f.get(k) for f in facts] for k in keys if len({repr(f.get(k)) for f in facts}) > 1}
-
-
-def labelled(results: list[Results]) -> list[tuple[str, Results]]:
-    """Each directory named by what differs (`links.s0-h2.delay=5ms, netrig=0.4`); by its
-    directory name when nothing does, and numbered when two would read the same."""
-    diff = differences(results)
-    names = []
-    for i, r in enumerate(results):
-        parts = [f"{k}={'none' if v[i] is None else v[i]}" for k, v in list(diff.items())[:3]]
-        names.append(", ".join(parts) + (" …" if len(diff) > 3 else "") or r.out.name)
-    if len(set(names)) < len(names):
-        names = [f"{n} [{r.out.name}]" for n, r in zip(names, results, strict=True)]
-    return list(zip(names, results, strict=True))
-
-
 # Drawing runs on one axes.
 def _pick(res: Results, runs: Iterable[str] | None) -> list[dict[str, Any]]:
     if runs is None:
@@ -106,30 +50,6 @@ def _pick(res: Results, runs: Iterable[str] | None) -> list[dict[str, Any]]:
         raise PlotError(f"{res.out}: no run {', '.join(missing)} (it has "
                         f"{', '.join(r['run'] for r in res.runs) or 'none'})")
     return got
-
-
-def _draw_runs(items: list[tuple[str, Results, dict[str, Any]]], q: str) -> Callable[[Axes], None]:
-    """A line per (set, run) trace; each run's references."""
-    info = series.QUANTITIES[q]
-
-    def draw(ax: Axes) -> None:
-        refs = []
-        k = 0
-        for name, res, run in items:
-            th = series.Theory(res)
-            who = " ".join(x for x in (name, res.label(run.get("point", 0)) or "") if x) or run["run"]
-            for tr in series.traces(res, run, q, th):
-                ax.plot(tr.t, tr.y, color=_color(k), lw=1.1, label=f"{who}: {tr.label}",
-                        drawstyle="steps-pre" if tr.steps else "default")
-                k += 1
-            refs += [(ref, who, _color(k - 1)) for ref in series.refs(res, run, q, th)]
-        draw_refs(ax, refs)
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel(info.ylabel)
-        top = ax.dataLim.y1
-        ax.set_ylim(0, top * 1.1 if top == top and top > 0 else 1.0)
-
-    return draw
 
 
 def plot_command(dirs: list[Path], series_names: list[str], out: Path | None = None,
@@ -153,7 +73,7 @@ def plot_command(dirs: list[Path], series_names: list[str], out: Path | None = N
             raise PlotError(f"no run of {', '.join(map(str, dirs))} recorded {q} "
                             "(a queue needs a queue monitor; cwnd a tcp flow)")
         info = series.QUANTITIES[q]
-        fig = figure(_draw_runs(items, q), f"{info.what}: " + ", ".join(
+        fig = figure(draw_runs(items, q), f"{info.what}: " + ", ".join(
             dict.fromkeys(str(r.meta.get('scenario') or r.out.name) for _, r, _ in items)))
         if out is None:
             target = Path.cwd() / f"netrig-plot-{q}"
@@ -165,34 +85,6 @@ def plot_command(dirs: list[Path], series_names: list[str], out: Path | None = N
         safefs.makedirs(target.parent)
         written += save(fig, target.parent, Path(target.name), fmts)
     return written
-
-
-def compare_timeseries(sets: list[tuple[str, Results]]) -> list[_Plan]:
-    """Each quantity at each sweep point all the directories ran (matched by its sweep
-    values), a line per directory: the first repetition of each."""
-    plans = []
-    base = sets[0][1]
-    for p in base.points:
-        runs = []
-        for name, res in sets:
-            match = next((q["index"] for q in res.points if q["params"] == p["params"]), None)
-            run = res.first_run(match) if match is not None else None
-            if run:
-                runs.append((name, res, run))
-        if len(runs) < 2:
-            continue
-        for q in ("throughput", "cwnd", "rtt", "queue", "sojourn"):
-            if sum(bool(series.traces(res, run, q)) for _, res, run in runs) < 2:
-                continue
-            info = series.QUANTITIES[q]
-            where = base.label(p["index"])
-            plans.append(_Plan(
-                f"compare-ts-{q}-p{p['index']:03d}", f"{info.what}{' at ' + where if where else ''}",
-                f"{info.what[0].upper()}{info.what[1:]} against time in the first repetition of "
-                f"{'the point ' + where if where else 'each directory'}, a line per directory. "
-                f"{info.how} Theory's references dashed or dotted.", "timeseries",
-                _draw_runs(runs, q)))
-    return plans
 
 
 def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool = False,
@@ -214,7 +106,7 @@ def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool 
                          [["directory", *(str(r.out) for r in results)]]
                          + [[k, *("none" if v is None else str(v) for v in vs)]
                             for k, vs in diff.items()])
-    drawn = figures_of(sets, out, formats)
+    drawn = compare_figures(sets, out, formats=formats)
     sections = [("What differs", [report.Note("Each directory is named in the figures by the "
                                               "values below (the first three)."
                                               if diff else "Nothing recorded differs between "
@@ -226,7 +118,3 @@ def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool 
     return out / "compare.html"
 
 
-def figures_of(sets: list[tuple[str, Results]], out: Path, formats: Iterable[str] | None):
-    from netrig.exp.figures import compare_figures
-
-    return compare_figures(sets, out, formats=formats)
