@@ -447,10 +447,23 @@ def _headline(out) -> None:
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp import report
+    from netrig.exp import plot
 
-    print(report.compare(Path(args.a), Path(args.b), Path(args.out) if args.out else None,
-                         args.allow_foreign_dir))
+    print(plot.compare_dirs([Path(d) for d in args.dirs], Path(args.out) if args.out else None,
+                            args.allow_foreign_dir))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from netrig.exp import plot
+
+    dirs = [a for a in args.items if Path(a).is_dir()]
+    names = [a for a in args.items if not Path(a).is_dir()]
+    for path in plot.plot_command([Path(d) for d in dirs], names,
+                                  Path(args.out) if args.out else None, args.format, args.run):
+        print(path)
     return 0
 
 
@@ -626,13 +639,30 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("dir", metavar="DIR", help="a results directory netrig run wrote "
                    "(e.g. results/bufferbloat/20261123-101500)")
     foreign(p)
-    p = cmd("compare", _compare, "compare DIR1 DIR2 [--out D]", "two results directories of an "
-            "experiment side by side", ["netrig compare results/bb/run1 results/bb/run2"])
-    p.add_argument("a", metavar="DIR1", help="the first results directory (e.g. results/bb/run1)")
-    p.add_argument("b", metavar="DIR2", help="the second (e.g. results/bb/run2)")
+    p = cmd("compare", _compare, "compare DIR DIR [DIR...] [--out D]",
+            "results directories of an experiment side by side, each named by what differs "
+            "(scenario values, sweep, netrig version, host): sweep curves and time series",
+            ["netrig compare results/bb/run1 results/bb/run2",
+             "netrig compare results/004-bufferbloat/* --out /tmp/cmp"])
+    p.add_argument("dirs", nargs="+", metavar="DIR",
+                   help="two results directories or more (e.g. results/bb/run1 results/bb/run2)")
     p.add_argument("--out", metavar="D",
-                   help="where to write compare.html (default: beside DIR1; e.g. /tmp/cmp)")
+                   help="where to write compare.html (default: beside the first; e.g. /tmp/cmp)")
     foreign(p)
+    p = cmd("plot", _plot, "plot DIR [DIR...] SERIES... [-o FILE] [--format F] [--run R]",
+            "draw recorded series of one or more results directories on one plot, with "
+            "theory's reference lines",
+            ["netrig plot results/bb/run1 rtt queue",
+             "netrig plot results/bb/run1 results/bb/run2 throughput -o tput.svg --format svg"])
+    p.add_argument("items", nargs="+", metavar="DIR|SERIES",
+                   help="results directories, then series: throughput, delivered, cwnd, tcp_rtt, "
+                        "rtt, queue, sojourn, drops (e.g. results/bb/run1 rtt queue)")
+    p.add_argument("-o", "--out", metavar="FILE", help="the file (several series: FILE-SERIES.FMT; "
+                   "default ./netrig-plot-SERIES.FMT; e.g. rtt.png)")
+    p.add_argument("--format", default="png", choices=["png", "svg", "pdf"],
+                   help="the file format (e.g. --format svg)")
+    p.add_argument("--run", action="append", metavar="RUN",
+                   help="a run to draw (default: each point's first repetition; e.g. p000-r01)")
     p = cmd("graph", _graph, "graph FILE [-o OUT.svg|.png] [--format F]",
             "draw a topology (or a scenario's, with its flows' paths): each link's rate, delay, "
             "queue and discipline, the bottleneck marked; text for a terminal, or SVG/PNG",

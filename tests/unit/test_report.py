@@ -203,7 +203,7 @@ def test_far_from_theory_names_the_30_percent_row_and_its_limit(built):
     assert "min(link 9.5) Mbit/s" in rows[1]
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "| **window=64KB** | **bulk** |" in md
-    assert ("![bulk: throughput vs window]"
+    assert ("![bulk: throughput vs TCP window of bulk]"
             "(figures/sweep-bulk-throughput_bps-vs-flows.bulk.window.png)") in md
 
 
@@ -218,18 +218,18 @@ def test_scenario_and_host_are_shown_escaped(built):
 
 def test_sweep_axis_units():
     ax = figures.axis("flows.bulk.window", ["16KB", "64KB"])
-    assert ax is not None and ax.label == "flows.bulk.window (KB)" and ax.of("64KB") == 64.0
+    assert ax is not None and ax.label == "TCP window of bulk (KB)" and ax.of("64KB") == 64.0
     ax = figures.axis("links.r1-r2.delay", ["5ms", "50ms", "200ms"])
-    assert ax is not None and ax.label == "links.r1-r2.delay (ms)" and ax.log is False
+    assert ax is not None and ax.label == "one-way delay of link r1-r2 (ms)" and ax.log is False
     assert ax.of("50ms") == pytest.approx(50.0)
     ax = figures.axis("links.r1-r2.rate", ["1Mbit", "10Mbit", "1Gbit"])
-    assert ax is not None and ax.label == "links.r1-r2.rate (Mbit/s)" and ax.log is True
+    assert ax is not None and ax.label == "rate of link r1-r2 (Mbit/s)" and ax.log is True
     assert ax.of("1Gbit") == pytest.approx(1000.0)
     ax = figures.axis("links.r1-r2.loss", ["0.1%", "1%"])
     assert ax is not None and ax.of("1%") == pytest.approx(1.0) and ax.label.endswith("(%)")
     assert figures.axis("links.r1-r2.aqm", ["droptail", "pie"]) is None
     ax = figures.axis("flows.u.length", [200, "1400B"])
-    assert ax is not None and ax.label == "flows.u.length (bytes)" and ax.of("1400B") == 1400.0
+    assert ax is not None and ax.label == "datagram size of u (bytes)" and ax.of("1400B") == 1400.0
 
 
 def test_failed_runs_still_report_and_say_so(tmp_path):
@@ -317,7 +317,9 @@ def test_compare_joins_both_runs(tmp_path):
     assert "<td>9.5 ± 0.896 Mbit/s (n=3)</td>" in row.group(1)
     assert f"<td>10.45 ± {_ci(BULK_BPS[0]) * 1.1 / 1e6:.3g} Mbit/s (n=3)</td>" in row.group(1)
     assert "<td>1.1</td>" in row.group(1) and "<td>9.5 Mbit/s</td>" in row.group(1)
-    assert len(re.findall(r'<img src="data:image/png;base64,', page)) == 2  # bulk, rtt vs window
+    # bulk and rtt against the window, then throughput, cwnd, RTT, queue and sojourn over
+    # time at each of the two points, a line per directory
+    assert len(re.findall(r'<img src="data:image/png;base64,', page)) == 2 + 5 * 2
 
 
 def test_not_a_results_directory(tmp_path):

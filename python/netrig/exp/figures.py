@@ -7,12 +7,17 @@
                 with no numeric key, grouped bars over the first key
     fairness    concurrent tcp/udp flows: throughput beside the expected share, Jain's index
     cdf         ping/probe RTT and fetch time, every sample of a point pooled
-    timeseries  the first repetition of each point: throughput of each tcp/udp flow,
-                cwnd and RTT from tcp_info, ping/probe RTT, queue length and sojourn of
-                each monitored link direction that queued (held more than one packet)
+    timeseries  the first repetition of each point (series.py: sources and theory's
+                references): throughput (delivered where a link was recorded), cwnd and
+                RTT from tcp_info, ping/probe RTT, queue length and sojourn of each
+                monitored link direction that queued (held more than one packet)
 
 Up to six points share an axes (one line each) and at most MAX_FIGURES are drawn, time
-series last. PNGs through matplotlib's Agg canvas (no display, no pyplot state).
+series last. Sweep axes are named in words with units (`axis_words`); legends sit
+outside the axes, right of the data. Each figure is written in every format asked
+(`formats`: png at DPI, svg, pdf; default FORMATS, or NETRIG_FIGURE_FORMATS=png,svg,pdf)
+through matplotlib's Agg canvas (no display, no pyplot state). `compare_figures` draws N
+results directories on shared axes, each labelled by what differs (differ.py).
 
 Also owns sweep values as numbers (`axis`) and the units each metric is shown in
 (`metric`): the report uses the same. Reading the directory back (`Results`) and the
@@ -23,9 +28,11 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
+import textwrap
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +41,9 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullFormatter
 
 from netrig import safefs, units
+from netrig.errors import NetrigError
+from netrig.exp import series
+from netrig.exp.differ import labelled
 from netrig.exp.results import Results, is_number, load, mean_ci, short
 from netrig.exp.results import label as value_text
 from netrig.link import spec as linkspec
@@ -41,12 +51,30 @@ from netrig.theory import jain
 
 MAX_FIGURES = 30
 PER_AXES = 6  # sweep points drawn on one axes
-DPI = 110
-SIZE = (7.5, 4.2)  # inches
+DPI = 200  # print resolution
+SIZE = (9.0, 4.2)  # inches: the axes and, right of them, the legend
+FORMATS = ("png", "svg")
+KNOWN_FORMATS = ("png", "svg", "pdf")
 BULK = ("tcp", "udp")
 RTT_KINDS = ("ping", "probe")
 
-Line = tuple[str, list[float], list[float]]  # (what, x, y)
+
+class FormatError(NetrigError, ValueError):
+    """A figure format netrig does not write."""
+
+
+def formats_of(formats: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The formats to write: those given, else NETRIG_FIGURE_FORMATS (`png,svg,pdf`), else
+    FORMATS; png first when asked (the report embeds it)."""
+    if formats is None:
+        env = os.environ.get("NETRIG_FIGURE_FORMATS", "")
+        formats = [f for f in env.replace(" ", "").split(",") if f] or FORMATS
+    out = [f.lower().lstrip(".") for f in formats]
+    bad = [f for f in out if f not in KNOWN_FORMATS]
+    if bad or not out:
+        raise FormatError(f"figure format {', '.join(bad) or '(none)'}: netrig writes "
+                          f"{', '.join(KNOWN_FORMATS)}")
+    return tuple(sorted(dict.fromkeys(out), key=lambda f: f != "png"))
 
 
 # Units.
@@ -163,19 +191,59 @@ def axis(key: str, values: Iterable[Any]) -> Axis | None:
             continue
         least = min((abs(b) for b in base if b), default=0.0)
         unit, scale = next((u, s) for low, u, s in _SHOWN[kind] if least >= low)
-        return Axis(key, f"{key} ({unit})" if unit else key,
+        words = axis_words(key)
+        return Axis(key, f"{words} ({unit})" if unit else words,
                     {str(v): b * scale for v, b in zip(raw, base, strict=True)},
                     min(base) > 0 and max(base) / min(base) > 100)
     return None
 
 
+_WORDS = {  # a key's last part -> what it is
+    "delay": "one-way delay", "rate": "rate", "loss": "random loss", "queue": "queue limit",
+    "aqm": "queue discipline", "jitter": "jitter", "window": "TCP window",
+    "length": "datagram size", "size": "size", "parallel": "parallel connections",
+    "cc": "congestion control", "target": "AQM target", "interval": "interval",
+    "duration": "duration", "mss": "MSS", "bytes": "bytes to send", "corrupt": "corruption",
+    "duplicate": "duplication", "reorder": "reordering", "overhead": "per-frame overhead",
+    "trace": "rate trace", "ecn": "ECN marking", "kind": "kind", "start": "start time",
+    "tupdate": "AQM update interval", "max_p": "RED's maximum drop probability",
+    "min_th": "RED's lower threshold", "max_th": "RED's upper threshold",
+    "flows": "fq_codel's flow queues", "quantum": "quantum",
+}
+_DIRS = {"a_to_b": "a→b direction", "b_to_a": "b→a direction", "both": "both directions"}
+
+
+def axis_words(key: str) -> str:
+    """A sweep key in words: `links.h1-h2.delay` -> "one-way delay of link h1-h2",
+    `flows.bulk.window` -> "TCP window of bulk", `links.s0-h2.aqm` -> "queue discipline
+    of link s0-h2"; a key of several (`a,b`) each in words, joined by " and "."""
+    if "," in key:
+        return " and ".join(axis_words(k.strip()) for k in key.split(","))
+    parts = key.split(".")
+    owner = ""
+    if parts[0] in ("links", "flows") and len(parts) > 2:
+        owner = ("link " if parts[0] == "links" else "") + parts[1]
+        parts = parts[2:]
+    where = [_DIRS[p] for p in parts if p in _DIRS]
+    parts = [p for p in parts if p not in _DIRS]
+    last = parts[-1]
+    words = _WORDS.get(last, last.replace("_", " "))
+    if len(parts) > 1 and parts[0] == "aqm" and last != "target":
+        words = f"AQM's {words}"
+    if owner.startswith("link ") is False and owner and last == "rate":
+        words = "offered rate"
+    text = f"{words} of {owner}" if owner else words
+    return f"{text} ({', '.join(where)})" if where else text
+
+
 # Drawing.
 @dataclass
 class Figure:
-    path: Path
+    path: Path  # the PNG when one was written (the report embeds it), else the first file
     title: str
     caption: str
     kind: str  # "sweep", "fairness", "cdf" or "timeseries"
+    files: list[Path] = field(default_factory=list)  # every format written
 
 
 class Figures(list[Figure]):
@@ -193,44 +261,89 @@ class _Plan:
     draw: Callable[[Axes], None]
 
 
-def make_figures(out: Path) -> Figures:
-    """Draws the figures of a results directory into out/figures (replacing its PNGs)."""
+def make_figures(out: Path, formats: Iterable[str] | None = None) -> Figures:
+    """Draws the figures of a results directory into out/figures (replacing its old
+    ones), each in every format of `formats` (see formats_of)."""
     res = load(out)
     plans = _sweep_plans([("", res)]) + _fairness(res) + _cdfs(res) + _timeseries(res)
-    return _render(plans, out)
+    return _render(plans, out, formats)
 
 
-def compare_figures(a: Results, b: Results, out: Path) -> Figures:
-    """The sweep curves of two results directories on shared axes (A solid, B dashed),
-    drawn into out/figures."""
-    return _render(_sweep_plans([("A", a), ("B", b)]), out)
+def compare_figures(sets: list[tuple[str, Results]] | Results, out: Path, *older: Path,
+                    formats: Iterable[str] | None = None) -> Figures:
+    """N results directories on shared axes, each set labelled by its name (what
+    differs: differ.labelled): the sweep curves (or bars), then each quantity's time
+    series at each sweep point they share, a line per set. Drawn into out/figures.
+
+    `compare_figures(a, b, out)` (report.compare's older call) labels a and b itself."""
+    if isinstance(sets, Results):
+        sets, out = labelled([sets, out]), older[0]  # type: ignore[list-item]
+    assert isinstance(sets, list)
+    return _render(_sweep_plans(sets) + compare_timeseries(sets), out, formats)
 
 
-def _render(plans: list[_Plan], out: Path) -> Figures:
-    """Draws into out/figures (its old PNGs removed), through no link (safefs)."""
+def figure(plan_draw: Callable[[Axes], None], title: str) -> MplFigure:
+    """A figure of one axes as every netrig figure looks: title, grid, the legend
+    outside the axes on the right (off the data)."""
+    fig = MplFigure(figsize=SIZE, layout="constrained")
+    ax = fig.add_subplot()
+    plan_draw(ax)
+    ax.set_title(title, fontsize=10.5)
+    ax.grid(True, alpha=0.35)
+    ax.set_axisbelow(True)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        labels = [textwrap.fill(t, 34, subsequent_indent="  ") for t in labels]
+        rows = sum(t.count("\n") + 1 for t in labels)
+        if rows > 18:  # a tall legend: a taller figure, so the axes keep their size
+            fig.set_size_inches(SIZE[0], SIZE[1] + 0.17 * (rows - 18))
+        ax.legend(handles, labels,
+                  fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, frameon=False)
+    return fig
+
+
+def save(fig: MplFigure, root: Path, stem: Path, formats: Iterable[str]) -> list[Path]:
+    """fig as root/stem.FORMAT for each format (through no link: safefs)."""
+    paths = []
+    for fmt in formats:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata=_METADATA.get(fmt))
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        safefs.write(root, path, buf.getvalue())
+        paths.append(root / path)
+    return paths
+
+
+# No creation date in SVG or PDF: the same data draws the same file.
+_METADATA: dict[str, dict[str, Any]] = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}
+
+
+def _render(plans: list[_Plan], out: Path, formats: Iterable[str] | None = None) -> Figures:
+    """Draws into out/figures (its old figures removed), through no link (safefs)."""
+    fmts = formats_of(formats)
     dest = safefs.makedirs(out, "figures")
-    safefs.remove_matching(out, "figures", ".png")
+    for ext in KNOWN_FORMATS:
+        safefs.remove_matching(out, "figures", f".{ext}")
     done = Figures()
     done.omitted = max(0, len(plans) - MAX_FIGURES)
+    stems: set[str] = set()
     for plan in plans[:MAX_FIGURES]:
-        fig = MplFigure(figsize=SIZE, layout="constrained")
-        ax = fig.add_subplot()
-        plan.draw(ax)
-        ax.set_title(plan.title, fontsize=10.5)
-        ax.grid(True, alpha=0.35)
-        ax.set_axisbelow(True)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small")
-        stem = re.sub(r"[^A-Za-z0-9_.=-]+", "_", plan.name)
-        path, k = dest / f"{stem}.png", 1
-        while any(f.path == path for f in done):
+        fig = figure(plan.draw, plan.title)
+        stem, k = re.sub(r"[^A-Za-z0-9_.=-]+", "_", plan.name), 1
+        while (stem if k == 1 else f"{stem}-{k}") in stems:
             k += 1
-            path = dest / f"{stem}-{k}.png"
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=DPI)
-        safefs.write(out, path.relative_to(out), png.getvalue())
-        done.append(Figure(path, plan.title, plan.caption, plan.kind))
+        stem = stem if k == 1 else f"{stem}-{k}"
+        stems.add(stem)
+        files = save(fig, out, (dest / stem).relative_to(out), fmts)
+        done.append(Figure(files[0], plan.title, plan.caption, plan.kind, files))
     return done
+
+
+_STYLES = ("-", "--", "-.", ":")
+_STYLE_WORDS = ("solid", "dashed", "dash-dotted", "dotted")
+_MARKS = ("o", "s", "^", "D", "v", "P")
+_HATCHES = (None, "//", "..", "xx", "\\\\", "++")
 
 
 def _chunks(xs: list[Any]) -> list[list[Any]]:
@@ -307,7 +420,7 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
                 errs = [(ci or 0.0) * info.scale for _, ci in stats]
                 ax.errorbar(xs, [mean * info.scale for mean, _ in stats],
                             yerr=errs if any(errs) else None, color=color, capsize=3,
-                            ls="--" if si else "-", marker="s" if si else "o",
+                            ls=_STYLES[si % len(_STYLES)], marker=_MARKS[si % len(_MARKS)],
                             label=" ".join(s for s in (name, group) if s) or "measured")
                 if si == 0:
                     _theory_line(ax, xs, [res.theory(p, flow, m) for p in pts], info.scale, color,
@@ -324,11 +437,13 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
 
     keys = sets[0][1].keys
     others = ", ".join(short(k, keys) for k in keys if k != x.key)
-    return _Plan(f"sweep-{flow}-{m}-vs-{x.key}", f"{flow}: {info.label} vs {short(x.key, keys)}",
+    return _Plan(f"sweep-{flow}-{m}-vs-{x.key}", f"{flow}: {info.label} vs {axis_words(x.key)}",
                  f"{flow}: {info.axis} against {x.key}: mean over the repetitions of each point, "
                  "error bars the 95 % confidence interval (Student t)"
                  + (f"; one curve per value of {others}. " if others else ". ")
-                 + ("A solid, B dashed; theory (from A) dotted." if compare else
+                 + (f"{sets[0][0]} solid, then " + ", ".join(
+                     f"{n} {_STYLE_WORDS[i % len(_STYLES)]}" for i, (n, _) in enumerate(sets) if i)
+                    + f"; theory (from {sets[0][0]}) dotted." if compare else
                     "Theory dashed, its range (when it predicts one) shaded."),
                  "sweep", draw)
 
@@ -363,7 +478,8 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
                 x = groups.index(value) + (si * len(combos) + bi + 0.5) * width - 0.4
                 mean, ci = mean_ci(vals)
                 ax.bar(x, mean * info.scale, width * 0.9, yerr=_err(ci, info.scale), capsize=3,
-                       color=_color(bi), hatch="//" if si else None, alpha=0.6 if si else 0.9,
+                       color=_color(bi), hatch=_HATCHES[si % len(_HATCHES)],
+                       alpha=0.6 if si else 0.9,
                        label=_once(seen, " ".join(s for s in (name, other) if s) or "measured"))
                 v, hi = res.theory(p["index"], flow, m)
                 if si == 0 and is_number(v):
@@ -373,14 +489,16 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
                         ax.bar(x, (hi - v) * info.scale, width, bottom=v * info.scale, color="k",
                                alpha=0.12)
         ax.set_xticks(range(len(groups)), [value_text(g) for g in groups])
-        ax.set_xlabel(key)
+        ax.set_xlabel(axis_words(key))
         ax.set_ylabel(info.axis)
         _from_zero(ax)
 
-    return _Plan(f"sweep-{flow}-{m}-by-{key}", f"{flow}: {info.label} by {short(key, base.keys)}",
+    return _Plan(f"sweep-{flow}-{m}-by-{key}", f"{flow}: {info.label} by {axis_words(key)}",
                  f"{flow}: {info.axis} for each value of {key}: mean over the repetitions, error "
                  "bars the 95 % confidence interval (Student t); theory as a dashed line on each "
-                 "bar, its range shaded." + (" B hatched." if len(sets) > 1 else ""), "sweep", draw)
+                 "bar, its range shaded." + (" Bars of each directory in order, "
+                                             f"{sets[0][0]} plain, the others hatched."
+                                             if len(sets) > 1 else ""), "sweep", draw)
 
 
 # Fairness.
@@ -479,94 +597,123 @@ def _cdf(lines: list[tuple[str, str, list[float]]], xlabel: str) -> Callable[[Ax
 
 
 # Time series.
-_QUANTITIES = {  # name -> (what, y label, how it was sampled)
-    "throughput": ("throughput", "throughput (Mbit/s)",
-                   ("Each step is one report interval as netrig-perf's client counts it (the "
-                    "sender unless the flow is reversed: its bursts into the socket buffer can "
-                    "exceed the link).")),
-    "cwnd": ("congestion window", "cwnd (KB)", "From TCP_INFO of the flow's first connection."),
-    "tcp_rtt": ("TCP RTT", "RTT (ms)",
-                "TCP's smoothed RTT from TCP_INFO of the flow's first connection."),
-    "rtt": ("RTT", "RTT (ms)", "One sample per reply."),
-    "queue": ("queue length", "queue (packets)", "netrig-link's queue, sampled at 100 Hz."),
-    "sojourn": ("queue sojourn time", "sojourn (ms)",
-                "The mean time packets leaving the queue spent in it, per 10 ms sample."),
-}
-
-
-def _trace(rows: list[dict[str, Any]], col: str, scale: float = 1.0) -> tuple[list[float], ...]:
-    picked = [r for r in rows if is_number(r.get(col))]
-    return [r["t"] for r in picked], [r[col] * scale for r in picked]
-
-
-def _intervals(t: list[float], y: list[float]) -> tuple[list[float], ...]:
-    """Interval ends as steps: the first interval's start added (one interval earlier)."""
-    if len(t) < 2:
-        return t, y
-    return [max(0.0, 2 * t[0] - t[1]), *t], [y[0], *y]
-
-
-def _traces(res: Results, run: dict[str, Any]) -> dict[str, list[Line]]:
-    """One run's time series: quantity -> [(flow or link direction, t (s), y)]."""
-    out: dict[str, list[Line]] = {q: [] for q in _QUANTITIES}
-    for name, f in run.get("flows", {}).items():
-        rows = res.series(run["run"], name)
-        if f["kind"] in BULK:
-            out["throughput"].append((name, *_intervals(*_trace(rows, "bps", 1e-6))))
-            info = [r for r in rows if is_number(r.get("cwnd_bytes"))]
-            first = min((r.get("socket") or 0 for r in info), default=0)
-            info = [r for r in info if (r.get("socket") or 0) == first]
-            out["cwnd"].append((name, *_trace(info, "cwnd_bytes", 1e-3)))
-            out["tcp_rtt"].append((name, *_trace(info, "rtt_ms")))
-        elif f["kind"] in RTT_KINDS:
-            out["rtt"].append((name, *_trace(rows, "rtt_ms")))
-    for mon in run.get("monitors", []):
-        by_dir: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in res.series(run["run"], mon):
-            if r.get("kind") == "queue":
-                by_dir.setdefault((r["link"], r["dir"]), []).append(r)
-        for (link, d), rows in by_dir.items():
-            item = res.direction(link, d)
-            out["queue"].append((item, *_trace(rows, "queue_packets")))
-            out["sojourn"].append((item, *_trace(rows, "sojourn_ms")))
-    return {q: [line for line in lines if line[1]] for q, lines in out.items()}
-
-
 def _timeseries(res: Results) -> list[_Plan]:
     """One figure per quantity for a single point (a line per flow or link direction);
-    with several points, one per quantity and flow (a line per point)."""
+    with several points, one per quantity and flow (a line per point). Theory's
+    references (series.refs) on each, labelled in the legend."""
+    th = series.Theory(res)
     plans = []
     for chunk in _chunks([p["index"] for p in res.points if res.first_run(p["index"])]):
-        got = [(i, _traces(res, res.first_run(i) or {})) for i in chunk]
-        one = len(got) == 1
-        queued = {item for _, tr in got for item, _, y in tr["queue"] if max(y) > 1}
-        for q, (what, ylabel, how) in _QUANTITIES.items():
-            items = list(dict.fromkeys(item for _, tr in got for item, _, _ in tr[q]
-                                       if q not in ("queue", "sojourn") or item in queued))
+        runs = [(i, res.first_run(i) or {}) for i in chunk]
+        got = {q: [(i, series.traces(res, run, q, th), series.refs(res, run, q, th))
+                   for i, run in runs] for q in TIMESERIES}
+        one = len(runs) == 1
+        queued = {tr.label for _, trs, _ in got["queue"] for tr in trs
+                  if max((y for y in tr.y if y == y), default=0) > 1}
+        for q, per_run in got.items():
+            info = series.QUANTITIES[q]
+            items = list(dict.fromkeys(tr.label for _, trs, _ in per_run for tr in trs
+                                       if q not in ("queue", "sojourn") or tr.label in queued))
             for group in [items] if one else [[item] for item in items]:
-                lines = [(item if one else res.label(i), _color(items.index(item) if one else i),
-                          t, y) for i, tr in got for item, t, y in tr[q] if item in group]
+                lines = [(tr.label if one else res.label(i) or tr.label,
+                          _color(items.index(tr.label) if one else i), tr)
+                         for i, trs, _ in per_run for tr in trs if tr.label in group]
                 if not lines:
                     continue
+                refs = [(ref, None if one else res.label(i), _color(i) if not one else "k")
+                        for i, _, rs in per_run for ref in rs if ref.of in (None, *group)]
                 of = ", ".join(group)
                 where = f" ({res.label(chunk[0])})" if one and res.label(chunk[0]) else ""
                 every = "the point" if one else "each point, one line per point"
                 plans.append(_Plan(
-                    f"ts-{q}-{'all' if one else group[0]}-p{chunk[0]:03d}",
-                    f"{what} of {of}{where}",
-                    f"{what[0].upper()}{what[1:]} of {of} against time since the run's start, in "
-                    f"the first repetition of {every}. {how}", "timeseries",
-                    _lines(lines, ylabel, "steps-pre" if q == "throughput" else "default")))
+                    f"ts-{q}-{'all' if one else group[0].split(':')[0]}-p{chunk[0]:03d}",
+                    f"{info.what} of {of}{where}",
+                    f"{info.what[0].upper()}{info.what[1:]} of {of} against time since the run's "
+                    f"start, in the first repetition of {every}. {info.how} Theory's references "
+                    "dashed or dotted, named in the legend.", "timeseries",
+                    _lines(lines, refs, info.ylabel)))
     return plans
 
 
-def _lines(lines: list[tuple[str, str, list[float], list[float]]], ylabel: str,
-           drawstyle: str) -> Callable[[Axes], None]:
+TIMESERIES = ("throughput", "cwnd", "tcp_rtt", "rtt", "queue", "sojourn")
+
+
+def _lines(lines: list[tuple[str, str, series.Trace]],
+           refs: list[tuple[series.Ref, str | None, str]], ylabel: str) -> Callable[[Axes], None]:
     def draw(ax: Axes) -> None:
-        for label, color, t, y in lines:
-            ax.plot(t, y, color=color, lw=1.1, label=label, drawstyle=drawstyle)
+        for label, color, tr in lines:
+            ax.plot(tr.t, tr.y, color=color, lw=1.1, label=label,
+                    drawstyle="steps-pre" if tr.steps else "default")
+        draw_refs(ax, refs)
         ax.set_xlabel("time (s)")
         ax.set_ylabel(ylabel)
         _from_zero(ax)
 
     return draw
+
+
+def draw_refs(ax: Axes, refs: list[tuple[series.Ref, str | None, str]]) -> None:
+    """Theory's horizontal lines, each once (a value all runs share is drawn once,
+    without a run's name)."""
+    values: dict[tuple[str, float, str], list[tuple[str | None, str]]] = {}
+    for ref, who, color in refs:
+        values.setdefault((ref.label, ref.value, ref.style), []).append((who, color))
+    everyone = {who for _, who, _ in refs}
+    for (label, value, style), whose in values.items():
+        if {who for who, _ in whose} == everyone:
+            ax.axhline(value, color="k", ls=style, lw=1.0, alpha=0.7, label=label)
+            continue
+        for who, color in whose:
+            ax.axhline(value, color=color, ls=style, lw=1.0, alpha=0.7, label=f"{label} ({who})")
+
+
+def draw_runs(items: list[tuple[str, Results, dict[str, Any]]], q: str) -> Callable[[Axes], None]:
+    """A line per (set, run) trace; each run's references."""
+    info = series.QUANTITIES[q]
+
+    def draw(ax: Axes) -> None:
+        refs = []
+        k = 0
+        for name, res, run in items:
+            th = series.Theory(res)
+            who = " ".join(x for x in (name, res.label(run.get("point", 0)) or "") if x) or run["run"]
+            for tr in series.traces(res, run, q, th):
+                ax.plot(tr.t, tr.y, color=_color(k), lw=1.1, label=f"{who}: {tr.label}",
+                        drawstyle="steps-pre" if tr.steps else "default")
+                k += 1
+            refs += [(ref, who, _color(k - 1)) for ref in series.refs(res, run, q, th)]
+        draw_refs(ax, refs)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(info.ylabel)
+        top = ax.dataLim.y1
+        ax.set_ylim(0, top * 1.1 if top == top and top > 0 else 1.0)
+
+    return draw
+
+
+def compare_timeseries(sets: list[tuple[str, Results]]) -> list[_Plan]:
+    """Each quantity at each sweep point all the directories ran (matched by its sweep
+    values), a line per directory: the first repetition of each."""
+    plans = []
+    base = sets[0][1]
+    for p in base.points:
+        runs = []
+        for name, res in sets:
+            match = next((q["index"] for q in res.points if q["params"] == p["params"]), None)
+            run = res.first_run(match) if match is not None else None
+            if run:
+                runs.append((name, res, run))
+        if len(runs) < 2:
+            continue
+        for q in ("throughput", "cwnd", "rtt", "queue", "sojourn"):
+            if sum(bool(series.traces(res, run, q)) for _, res, run in runs) < 2:
+                continue
+            info = series.QUANTITIES[q]
+            where = base.label(p["index"])
+            plans.append(_Plan(
+                f"compare-ts-{q}-p{p['index']:03d}", f"{info.what}{' at ' + where if where else ''}",
+                f"{info.what[0].upper()}{info.what[1:]} against time in the first repetition of "
+                f"{'the point ' + where if where else 'each directory'}, a line per directory. "
+                f"{info.how} Theory's references dashed or dotted.", "timeseries",
+                draw_runs(runs, q)))
+    return plans

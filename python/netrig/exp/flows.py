@@ -225,6 +225,8 @@ class Outcome:
                 if s.get("omitted"):
                     continue
                 row = {"t": t0 + s.get("end", 0), "bps": s.get("bits_per_second")}
+                if s.get("sender") is False:  # -R: the client received
+                    row["recv_bps"] = s.get("bits_per_second")
                 if "retransmits" in s:
                     row["retransmits"] = s["retransmits"]
                 if "lost_percent" in s:
@@ -232,6 +234,13 @@ class Outcome:
                 if "jitter_ms" in s:
                     row["jitter_ms"] = s["jitter_ms"]
                 out.append(row)
+            # The server's intervals (with --get-server-output and a -J server): what
+            # the receiver counted, not what was written into the socket.
+            theirs = self.doc.get("server_output_json") or {}
+            for iv in theirs.get("intervals", []) if isinstance(theirs, dict) else []:
+                s = iv.get("sum") or {}
+                if not s.get("omitted") and s.get("sender") is False and "end" in s:
+                    out.append({"t": t0 + s["end"], "recv_bps": s.get("bits_per_second")})
             for x in self.doc.get("netrig", {}).get("tcp_info", []) or []:
                 out.append({"t": t0 + x["t"], "cwnd_bytes": x.get("snd_cwnd_bytes", x.get("snd_cwnd")),
                             "rtt_ms": x.get("rtt_us", 0) / 1e3, "socket": x.get("socket")})

@@ -1,0 +1,417 @@
+"""A run's recorded time series, from the best source the run has, and theory's
+reference lines beside each: what the time-series figures and `netrig plot` draw.
+
+    throughput  a tcp/udp flow's rate over time: what its bottleneck link DELIVERED
+                (netrig-link's 10 ms stats samples, averaged in 100 ms bins) when the
+                run recorded that link direction and the flow is the only bulk flow on
+                it; else what the receiver counted per report interval; else (older
+                results) what the sender wrote, said so in the label
+    delivered   every recorded link direction's delivered rate (all its traffic)
+    cwnd, tcp_rtt   from TCP_INFO of the flow's first connection
+    rtt         ping/probe RTT, one sample per reply
+    queue, sojourn, drops   each recorded link direction, per 10 ms sample
+
+A 10 ms sample in which no packet left the queue has no sojourn time: it is NaN, drawn
+as a gap, never as 0. References come from theory (`netrig.theory.analyse`) on the
+point's own topology, rebuilt from the results directory's scenario.yaml: BDP and
+BDP + queue on cwnd, idle and full-queue RTT (and base + the AQM's target) on RTTs,
+the queue limit and the AQM's target on queue plots, link rate and TCP goodput on
+throughput. This module draws nothing (figures.py and plot.py do).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from netrig.errors import NetrigError
+from netrig.exp.results import Results, is_number
+from netrig.exp.scenario import Point, loads_scenario
+from netrig.theory import analyse
+from netrig.theory.path import HopInfo, bottleneck, hops
+from netrig.topo.plan import Plan, make_plan
+
+BULK = ("tcp", "udp")
+RTT_KINDS = ("ping", "probe")
+BIN_S = 0.1  # delivered rate: 10 ms samples averaged over 100 ms
+
+
+@dataclass(frozen=True)
+class Quantity:
+    what: str  # "throughput"
+    ylabel: str  # "throughput (Mbit/s)"
+    how: str  # a caption's sentence on where the numbers come from
+
+
+QUANTITIES: dict[str, Quantity] = {
+    "throughput": Quantity("throughput", "throughput (Mbit/s)",
+                           "Delivered: the bottleneck link's delivered rate (netrig-link's 10 ms "
+                           "samples in 100 ms bins, wire bits, all traffic of that link "
+                           "direction); received: the receiver's report intervals."),
+    "delivered": Quantity("delivered rate", "delivered rate (Mbit/s)",
+                          "What each recorded link direction delivered (wire bits, all its "
+                          "traffic): netrig-link's 10 ms samples in 100 ms bins."),
+    "cwnd": Quantity("congestion window", "cwnd (KB)",
+                     "From TCP_INFO of the flow's first connection (segments × MSS; "
+                     "1 KB = 1000 bytes of payload)."),
+    "tcp_rtt": Quantity("TCP RTT", "smoothed RTT (ms)",
+                        "TCP's smoothed RTT from TCP_INFO of the flow's first connection."),
+    "rtt": Quantity("RTT", "RTT (ms)", "One sample per reply."),
+    "queue": Quantity("queue length", "queue (packets)", "netrig-link's queue, sampled at 100 Hz."),
+    "sojourn": Quantity("queue sojourn time", "sojourn (ms)",
+                        "The mean time packets leaving the queue spent in it, per 10 ms sample; "
+                        "a sample in which no packet left is a gap."),
+    "drops": Quantity("drops", "packets dropped per second",
+                      "Packets the link dropped (queue overflow, AQM, random loss), counted in "
+                      "100 ms bins."),
+}
+
+
+@dataclass
+class Trace:
+    label: str  # legend: "bulk: delivered by s0→h2"
+    t: list[float]  # s from the run's start
+    y: list[float]  # in the quantity's unit; NaN: no sample (a gap)
+    steps: bool = False  # report intervals, drawn as steps
+
+
+@dataclass(frozen=True)
+class Ref:
+    label: str  # legend: "BDP + queue 152 KB"
+    value: float  # in the quantity's unit
+    style: str = "--"
+    of: str | None = None  # the trace (link direction) it belongs to; None: every trace
+
+
+def _nan(v: Any, scale: float = 1.0) -> float:
+    return float(v) * scale if is_number(v) else math.nan
+
+
+def _intervals(rows: list[dict[str, Any]], col: str, scale: float) -> tuple[list[float], list[float]]:
+    """Report intervals as steps: each value held from the interval's start to its end
+    (the first start one interval before its end)."""
+    picked = [r for r in rows if col in r and "t" in r]
+    t, y = [r["t"] for r in picked], [_nan(r[col], scale) for r in picked]
+    if len(t) < 2:
+        return t, y
+    return [max(0.0, 2 * t[0] - t[1]), *t], [y[0], *y]
+
+
+def binned(rows: list[dict[str, Any]], col: str, scale: float, width: float = BIN_S,
+           total: bool = False) -> tuple[list[float], list[float]]:
+    """Samples in bins of `width` s, at each bin's middle: a rate averaged over the time
+    its samples cover (each sample spans from the one before: a late, long sample
+    weighs more), or (`total`) counts summed per second; a bin without a sample is NaN
+    (a gap)."""
+    picked = sorted((r["t"], r[col]) for r in rows
+                    if is_number(r.get("t")) and is_number(r.get(col)))
+    if not picked:
+        return [], []
+    gaps = sorted(b[0] - a[0] for a, b in zip(picked, picked[1:], strict=False))
+    usual = gaps[len(gaps) // 2] if gaps else width
+    bins: dict[int, list[tuple[float, float]]] = {}
+    prev = picked[0][0] - usual
+    for t, v in picked:
+        bins.setdefault(int(t // width), []).append((v, max(t - prev, 0.0)))
+        prev = t
+    t_out, y_out = [], []
+    for k in range(min(bins), max(bins) + 1):
+        vs = bins.get(k)
+        t_out.append((k + 0.5) * width)
+        span = sum(dt for _, dt in vs) if vs else 0.0
+        if not vs:
+            y_out.append(math.nan)
+        elif total:
+            y_out.append(sum(v for v, _ in vs) / width * scale)
+        else:
+            y_out.append(sum(v * dt for v, dt in vs) / span * scale if span > 0
+                         else sum(v for v, _ in vs) / len(vs) * scale)
+    return t_out, y_out
+
+
+# The run's topology, for theory.
+class Theory:
+    """Each point's plan, rebuilt from the results directory's scenario.yaml (None when
+    it cannot be: then figures go without references)."""
+
+    def __init__(self, res: Results) -> None:
+        self.res = res
+        self._points: dict[int, tuple[Point, Plan] | None] = {}
+        self._all: list[Point] | None = None
+
+    def point(self, index: int) -> tuple[Point, Plan] | None:
+        if index not in self._points:
+            self._points[index] = self._load(index)
+        return self._points[index]
+
+    def _load(self, index: int) -> tuple[Point, Plan] | None:
+        path = self.res.out / "scenario.yaml"
+        if self._all is None:
+            try:
+                self._all = loads_scenario(path.read_text(encoding="utf-8"), str(path),
+                                           base_dir=self.res.out).points
+            except (OSError, NetrigError, ValueError):
+                self._all = []
+        params = next((p["params"] for p in self.res.points if p["index"] == index), None)
+        for p in self._all:
+            if p.params == params or (params is None and p.index == index):
+                try:
+                    return p, make_plan(p.topology)
+                except NetrigError:
+                    return None
+        return None
+
+
+def _dir_name(hop: HopInfo, plan: Plan) -> tuple[str, str]:
+    link = plan.topo.link_named(hop.link)
+    return hop.link, "a_to_b" if hop.frm == link.a else "b_to_a"
+
+
+def _route(th: Theory, point: int, flow: dict[str, Any]) -> tuple[Plan, str, str] | None:
+    got = th.point(point)
+    if got is None or not flow.get("to"):
+        return None
+    p, plan = got
+    spec = p.spec.flows.get(flow.get("name", ""))
+    src, dst = flow["from"], flow["to"]
+    if spec is not None and spec.reverse:
+        src, dst = dst, src
+    return plan, src, dst
+
+
+def link_rows(res: Results, run: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """A run's recorded link directions: (link, dir) -> its 10 ms samples (the queue
+    monitors' rows, and a series/link-stats.jsonl a runner wrote in their form)."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for name in [*run.get("monitors", []), "link-stats"]:
+        for r in res.series(run["run"], name):
+            if r.get("kind", "queue") == "queue" and "link" in r and "dir" in r:
+                out.setdefault((r["link"], r["dir"]), []).append(r)
+    return out
+
+
+# Traces.
+def traces(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) -> list[Trace]:
+    """One run's series of quantity q: a trace per flow or link direction."""
+    th = th or Theory(res)
+    flows = run.get("flows", {})
+    links = link_rows(res, run)
+    out: list[Trace] = []
+    if q == "throughput":
+        mine = _delivered_by(res, run, th, links)
+        for name, f in flows.items():
+            if f["kind"] not in BULK:
+                continue
+            rows = res.series(run["run"], name)
+            if name in mine:
+                key = mine[name]
+                t, y = binned(links[key], "rate_bps", 1e-6)
+                out.append(Trace(f"{name}: delivered by {res.direction(*key)}", t, y))
+            elif any("recv_bps" in r for r in rows):
+                out.append(Trace(f"{name}: received", *_intervals(rows, "recv_bps", 1e-6), True))
+            elif any("bps" in r for r in rows):
+                out.append(Trace(f"{name}: sent (sender's writes)",
+                                 *_intervals(rows, "bps", 1e-6), True))
+    elif q == "delivered":
+        for key, rows in links.items():
+            out.append(Trace(f"{res.direction(*key)} delivered", *binned(rows, "rate_bps", 1e-6)))
+    elif q in ("cwnd", "tcp_rtt"):
+        col, scale = ("cwnd_bytes", 1e-3) if q == "cwnd" else ("rtt_ms", 1.0)
+        for name, f in flows.items():
+            if f["kind"] != "tcp":
+                continue
+            info = [r for r in res.series(run["run"], name) if is_number(r.get("cwnd_bytes"))]
+            first = min((r.get("socket") or 0 for r in info), default=0)
+            info = [r for r in info if (r.get("socket") or 0) == first]
+            if info:
+                out.append(Trace(name, [r["t"] for r in info], [_nan(r.get(col), scale) for r in info]))
+    elif q == "rtt":
+        for name, f in flows.items():
+            if f["kind"] in RTT_KINDS:
+                rows = [r for r in res.series(run["run"], name) if is_number(r.get("rtt_ms"))]
+                if rows:
+                    out.append(Trace(name, [r["t"] for r in rows], [r["rtt_ms"] for r in rows]))
+    elif q in ("queue", "sojourn", "drops"):
+        for key, rows in links.items():
+            rows = sorted(rows, key=lambda r: r["t"])
+            if q == "queue":
+                t, y = [r["t"] for r in rows], [_nan(r.get("queue_packets")) for r in rows]
+            elif q == "sojourn":  # no departure in the sample: no sojourn time
+                t = [r["t"] for r in rows]
+                y = [math.nan if r.get("dequeued") == 0 else _nan(r.get("sojourn_ms")) for r in rows]
+            else:
+                dropped = [{"t": r["t"], "n": sum(r.get(k) or 0 for k in
+                                                  ("drops_overflow", "drops_aqm", "lost"))}
+                           for r in rows]
+                t, y = binned(dropped, "n", 1.0, total=True)
+            out.append(Trace(res.direction(*key), t, y))
+    else:
+        raise KeyError(q)
+    return [tr for tr in out if tr.t]
+
+
+def _delivered_by(res: Results, run: dict[str, Any], th: Theory,
+                  links: dict[tuple[str, str], list[dict[str, Any]]]) -> dict[str, tuple[str, str]]:
+    """Bulk flows whose bottleneck direction the run recorded, when no other bulk flow
+    crosses it: flow -> (link, dir)."""
+    where: dict[str, tuple[str, str]] = {}
+    for name, f in run.get("flows", {}).items():
+        if f["kind"] not in BULK:
+            continue
+        got = _route(th, run.get("point", 0), {**f, "name": name})
+        if got is None:
+            continue
+        plan, src, dst = got
+        h = bottleneck(hops(plan, src, dst))
+        if h is not None and _dir_name(h, plan) in links:
+            where[name] = _dir_name(h, plan)
+    shared = [k for k in where.values() if list(where.values()).count(k) > 1]
+    return {n: k for n, k in where.items() if k not in shared}
+
+
+# References from theory.
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.4g} ms"
+
+
+def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) -> list[Ref]:
+    """Theory's reference lines for quantity q in this run, in the quantity's unit."""
+    th = th or Theory(res)
+    got = th.point(run.get("point", 0))
+    if got is None:
+        return []
+    point, plan = got
+    out: list[Ref] = []
+    flows = run.get("flows", {})
+    if q in ("throughput", "delivered"):
+        seen: set[str] = set()
+        for name, f in flows.items():
+            r = _report(th, run, name, f)
+            if f["kind"] not in BULK or r is None or r.bottleneck is None:
+                continue
+            b = r.bottleneck
+            rate = b.rate_bps or 0.0
+            if b.link not in seen:
+                seen.add(b.link)
+                out.append(Ref(f"link rate of {b.frm}→{b.to} {rate / 1e6:.4g} Mbit/s", rate / 1e6, ":"))
+            if q == "throughput" and r.tcp_goodput_bps and f["kind"] == "tcp":
+                out.append(Ref(f"TCP goodput there {r.tcp_goodput_bps / 1e6:.4g} Mbit/s",
+                               r.tcp_goodput_bps / 1e6, "--"))
+            e = f.get("expected") or {}
+            v = e.get("value")
+            if q == "throughput" and e.get("metric") == "throughput_bps" and is_number(v) and \
+                    not math.isclose(v, r.tcp_goodput_bps or 0.0, rel_tol=1e-3):
+                out.append(Ref(f"{name} expected {v / 1e6:.4g} Mbit/s ({e.get('limit')})",
+                               v / 1e6, "-."))
+    elif q in ("cwnd", "tcp_rtt"):
+        for name, f in flows.items():
+            r = _report(th, run, name, f) if f["kind"] == "tcp" else None
+            if r is None or r.bottleneck is None or not r.bottleneck.rate_bps:
+                continue
+            b, rate, frame, mss = r.bottleneck, r.bottleneck.rate_bps, r.data_frame, r.tcp.payload
+            queue = _queue_packets(b, frame)
+            target = _target(plan, b)
+            if q == "cwnd":
+                bdp = (r.bdp_bytes or 0.0) / frame  # segments the idle path holds
+                out.append(Ref(f"BDP {bdp * mss / 1e3:.4g} KB ({bdp:.3g} segments)", bdp * mss / 1e3, ":"))
+                if queue is not None:
+                    out.append(Ref(f"BDP + queue {(bdp + queue) * mss / 1e3:.4g} KB "
+                                   f"({bdp + queue:.4g} segments)", (bdp + queue) * mss / 1e3, "--"))
+                if target is not None:
+                    held = bdp + rate * target / 8 / frame
+                    out.append(Ref(f"BDP + {b.aqm}'s target queue {held * mss / 1e3:.4g} KB",
+                                   held * mss / 1e3, "-."))
+            else:
+                out += _rtt_refs(r.data_rtt_s, r.queue_delay_s, target, b.aqm)
+    elif q == "rtt":
+        for name, f in flows.items():
+            if f["kind"] not in RTT_KINDS:
+                continue
+            r = _report(th, run, name, f)
+            if r is None:
+                continue
+            b = r.bottleneck
+            out += _rtt_refs(r.base_rtt_s, r.queue_delay_s, _target(plan, b) if b else None,
+                             b.aqm if b else "")
+    elif q in ("queue", "sojourn"):
+        for key in link_rows(res, run):
+            h = _hop(plan, *key)
+            if h is None or not h.rate_bps:
+                continue
+            where = res.direction(*key)
+            frame = 1514 + h.overhead_bytes
+            target = _target(plan, h)
+            queue = _queue_packets(h, frame)
+            if q == "queue" and queue is not None:
+                out.append(Ref(f"queue limit of {where} {queue:.4g} packets", queue, "--", where))
+            if q == "queue" and target is not None:
+                out.append(Ref(f"{h.aqm}'s target as packets {h.rate_bps * target / 8 / frame:.3g}",
+                               h.rate_bps * target / 8 / frame, "-.", where))
+            if q == "sojourn" and target is not None:
+                out.append(Ref(f"{h.aqm}'s target {_ms(target)}", target * 1e3, "-.", where))
+            if q == "sojourn" and queue is not None:
+                full = queue * frame * 8 / h.rate_bps
+                out.append(Ref(f"a full queue of {where} {_ms(full)}", full * 1e3, "--", where))
+    return _unique(out)
+
+
+def _rtt_refs(base: float, queue_s: float | None, target: float | None, aqm: str) -> list[Ref]:
+    out = [Ref(f"idle RTT {_ms(base)}", base * 1e3, ":")]
+    if queue_s:
+        out.append(Ref(f"full-queue RTT {_ms(base + queue_s)}", (base + queue_s) * 1e3, "--"))
+    if target is not None:
+        out.append(Ref(f"idle RTT + {aqm}'s target {_ms(base + target)}", (base + target) * 1e3, "-."))
+    return out
+
+
+def _unique(refs_: Iterable[Ref]) -> list[Ref]:
+    seen: dict[str, Ref] = {}
+    for r in refs_:
+        seen.setdefault(r.label, r)
+    return list(seen.values())
+
+
+def _report(th: Theory, run: dict[str, Any], name: str, f: dict[str, Any]):
+    got = _route(th, run.get("point", 0), {**f, "name": name})
+    if got is None:
+        return None
+    plan, src, dst = got
+    point, _ = th.point(run.get("point", 0)) or (None, None)
+    spec = point.spec.flows.get(name) if point else None
+    size = spec.nbytes("size") if spec is not None and f["kind"] in RTT_KINDS else None
+    try:
+        if size is not None:
+            return analyse(plan, src, dst, ping_size=size)
+        return analyse(plan, src, dst)
+    except NetrigError:
+        return None
+
+
+def _hop(plan: Plan, link: str, d: str) -> HopInfo | None:
+    from netrig.theory.path import hop_info
+    from netrig.topo.plan import Hop
+
+    try:
+        lk = plan.topo.link_named(link)
+    except NetrigError:
+        return None
+    k = 0 if d == "a_to_b" else 1
+    return hop_info(Hop(lk, lk.a if k == 0 else lk.b, lk.b if k == 0 else lk.a, k))
+
+
+def _queue_packets(h: HopInfo, frame: float) -> float | None:
+    """The hop's queue limit in packets (a limit in bytes as full-size frames)."""
+    if h.queue_packets is not None:
+        return float(h.queue_packets)
+    if h.queue_bytes is not None:
+        return h.queue_bytes / frame
+    return None
+
+
+def _target(plan: Plan, h: HopInfo | None) -> float | None:
+    if h is None:
+        return None
+    link = plan.topo.link_named(h.link)
+    return link.direction(0 if h.frm == link.a else 1).aqm.target_s
