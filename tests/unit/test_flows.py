@@ -13,6 +13,10 @@ build (2026-11-24):
   no netem to lose packets on loopback).
 - link-stats.jsonl: `netrig-link shell --rate 10Mbit --delay 1ms --queue 50 --stats F`
   around four pings; its last line is the totals line that shell printed on stderr.
+- perf-{tcp,udp}-server-output.json (2026-11-24): the client as the runner starts it,
+  `-c 127.0.0.1 -J -i 0.5 -t 1 --get-server-output` (tcp: -b 20000000
+  --tcp-info-interval 100; udp: -u -b 5000000 -l 1200), against the server as the
+  runner starts it, `netrig-perf -s -1 -J -i 0.5`.
 Duplicates are the one hand-made input: ping prints " (DUP!)" after a duplicated reply
 and "+N duplicates" in its statistics; netrig-link cannot duplicate and this kernel lacks
 netem, so DUP_OUTPUT below is ping-loopback.txt with those edits.
@@ -24,9 +28,9 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp.flows import Outcome, parse_perf_json, ping_argv, ping_count
-from netrig.exp.runner import queue_rows
-from netrig.exp.scenario import FlowSpec
+from netrig.exp.flows import Outcome, parse_perf_json, perf_argv, ping_argv, ping_count, server_argv
+from netrig.exp.runner import _LinkRecorder, queue_rows
+from netrig.exp.scenario import FlowSpec, loads_scenario
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flows"
 
@@ -275,3 +279,112 @@ def test_queue_rows_skip_what_is_not_a_sample():
              '{"t": %s, "link": "shell", "dir": "a_to_b", "sojourn_mean_us": "x"}' % t, good]
     rows = queue_rows(lines, t, 1.0, [(0, "shell", {"a_to_b"})])
     assert [r["t"] for r in rows] == [0.0]
+
+
+# --- the receiver's intervals (the server's -J document, fetched by the client) -------------
+
+@pytest.mark.parametrize("kind", ["tcp", "udp"])
+def test_the_receivers_intervals_come_from_the_server_output(kind):
+    doc = json.loads(fixture(f"perf-{kind}-server-output.json"))
+    o = outcome(kind, fixture(f"perf-{kind}-server-output.json"))
+    assert o.summary()["status"] == "ok"
+    rows = o.series()
+    received = [r for r in rows if "recv_bps" in r]
+    theirs = doc["server_output_json"]["intervals"]
+    assert len(received) == len(theirs) == 2
+    # at the flow's -i (0.5 s), from the flow's start (5 s into the run)
+    assert [round(r["t"] - 5, 6) for r in received] == [x["sum"]["end"] for x in theirs]
+    assert [r["recv_bps"] for r in received] == [x["sum"]["bits_per_second"] for x in theirs]
+    assert all(x["sum"]["sender"] is False for x in theirs)
+    # the sender's own intervals stay what they were: bps, not recv_bps
+    sent = [r for r in rows if "bps" in r]
+    assert [round(r["t"] - 5, 6) for r in sent] == [x["sum"]["end"] for x in doc["intervals"]]
+    assert not any("recv_bps" in r for r in sent)
+
+
+def test_a_server_output_of_the_wrong_shape_is_an_error_not_a_crash():
+    doc = json.loads(fixture("perf-tcp-server-output.json"))
+    doc["server_output_json"]["intervals"][1] = 7
+    o = outcome("tcp", json.dumps(doc))
+    assert o.summary()["error"] == ("netrig-perf's JSON: server_output_json.intervals[1] is a "
+                                    "number, not an object")
+    assert o.series() == []
+
+
+def test_the_flow_asks_the_server_for_its_intervals_at_its_own_interval():
+    # iperf3's client does not send its -i: the server reports at its own, so both get it
+    server = server_argv(5301, 0.1)
+    assert server[1:] == ["-s", "-1", "-p", "5301", "-J", "-i", "0.1"]
+    client = perf_argv(spec("tcp", rate="10Mbit"), "10.0.0.2", 5301, 3.0, 0.1, 100)
+    assert client[client.index("-i") + 1] == "0.1" and "--get-server-output" in client
+    assert "--get-server-output" in perf_argv(spec("udp"), "10.0.0.2", 5301, 3.0, 0.1, None)
+    # -R: the client receives, and its own intervals are the receiver's
+    reverse = perf_argv(spec("tcp", reverse=True), "10.0.0.2", 5301, 3.0, 0.1, 100)
+    assert "-R" in reverse and "--get-server-output" not in reverse
+    for kind, kw in (("probe", {}), ("fetch", {})):
+        assert "--get-server-output" not in perf_argv(spec(kind, **kw), "10.0.0.2", 5301, 3.0, 0.1, None)
+
+
+# --- the runner's link recording (series/link-stats.jsonl) --------------------------------------
+
+RECORDED = """\
+name: recorded
+topology:
+  nodes: {h1: host, r1: router, h2: host, h3: host}
+  links:
+    - {a: h1, b: r1, rate: 10Mbit, delay: 5ms}
+    - {a: r1, b: h2, delay: 5ms}
+    - {a: r1, b: h3, b_to_a: {rate: 2Mbit}}
+duration: 1s
+flows:
+  bulk: {kind: tcp, from: h1, to: h2}
+monitors:
+  - {kind: queue, link: h1-r1, dir: b_to_a}
+"""
+
+
+class _FakeLab:
+    """What _LinkRecorder reads of a Network: its lab's state and netrig-link's stats."""
+
+    def __init__(self, lab_dir: Path, now: float, control: str | None = "link.sock") -> None:
+        self.state = type("State", (), {"dir": lab_dir, "control": control})()
+        self.now = now
+
+    def link_stats(self) -> dict:
+        return {"links": [{"link": "h1-r1", "a_to_b": {"t": self.now}}], "lateness": {}}
+
+
+def _stats_line(t: float, link: str, d: str, rate: float) -> str:
+    v = json.loads(fixture("link-stats.jsonl").splitlines()[2])
+    return json.dumps({**v, "t": t, "link": link, "dir": d, "rate_bps": rate})
+
+
+def test_every_rated_direction_is_recorded_once_without_a_queue_monitor_for_it(tmp_path):
+    point = loads_scenario(RECORDED).points[0]
+    lines = [_stats_line(round(10 + k * 0.01, 6), link, d, 1e6 * k)
+             for k in range(300) for link in ("h1-r1", "r1-h2", "r1-h3") for d in ("a_to_b", "b_to_a")]
+    (tmp_path / "link-stats.jsonl").write_text("\n".join(lines) + "\n" + lines[0][:40])
+    rec = _LinkRecorder(_FakeLab(tmp_path, 11.0), point, point.spec.monitors)
+    rec.mark()
+    queues, links = rec.collect(1.0)
+    # the queue monitor keeps its direction, in its own file's rows
+    assert {(r["monitor"], r["link"], r["dir"]) for r in queues} == {(0, "h1-r1", "b_to_a")}
+    # link-stats: each other direction with a rate, once (r1-h2 has none; r1→h3 has one)
+    assert {(r["link"], r["dir"]) for r in links} == {("h1-r1", "a_to_b"), ("r1-h3", "b_to_a")}
+    assert all("monitor" not in r and r["kind"] == "queue" for r in links)
+    mine = [r for r in links if r["link"] == "h1-r1"]
+    assert [r["t"] for r in mine] == [round(k * 0.01, 6) for k in range(101)]  # 1 s at 100 Hz, from the start
+    assert mine[0]["rate_bps"] == 1e6 * 100 and mine[-1]["rate_bps"] == 1e6 * 200
+    assert set(mine[0]) == set(queues[0]) - {"monitor"}
+
+
+def test_nothing_is_recorded_without_netrig_link(tmp_path):
+    point = loads_scenario(RECORDED).points[0]
+    (tmp_path / "link-stats.jsonl").write_text(_stats_line(11.0, "h1-r1", "a_to_b", 1.0) + "\n")
+    rec = _LinkRecorder(_FakeLab(tmp_path, 11.0, control=None), point, point.spec.monitors)
+    rec.mark()
+    assert rec.collect(1.0) == ([], [])
+    kernel = loads_scenario(RECORDED.replace("topology:\n", "topology:\n  backend: kernel\n")
+                            .split("monitors:")[0]).points[0]  # no queue to watch in the kernel
+    rec = _LinkRecorder(_FakeLab(tmp_path, 11.0), kernel, kernel.spec.monitors)
+    assert rec.rated == []

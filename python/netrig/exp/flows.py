@@ -28,6 +28,13 @@ _PING = re.compile(rf"^\[({_NUM})\] .*\bicmp_seq=(\d+) .*\btime=({_NUM}) ms( \(D
 _PING_STATS = re.compile(r"^(\d+) packets transmitted, (\d+) received")
 
 
+def server_argv(port: int, interval: float) -> list[str]:
+    """netrig-perf's one-off server for a flow: -J, so that a client's
+    --get-server-output carries the receiver's own intervals, and the client's -i (as
+    in iperf3, a server reports at its own -i: the client's is not sent to it)."""
+    return [str(binary("netrig-perf")), "-s", "-1", "-p", str(port), "-J", "-i", f"{interval:g}"]
+
+
 def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: float,
               tcp_info_ms: int | None) -> list[str]:
     """netrig-perf's client command line for a tcp, udp, probe or fetch flow."""
@@ -50,7 +57,9 @@ def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: floa
         if f.omit is not None:
             argv += ["-O", str(int(f.seconds("omit")))]
         if f.reverse:
-            argv.append("-R")
+            argv.append("-R")  # the client receives: its own intervals are the receiver's
+        else:
+            argv.append("--get-server-output")  # the receiver's intervals, in series()
         if f.nodelay:
             argv.append("-N")
         if tcp_info_ms:
@@ -239,7 +248,7 @@ class Outcome:
             theirs = self.doc.get("server_output_json") or {}
             for iv in theirs.get("intervals", []) if isinstance(theirs, dict) else []:
                 s = iv.get("sum") or {}
-                if not s.get("omitted") and s.get("sender") is False and "end" in s:
+                if not s.get("omitted") and s.get("sender") is False and s.get("end") is not None:
                     out.append({"t": t0 + s["end"], "recv_bps": s.get("bits_per_second")})
             for x in self.doc.get("netrig", {}).get("tcp_info", []) or []:
                 out.append({"t": t0 + x["t"], "cwnd_bytes": x.get("snd_cwnd_bytes", x.get("snd_cwnd")),
@@ -312,6 +321,7 @@ PERF_DOC = {
             "probe": {"rtt_ms": _STATS, "loss_percent": NUMBER, **_SAMPLES},
             "rr": {"time_ms": _STATS, "transactions": NUMBER, "failed": NUMBER, **_SAMPLES}},
     "intervals": [{"sum": _SUM}],
+    "server_output_json": {"intervals": [{"sum": _SUM}]},
     "netrig": {"tcp_info": [{k: NUMBER for k in ("t", "snd_wnd", "snd_mss", "snd_cwnd", "snd_cwnd_bytes",
                                                   "rtt_us")}]},
 }

@@ -3,10 +3,13 @@
 A run: build the point's network (seeded), start a one-off netrig-perf server for each
 flow that needs one, start each flow at its `start` in its own thread, sample the
 monitors, wait for the flows (the network is torn down whatever happens), then write
-the run's files and, last, its run.json. Ctrl-C or SIGTERM stops the flows, tears the
-network down, writes what was measured (the run marked "interrupted") and the CSV, and
-leaves the directory resumable: `run(..., resume=True)` runs only the runs that lack a
-finished run.json.
+the run's files and, last, its run.json. Whatever the monitors, a run keeps what
+throughput over time is drawn from: netrig-link's 100 Hz samples of every link
+direction with a rate (series/link-stats.jsonl) and the receiver's own intervals (the
+server runs with -J and the client fetches its output). Ctrl-C or SIGTERM stops the
+flows, tears the network down, writes what was measured (the run marked "interrupted")
+and the CSV, and leaves the directory resumable: `run(..., resume=True)` runs only the
+runs that lack a finished run.json.
 
 A run's link emulators (the netrig-link processes its lab's state names) are watched
 while it runs and once more before teardown: a run whose emulator died measured a
@@ -19,7 +22,6 @@ from __future__ import annotations
 import math
 import os
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -28,11 +30,10 @@ from typing import Any
 import yaml
 
 from netrig import safefs, units
-from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
-from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process
+from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process, server_argv
 from netrig.exp.progress import Display
 from netrig.exp.scenario import Point, Scenario, find_link
 from netrig.lab import netns
@@ -166,6 +167,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                      for m in spec.monitors if m.kind == "tcp_info"})
     outcomes: dict[str, Outcome] = {}
     monitors: list[dict[str, Any]] = []
+    link_stats: list[dict[str, Any]] = []
     started_wall = time.time()
     interrupted = False
     emulator: dict[str, Any] | None = None
@@ -188,22 +190,25 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             if f.kind in SERVED:
                 port = BASE_PORT + i
                 ports[name] = port
-                with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log:
+                # Its -J document (the receiver's own intervals, which the client also
+                # fetches) beside its log: what it said, whatever the client got.
+                with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log, \
+                        safefs.open_new(out, f"runs/{rid}/server-{name}.json") as doc:
                     servers.append((name, port, net[f.to].popen(
-                        [str(binary("netrig-perf")), "-s", "-1", "-p", str(port)],
-                        stdout=subprocess.DEVNULL, stderr=log)))
+                        server_argv(port, interval), stdout=doc, stderr=log)))
         deadline = time.monotonic() + 10
         for name, port, p in servers:
             while not _tcp_listening(p.pid, port):
                 if p.poll() is not None or time.monotonic() > deadline:
-                    raise RunFailed(f"the netrig-perf server for flow {name} did not start "
-                                    f"({(rdir / f'server-{name}.log').read_text()[-300:]})")
+                    said = " ".join(x for x in ((rdir / f"server-{name}.{e}").read_text()[-300:].strip()
+                                                for e in ("log", "json")) if x)
+                    raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
         stop = threading.Event()
-        qmon = _QueueMonitor(net, point, spec.monitors)
+        links = _LinkRecorder(net, point, spec.monitors)
         imon = [_IfaceMonitor(net, m, i) for i, m in enumerate(spec.monitors) if m.kind == "iface"]
         t0 = time.monotonic()
-        qmon.mark()
+        links.mark()
         for m in imon:
             m.start(t0, stop)
         threads = []
@@ -234,7 +239,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         stop.set()
         for m in imon:
             m.join()
-        monitors = qmon.collect(time.monotonic() - t0) + [row for m in imon for row in m.rows]
+        queues, link_stats = links.collect(time.monotonic() - t0)
+        monitors = queues + [row for m in imon for row in m.rows]
         emulator = _emulator_timing(net)
     finally:
         for _, _, p in servers:
@@ -247,7 +253,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
-                     emulator, watch.died)
+                     emulator, watch.died, link_stats)
     if interrupted:
         raise KeyboardInterrupt
     return doc
@@ -350,39 +356,70 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: fl
     o.parse()
 
 
-class _QueueMonitor:
-    """Queue monitors: netrig-link's own 100 Hz stats lines, cut to the run."""
+class _LinkRecorder:
+    """netrig-link's own 100 Hz stats lines, cut to the run: the queue monitors' link
+    directions (their series/monitor-K.jsonl), and every other direction with a rate
+    (or a trace) that netrig-link emulates (series/link-stats.jsonl, which throughput
+    over time is drawn from: what the bottleneck delivered). Each direction is kept
+    once: figures read both files, and a direction in both would count its drops twice.
+    Without netrig-link (backend: kernel, or no shaped link) nothing is recorded."""
 
     def __init__(self, net: Network, point: Point, specs) -> None:
         self.net = net
-        self.want: list[tuple[int, str, set[str]]] = []
+        self.want: list[tuple[int | None, str, set[str]]] = []
         for i, m in enumerate(specs):
             if m.kind == "queue":
                 link = find_link(point.topology, m.link)
                 dirs = {"a_to_b", "b_to_a"} if m.dir == "both" else {m.dir}
                 self.want.append((i, link.name, dirs))
-        self.t0 = 0.0
+        self.rated = rated_directions(point, self.want)
+        self.t0 = math.nan
+        self.path: Path | None = None
 
     def mark(self) -> None:
-        if not self.want:
-            return
-        stats = self.net.link_stats()
-        self.t0 = _first_t(stats)
+        """Notes the run's start on netrig-link's clock."""
         st = self.net.state
         assert st is not None
+        if not st.control or not (self.want or self.rated):
+            return
+        self.t0 = _first_t(self.net.link_stats())
         self.path = st.dir / "link-stats.jsonl"
 
-    def collect(self, length: float) -> list[dict[str, Any]]:
-        if not self.want:
-            return []
-        return queue_rows(self.path.read_text().splitlines(), self.t0, length, self.want)
+    def collect(self, length: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(the queue monitors' rows, the other rated directions' rows) from the run's
+        start to `length` s after it."""
+        if self.path is None or math.isnan(self.t0):
+            return [], []
+        lines = self.path.read_text().splitlines()
+        return (queue_rows(lines, self.t0, length, self.want),
+                queue_rows(lines, self.t0, length, self.rated))
+
+
+def rated_directions(point: Point, monitored: list[tuple[int | None, str, set[str]]]
+                     ) -> list[tuple[int | None, str, set[str]]]:
+    """The directions netrig-link emulates with a rate or a trace, but no queue monitor
+    records, in queue_rows' form (no monitor index): link-stats.jsonl's contents."""
+    seen = {(name, d) for _, name, dirs in monitored for d in dirs}
+    out: list[tuple[int | None, str, set[str]]] = []
+    if point.topology.backend != "userspace":
+        return out
+    for link in point.topology.links:
+        if not link.emulated:
+            continue
+        dirs = {name for d, name in enumerate(("a_to_b", "b_to_a"))
+                if (link.direction(d).rate_bps or link.direction(d).trace)
+                and (link.name, name) not in seen}
+        if dirs:
+            out.append((None, link.name, dirs))
+    return out
 
 
 def queue_rows(lines: list[str], t0: float, length: float,
-               want: list[tuple[int, str, set[str]]]) -> list[dict[str, Any]]:
-    """The queue monitors' rows from netrig-link's stats lines: those of the wanted
-    (monitor, link, directions) from t0 to t0 + length, t counted from t0. A line that
-    is not a stats sample (being written, the totals, not JSON) is skipped."""
+               want: list[tuple[int | None, str, set[str]]]) -> list[dict[str, Any]]:
+    """The rows of the wanted (monitor, link, directions) from netrig-link's stats
+    lines, from t0 to t0 + length, t counted from t0 (a monitor of None: a row without
+    "monitor", as link-stats.jsonl holds). A line that is not a stats sample (being
+    written, the totals, not JSON) is skipped."""
     import json
 
     rows = []
@@ -398,7 +435,8 @@ def queue_rows(lines: list[str], t0: float, length: float,
             continue
         for i, name, dirs in want:
             if v.get("link") == name and v.get("dir") in dirs:
-                rows.append({"monitor": i, "kind": "queue", "t": round(t - t0, 6), "link": name,
+                rows.append({**({} if i is None else {"monitor": i}),
+                             "kind": "queue", "t": round(t - t0, 6), "link": name,
                              "dir": v["dir"], "queue_packets": v.get("queue_packets"),
                              "queue_bytes": v.get("queue_bytes"),
                              "sojourn_ms": (v.get("sojourn_mean_us") or 0) / 1e3,
@@ -479,7 +517,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                expected: dict[str, Expected], monitors: list[dict[str, Any]], started: float,
                status: str, teardown_errors: list[str],
                emulator: dict[str, Any] | None = None,
-               emulator_died: dict[str, Any] | None = None) -> dict[str, Any]:
+               emulator_died: dict[str, Any] | None = None,
+               link_stats: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
@@ -508,6 +547,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
         by_monitor.setdefault(key, []).append(row)
     for key, rows in by_monitor.items():
         res.write_jsonl(rdir / "series" / f"{key}.jsonl", rows, out)
+    if link_stats:
+        res.write_jsonl(rdir / "series" / "link-stats.jsonl", link_stats, out)
     doc = {"run": rid, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
            "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
            "seconds": round(time.time() - started, 3), "flows": flows,
