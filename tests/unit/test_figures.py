@@ -194,3 +194,16 @@ def test_compare_labels_three_directories_by_what_differs(tmp_path, drawn):
                 for t in curve.get_legend().get_texts())
     ts = _one(drawn, "RTT at")
     assert len([ln for ln in ts.lines if len(ln.get_xdata()) > 2]) == 3
+
+
+def test_a_stall_in_the_samples_is_a_gap_not_a_line():
+    """netrig-link stalled for 0.3 s (no 10 ms sample): the line breaks there."""
+    import math
+
+    from netrig.exp.series import gaps
+
+    t = [0.0, 0.01, 0.02, 0.03, 0.33, 0.34]
+    got_t, got_y = gaps(t, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert got_t == [0.0, 0.01, 0.02, 0.03, 0.18, 0.33, 0.34]
+    assert math.isnan(got_y[4]) and [y for y in got_y if not math.isnan(y)] == [1, 2, 3, 4, 5, 6]
+    assert gaps([0.0, 0.01, 0.02, 0.03], [1, 2, 3, 4]) == ([0.0, 0.01, 0.02, 0.03], [1, 2, 3, 4])

@@ -249,7 +249,24 @@ def traces(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) 
             out.append(Trace(res.direction(*key), t, y))
     else:
         raise KeyError(q)
-    return [tr for tr in out if tr.t]
+    return [tr if tr.steps else Trace(tr.label, *gaps(tr.t, tr.y), tr.steps) for tr in out if tr.t]
+
+
+def gaps(t: list[float], y: list[float], factor: float = 3.0) -> tuple[list[float], list[float]]:
+    """A gap (NaN) where no sample came for `factor` times the series' usual spacing (a
+    stalled emulator, pings without reply), so that a line does not join across it."""
+    steps = sorted(b - a for a, b in zip(t, t[1:]) if b > a)
+    if len(steps) < 2:
+        return t, y
+    usual = steps[len(steps) // 2]
+    out_t, out_y = t[:1], y[:1]
+    for i in range(1, len(t)):
+        if t[i] - t[i - 1] > factor * usual:
+            out_t.append((t[i - 1] + t[i]) / 2)
+            out_y.append(math.nan)
+        out_t.append(t[i])
+        out_y.append(y[i])
+    return out_t, out_y
 
 
 def _delivered_by(res: Results, run: dict[str, Any], th: Theory,
