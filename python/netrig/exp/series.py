@@ -320,7 +320,8 @@ def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) ->
             v = e.get("value")
             if q == "throughput" and e.get("metric") == "throughput_bps" and is_number(v) and \
                     not math.isclose(v, r.tcp_goodput_bps or 0.0, rel_tol=1e-3):
-                out.append(Ref(f"{name} expected {v / 1e6:.4g} Mbit/s ({e.get('limit')})",
+                limit = f", limited by its {e['limit']}" if e.get("limit") else ""
+                out.append(Ref(f"{name} expected {v / 1e6:.4g} Mbit/s{limit}",
                                v / 1e6, "-."))
     elif q in ("cwnd", "tcp_rtt"):
         for name, f in flows.items():
