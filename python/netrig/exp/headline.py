@@ -9,20 +9,17 @@ CI over its repetitions), theory's value or range, their ratio and the verdict; 
              outside the scenario's tolerance (the runner's judgement, `expected.flag`);
              `—` when theory has no value
 
-Reads the results directory through `netrig.exp.results` only; draws nothing.
+Reads the report's rows of the results directory; draws nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netrig.exp.results import Results, is_number, mean_ci
+from netrig.exp.results import Results, mean_ci
 from netrig.exp.verdict import versus
 
 NONE = "—"
-# A flow's metric when theory has nothing to say about it.
-PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
-         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "command": "command_s"}
 HEAD = ("flow", "metric", "measured", "theory", "ratio", "verdict")
 
 
@@ -45,23 +42,12 @@ class Line:
 
 
 def lines(res: Results) -> list[Line]:
-    """Every flow at every sweep point that ran it, in point then scenario order."""
-    out = []
-    flows = res.flows()
-    for p in res.points:
-        i = p["index"]
-        for flow, first in flows.items():
-            entries = [r["flows"][flow] for r in res.runs_of(i) if flow in r.get("flows", {})]
-            if not entries:
-                continue
-            e = next((x["expected"] for x in entries if x.get("expected")), {})
-            m = e.get("metric") or PLAIN.get(first.get("kind", ""), "")
-            value, hi = res.theory(i, flow, m)
-            far = sum(bool((x.get("expected") or {}).get("flag")) for x in entries)
-            out.append(Line(res.label(i), flow, m, res.values(i, flow, m),
-                            value if is_number(value) else None, hi if is_number(hi) else None,
-                            len(entries), far))
-    return out
+    """Every flow at every sweep point that ran it, in point then scenario order: the
+    report's rows (`netrig.exp.report.summary`), so the terminal and the page agree."""
+    from netrig.exp.report import summary  # the page's module (and its figures): only here
+
+    return [Line(r.label, r.flow, r.metric, r.values, r.expected, r.hi, r.ran, r.flagged)
+            for r in summary(res)]
 
 
 # Units: by the metric's name, one scale per line so measured and theory read alike.
