@@ -171,6 +171,16 @@ def test_why_rules_fire_on_their_cause_only():
     assert why.drops(ev(queues=[FIFO])) == ("Packets dropped on its path (each loss halves or cuts a "
                                            "loss-based TCP's window): s0→h2: 69 arriving at a full queue.")
     assert why.drops(ev(queues=[why.QueueSeen("l", "a_to_b", "a→b")])) is None
+    # 004's PIE run: the fetch responses filled h2→s0, the way bulk's ACKs come back.
+    acks = why.QueueSeen("s0-h2", "b_to_a", "h2→s0", rate_bps=1.5e6, sojourn_ms=37.7, packets_max=37)
+    assert why.ack_queue(ev(base_rtt_ms=21.0, ack_queues=[acks], others=[("web", "fetch")])) == (
+        "Its ACKs waited in a queue on their way back (what web sent that way): h2→s0 a mean of "
+        "37.7 ms, up to 37 packets, against a base RTT of 21 ms. ACKs that come late and in bunches "
+        "leave the sender idle, then bursting; theory's share assumes a free way back.")
+    quick = why.QueueSeen("s0-h2", "b_to_a", "h2→s0", sojourn_ms=1.0)
+    assert why.ack_queue(ev(base_rtt_ms=21.0, ack_queues=[quick])) is None  # ACKs barely waited
+    assert why.ack_queue(ev(base_rtt_ms=21.0, ack_queues=[acks], v=versus(1.0, 1.0))) is None
+    assert why.ack_queue(ev("udp", base_rtt_ms=21.0, ack_queues=[acks])) is None
     assert why.late_emulator(ev(late_share=0.017, late_worst_ms=77.6)).startswith(
         "The link emulator released 1.7 % of its packets more than 1 ms late (the worst 77.6 ms)")
     assert why.late_emulator(ev(late_share=0.005)) is None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,14 @@ def evidence(res: Results, point: int, r: Row) -> why.Evidence:
                                                           t.lost + q.lost, t.ecn + q.ecn)
     for key, q in queues.items():
         q.sojourn_ms = sum(sojourns[key]) / len(sojourns[key]) if key in sojourns else None
+    acks: dict[tuple[str, str], list[why.QueueSeen]] = {}
+    for run in runs:
+        for q in res.queues(run, r.flow, acks=True):
+            acks.setdefault((q.link, q.dir), []).append(q)
+    ack_queues = [replace(qs[0], sojourn_ms=sum(s) / len(s) if (s := [q.sojourn_ms for q in qs
+                                                                       if q.sojourn_ms is not None])
+                          else None, packets_max=max(q.packets_max for q in qs))
+                  for qs in acks.values()]
     late, worst = 0.0, 0.0
     for run in runs:
         emu = run.get("emulator") or {}
@@ -175,6 +183,7 @@ def evidence(res: Results, point: int, r: Row) -> why.Evidence:
         run_s=sum((f.get("end_s") or 0) - (f.get("start_s") or 0) for f in entries) / len(entries),
         omit_s=spec.seconds("omit") if spec else 0.0, base_rtt_ms=extra.get("base_rtt_ms"),
         bottleneck_bps=extra.get("bottleneck_bps"), summary=summary, queues=list(queues.values()),
+        ack_queues=ack_queues,
         late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain)
 
 

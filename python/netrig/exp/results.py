@@ -374,21 +374,27 @@ class Results:
                 self._cache["points"] = []
         return next((p for p in self._cache["points"] if p.index == point), None)
 
-    def queues(self, run: dict[str, Any], flow: str) -> list[QueueSeen]:
-        """The monitored queues on a flow's path in a run, during the flow: the way its
-        data goes, and back too for an RTT (ping, probe, fetch)."""
+    def queues(self, run: dict[str, Any], flow: str, acks: bool = False) -> list[QueueSeen]:
+        """The recorded queues on a flow's path in a run, during the flow: the way its
+        data goes, and back too for an RTT (ping, probe, fetch); with `acks`, the way a
+        TCP flow's ACKs come back instead. Recorded: by a queue monitor, or in the run's
+        link-stats series (every rated direction of an emulated link)."""
         p = self.scenario_point(run.get("point", 0))
         f = (run.get("flows") or {}).get(flow) or {}
         spec = p.spec.flows.get(flow) if p else None
-        if p is None or spec is None or not f.get("to") or not run.get("monitors"):
+        if p is None or spec is None or not f.get("to"):
             return []
         a, b = (f["to"], f["from"]) if spec.reverse else (f["from"], f["to"])
         try:
             plan = make_plan(p.topology)
-            hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch") else [])
+            if acks:
+                hops = path(plan, b, a) if f["kind"] == "tcp" else []
+            else:
+                hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch") else [])
         except NetrigError:
             return []
-        rows = [x for m in run["monitors"] for x in self.series(run["run"], m) if x.get("kind") == "queue"]
+        rows = [x for m in [*run.get("monitors", []), "link-stats"] for x in self.series(run["run"], m)
+                if x.get("kind", "queue") == "queue"]
         out = []
         for h in hops:
             d = h.link.direction(h.d)

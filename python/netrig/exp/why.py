@@ -48,6 +48,7 @@ class QueueSeen:
     aqm_drops: int = 0  # dropped by the discipline's decision
     lost: int = 0  # random loss the link applies
     ecn: int = 0
+    packets_max: int = 0  # the longest the queue was
 
 
 def queue_seen(rows: Iterable[dict[str, Any]], link: str, d: str, t0: float, t1: float,
@@ -66,7 +67,8 @@ def queue_seen(rows: Iterable[dict[str, Any]], link: str, d: str, t0: float, t1:
                      overflow=sum(r.get("drops_overflow") or 0 for r in mine),
                      aqm_drops=sum(r.get("drops_aqm") or 0 for r in mine),
                      lost=sum(r.get("lost") or 0 for r in mine),
-                     ecn=sum(r.get("ecn_marks") or 0 for r in mine), **known)
+                     ecn=sum(r.get("ecn_marks") or 0 for r in mine),
+                     packets_max=max((r.get("queue_packets") or 0 for r in mine), default=0), **known)
 
 
 def rtt_here(base_ms: float | None, queues: list[QueueSeen]) -> float | None:
@@ -96,6 +98,7 @@ class Evidence:
     bottleneck_bps: float | None = None
     summary: dict[str, float] = field(default_factory=dict)  # means over the runs
     queues: list[QueueSeen] = field(default_factory=list)  # on its path, summed over runs
+    ack_queues: list[QueueSeen] = field(default_factory=list)  # on its ACKs' way back (tcp)
     late_share: float = 0.0  # the worst run's share of packets released late
     late_worst_ms: float = 0.0
     others: list[tuple[str, str]] = field(default_factory=list)  # concurrent (name, kind)
@@ -236,6 +239,26 @@ def sender_short(ev: Evidence) -> str | None:
             "offered less than the scenario says.")
 
 
+ACK_WAIT = 0.25  # of the base RTT: ACKs waiting this long in a queue slow the sender
+
+
+def ack_queue(ev: Evidence) -> str | None:
+    """A TCP flow below theory whose ACKs waited in a queue on their way back (other
+    traffic the other way filled it): theory counts a free ACK path."""
+    if ev.kind != "tcp" or ev.side != "below" or not ev.base_rtt_ms:
+        return None
+    slow = [q for q in ev.ack_queues if q.sojourn_ms and q.sojourn_ms >= ACK_WAIT * ev.base_rtt_ms]
+    if not slow:
+        return None
+    where = "; ".join(f"{q.where} a mean of {q.sojourn_ms:.3g} ms, up to {q.packets_max} packets"
+                      for q in slow)
+    beside = [n for n, _ in ev.others]
+    by = f" (what {', '.join(beside)} sent that way)" if beside else ""
+    return (f"Its ACKs waited in a queue on their way back{by}: {where}, against a base RTT "
+            f"of {ev.base_rtt_ms:.3g} ms. ACKs that come late and in bunches leave the sender "
+            "idle, then bursting; theory's share assumes a free way back.")
+
+
 def queue_measured(ev: Evidence) -> str | None:
     """An RTT row: theory's point for the queue the monitor measured in these runs."""
     if ev.here is None or ev.kind not in ("ping", "probe") or not ev.versus.flag:
@@ -248,7 +271,7 @@ def queue_measured(ev: Evidence) -> str | None:
             f"{ev.base_rtt_ms:.4g} + that = {ev.here:.4g} ms{ratio}.")
 
 
-RULES: tuple[Rule, ...] = (queue_measured, pie_low_rate, fifo_not_fair, cubic_unfair,
+RULES: tuple[Rule, ...] = (queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
                            delayed_acks, slow_start, retransmissions, drops, sender_short,
                            late_emulator)
 
