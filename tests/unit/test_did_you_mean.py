@@ -30,7 +30,7 @@ def test_a_topology_typo_is_told_the_key_it_meant():
         loads(TOPO.replace("rate: 10Mbit", "delya: 10ms"), "t.yaml")
     msg = str(e.value)
     assert msg.startswith("t.yaml:4: links[0].delya: unknown key; did you mean delay? (valid: rate, ")
-    assert "emulated)" in msg
+    assert "emulated, cost, area)" in msg
 
 
 def test_an_aqm_key_is_told_its_disciplines_own_keys():

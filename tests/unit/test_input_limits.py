@@ -84,7 +84,7 @@ def test_aliases_that_expand_to_a_modest_size_still_load() -> None:
     topo = loads("defaults: {link: &lk {rate: 10Mbit}}\n" + text)
     assert topo.links[0].direction(0).rate_bps == 10e6
     assert errors(bomb(5)) == [f"t.yaml:{6 + i}: x{i}: unknown key (valid: name, prefix, backend, "
-                               "addressing, defaults, nodes, links)" for i in range(5)]
+                               "addressing, defaults, routing, nodes, links)" for i in range(5)]
 
 
 def test_a_recursive_alias_is_refused_at_its_line() -> None:

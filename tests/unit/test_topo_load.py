@@ -133,10 +133,10 @@ def test_the_portfolio_example_loads_as_the_seed_describes_it() -> None:
 
 # Unknown keys: each at the key's own line, with the valid keys there and the closest.
 
-TOP_KEYS = "(valid: name, prefix, backend, addressing, defaults, nodes, links)"
+TOP_KEYS = "(valid: name, prefix, backend, addressing, defaults, routing, nodes, links)"
 DIRECTION_KEYS = ("(valid: rate, overhead, trace, trace_repeat, delay, jitter, "
                   "distribution, correlation, no_reorder, loss, loss_correlation, gemodel, ecn, duplicate, corrupt, reorder, reorder_gap, queue, aqm)")
-LINK_KEYS = DIRECTION_KEYS[:-1] + ", a, b, name, addr_a, addr_b, a_to_b, b_to_a, emulated)"
+LINK_KEYS = DIRECTION_KEYS[:-1] + ", a, b, name, addr_a, addr_b, a_to_b, b_to_a, emulated, cost, area)"
 
 def test_unknown_key_at_top_level() -> None:
     assert errors("name: t\nnodez: {h1: host}\nnodes: {h1: host}\n") == [
@@ -146,7 +146,7 @@ def test_unknown_key_at_top_level() -> None:
 def test_unknown_key_in_a_node() -> None:
     text = BASE.replace("r1: router", "r1: {kind: router, colour: red}") + "  - [h1, s1]\n"
     assert errors(text) == [
-        "t.yaml:5: nodes.r1.colour: unknown key (valid: kind)"]
+        "t.yaml:5: nodes.r1.colour: unknown key (valid: kind, ospf, bgp, frr)"]
 
 
 def test_unknown_key_in_a_link() -> None:

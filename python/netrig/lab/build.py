@@ -209,6 +209,8 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             per_ns[ns] += [f"link set {br} up"]
         for iface in plan.ifaces[node]:
             per_ns[ns].append(f"addr add {iface.addr} dev {iface.name}")
+        if node in plan.loopbacks:
+            per_ns[ns].append(f"addr add {plan.loopbacks[node]} dev lo")
     for ns, ds in devs.items():
         per_ns[ns] += [f"link set {d} up" for d in ds]
     for node, routes in plan.routes.items():

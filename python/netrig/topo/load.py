@@ -319,9 +319,12 @@ def _reword(p: Problem, data: Any, keys: Callable[[Key, Any], list[str]] | None 
     if p.message == "Input should be a valid string" and len(p.path) == 2 and p.path[0] == "nodes":
         return f"a node name is text: quote it ('{p.path[1]}')"
     m = re.fullmatch(r"Input should be ('.*')", p.message)
+    if m and p.path[-2:-1] == ("frr",):  # a key of a router's raw FRR lines
+        return f"'{field}' is not an FRR daemon netrig runs (expected {m.group(1)})"
     if m is None or isinstance(value, (dict, list)):
         return p.message
-    what = _KINDS.get(p.path[0]) if p.path[:1] == ("nodes",) or field == "kind" else None
+    node_kind = p.path[:1] == ("nodes",) and len(p.path) <= 3 and field in ("kind", str(p.path[1]))
+    what = _KINDS.get(p.path[0]) if node_kind or (field == "kind" and p.path[:1] != ("nodes",)) else None
     what = what or _CHOICES.get(field, "allowed")
     return f"{_show(value)} is not {what} (expected {m.group(1)})"
 
@@ -337,11 +340,14 @@ def _build(spec: TopologyFile, source: str) -> Topology:
     """The Topology of a file that passed the schema."""
     topo = Topology(spec.name, prefix=spec.prefix, backend=spec.backend,
                     pool=spec.addressing.pool, prefix_len=spec.addressing.prefix_len,
+                    loopbacks=spec.addressing.loopbacks, routing=spec.routing,
                     defaults=spec.defaults.link.model_dump(exclude_unset=True))
     topo.source = source
     add = {"host": topo.host, "switch": topo.switch, "router": topo.router}
     for name, node in spec.nodes.items():
         add[node.kind if isinstance(node, NodeSpec) else node](name)
+        if isinstance(node, NodeSpec) and node.kind == "router":
+            topo.routers[name] = node.routing()
     for item in spec.links:
         link = item if isinstance(item, LinkSpec) else LinkSpec(a=item[0], b=item[1])
         topo.links.append(Link(link, topo.defaults, topo.base_dir))

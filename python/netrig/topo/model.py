@@ -183,6 +183,11 @@ class LinkSpec(Shaping):  # type: ignore[misc, valid-type]
     b_to_a: Shaping | None = None
     # Carried by netrig-link even while unshaped, so that it can be shaped live.
     emulated: bool | None = None
+    # OSPF: the link's cost (both ends; else from its rate) and area (else the routers').
+    cost: int | None = Field(None, ge=1, le=65535)
+    area: int | str | None = None
+
+    _area = field_validator("area")(classmethod(lambda cls, v: None if v is None else area_id(v)))
 
     @field_validator("addr_a", "addr_b")
     @classmethod
@@ -203,21 +208,209 @@ class LinkSpec(Shaping):  # type: ignore[misc, valid-type]
 
     def shaping(self) -> Shaping:
         own = self.model_dump(exclude_unset=True, exclude={"a", "b", "name", "addr_a", "addr_b",
-                                                          "a_to_b", "b_to_a", "emulated"})
+                                                          "a_to_b", "b_to_a", "emulated", "cost", "area"})
         return Shaping.model_validate(own)
+
+
+# FRR's daemons a router's raw configuration (`frr:`) can be given for: zebra always
+# runs; ospfd and bgpd when the router runs OSPF or BGP; staticd when given lines.
+FRR_DAEMONS = ("zebra", "ospfd", "bgpd", "staticd")
+_DAEMON = Literal[FRR_DAEMONS]  # type: ignore[valid-type]
+
+
+def area_id(value: Any) -> str:
+    """An OSPF area as FRR writes it: 0 and 0.0.0.0 are the backbone; 1 is 0.0.0.1."""
+    if isinstance(value, bool):
+        raise ValueError(f"'{value}' is not an OSPF area (a number, or a dotted quad like 0.0.0.1)")
+    if isinstance(value, int):
+        if not 0 <= value < 1 << 32:
+            raise ValueError(f"area {value}: an area is 0 ... 4294967295")
+        return str(ipaddress.IPv4Address(value))
+    try:
+        return str(ipaddress.IPv4Address(str(value)))
+    except ValueError:
+        if str(value).isdigit():
+            return area_id(int(str(value)))
+        raise ValueError(f"'{value}' is not an OSPF area (a number, or a dotted quad like 0.0.0.1)") from None
+
+
+class Ospf(BaseModel):
+    """A router runs OSPF: `ospf: {area: 0}` (or `ospf: true`). Each of its interfaces
+    toward another OSPF router of its AS is in `area` unless the link gives its own."""
+
+    model_config = ConfigDict(extra="forbid")
+    area: int | str = 0
+
+    _area = field_validator("area")(classmethod(lambda cls, v: area_id(v)))
+
+
+class Bgp(BaseModel):
+    """A router runs BGP in AS `as`: `bgp: {as: 65001}` (or `bgp: 65001`). It peers
+    over eBGP with each router it links to in another AS, over iBGP (loopback to
+    loopback, next-hop-self) with every other router of its AS, and announces its
+    connected subnets and loopback."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    asn: int = Field(alias="as", ge=1, le=4294967294)
 
 
 class NodeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Kind
+    ospf: Ospf | bool | None = None
+    bgp: Bgp | int | None = None
+    # Raw FRR configuration, per daemon, appended to what netrig writes.
+    frr: dict[_DAEMON, str] | None = None
+
+    @model_validator(mode="after")
+    def _router_only(self) -> Any:
+        given = [k for k in ("ospf", "bgp", "frr") if getattr(self, k) not in (None, False)]
+        if given and self.kind != "router":
+            raise ValueError(f"{', '.join(given)}: only a router runs routing protocols "
+                             f"(this node is a {self.kind})")
+        if isinstance(self.bgp, int) and not isinstance(self.bgp, bool):
+            if not 1 <= self.bgp <= 4294967294:
+                raise ValueError(f"bgp: AS {self.bgp}: an AS number is 1 ... 4294967294")
+        return self
+
+    def routing(self) -> Router:
+        """What the router runs, in numbers."""
+        ospf = (Ospf() if self.ospf is True else self.ospf if isinstance(self.ospf, Ospf) else None)
+        bgp = (self.bgp.asn if isinstance(self.bgp, Bgp) else
+               self.bgp if isinstance(self.bgp, int) and not isinstance(self.bgp, bool) else None)
+        return Router(ospf_area=area_id(ospf.area) if ospf else None, asn=bgp, frr=dict(self.frr or {}))
+
+
+@dataclass(frozen=True)
+class Router:
+    """A router's routing: its OSPF area (None: no OSPF), AS (None: no BGP), and raw
+    FRR lines per daemon. A router with neither routes statically, as netrig plans."""
+
+    ospf_area: str | None = None
+    asn: int | None = None
+    frr: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dynamic(self) -> bool:
+        """Does FRR run on it (OSPF, BGP, or raw FRR configuration)?"""
+        return self.ospf_area is not None or self.asn is not None or bool(self.frr)
+
+
+def _whole_seconds(lo: int, hi: int) -> Any:
+    def check(cls: Any, v: Any) -> Any:
+        if v is None:
+            return None
+        s = units.seconds(v)
+        if s != int(s) or not lo <= s <= hi:
+            raise ValueError(f"'{v}': give whole seconds, {lo} ... {hi}")
+        return v
+    return classmethod(check)
+
+
+def _millis(hi: int) -> Any:
+    def check(cls: Any, v: Any) -> Any:
+        s = units.seconds_not_negative(v)
+        if s * 1000 != int(round(s * 1000)) or s * 1000 > hi:
+            raise ValueError(f"'{v}': give whole milliseconds, 0 ... {hi} ms")
+        return v
+    return classmethod(check)
+
+
+class OspfTimers(BaseModel):
+    """OSPF's timers for every OSPF router of the lab. Hello and dead are OSPF's (and
+    FRR's) defaults; `lsa_interval` is not: RFC 2328's MinLSInterval (FRR: 5 s) holds
+    back the LSAs of routers that start together by seconds, so netrig defaults to 0
+    (set 5s for FRR's behaviour). `reference_bandwidth` turns a link's rate into its
+    cost (FRR's auto-cost: reference / rate, at least 1; an unrated link costs 1) where
+    the link gives no `cost`."""
+
+    model_config = ConfigDict(extra="forbid")
+    hello: str | int = "10s"
+    dead: str | int | None = None  # 4 x hello
+    spf_delay: str | int = "0ms"
+    spf_hold: str | int = "50ms"
+    spf_max_hold: str | int = "5s"
+    lsa_interval: str | int = "0s"
+    reference_bandwidth: str | int = "100Mbit"
+
+    _hello = field_validator("hello")(_whole_seconds(1, 65535))
+    _dead = field_validator("dead")(_whole_seconds(1, 65535))
+    _ms = field_validator("spf_delay", "spf_hold", "spf_max_hold", "lsa_interval")(_millis(600_000))
+    _ref = field_validator("reference_bandwidth")(
+        classmethod(lambda cls, v: _check(units.rate_bps, v)))
+
+    @model_validator(mode="after")
+    def _dead_after_hello(self) -> Any:
+        if self.dead is not None and units.seconds(self.dead) <= units.seconds(self.hello):
+            raise ValueError(f"dead ({self.dead}) must be longer than hello ({self.hello})")
+        return self
+
+    @property
+    def hello_s(self) -> int:
+        return int(units.seconds(self.hello))
+
+    @property
+    def dead_s(self) -> int:
+        return int(units.seconds(self.dead)) if self.dead is not None else 4 * self.hello_s
+
+    def ms(self, key: str) -> int:
+        return int(round(units.seconds(getattr(self, key)) * 1000))
+
+    @property
+    def reference_bps(self) -> float:
+        return units.rate_bps(self.reference_bandwidth)
+
+
+class BgpTimers(BaseModel):
+    """BGP's timers for every BGP session of the lab: keepalive and hold are BGP's (and
+    FRR's) defaults; `connect_retry` is not (FRR: 120 s, which leaves a session that
+    went down in a lab waiting two minutes to come back); `advertisement_interval`
+    (MRAI) is FRR's unless given."""
+
+    model_config = ConfigDict(extra="forbid")
+    keepalive: str | int = "60s"
+    hold: str | int = "180s"
+    connect_retry: str | int = "5s"
+    advertisement_interval: str | int | None = None
+
+    _keep = field_validator("keepalive")(_whole_seconds(0, 65535))
+    _hold = field_validator("hold")(_whole_seconds(0, 65535))
+    _retry = field_validator("connect_retry")(_whole_seconds(1, 65535))
+    _mrai = field_validator("advertisement_interval")(_whole_seconds(0, 600))
+
+    @model_validator(mode="after")
+    def _hold_after_keepalive(self) -> Any:
+        if not self.model_fields_set & {"hold", "keepalive"}:
+            return self  # BGP's defaults
+        hold, keep = units.seconds(self.hold), units.seconds(self.keepalive)
+        if hold and hold < 3:
+            raise ValueError(f"hold ({self.hold}): BGP's hold time is 0 or at least 3 s")
+        if hold and keep >= hold:
+            raise ValueError(f"keepalive ({self.keepalive}) must be shorter than hold ({self.hold})")
+        return self
+
+    def s(self, key: str) -> int | None:
+        v = getattr(self, key)
+        return None if v is None else int(units.seconds(v))
+
+
+class Routing(BaseModel):
+    """`routing:` in a topology file: the protocols' timers (the routers say which
+    protocols they run)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ospf: OspfTimers = Field(default_factory=OspfTimers)
+    bgp: BgpTimers = Field(default_factory=BgpTimers)
 
 
 class Addressing(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pool: str = "10.0.0.0/16"
     prefix_len: int = Field(24, ge=8, le=30)
+    # Each router running OSPF or BGP gets a /32 from here on its `lo` (its router ID).
+    loopbacks: str = "10.255.0.0/16"
 
-    @field_validator("pool")
+    @field_validator("pool", "loopbacks")
     @classmethod
     def _pool(cls, v: str) -> str:
         try:
@@ -243,6 +436,7 @@ class TopologyFile(BaseModel):
     backend: Literal["userspace", "kernel"] = "userspace"
     addressing: Addressing = Field(default_factory=Addressing)
     defaults: Defaults = Field(default_factory=Defaults)
+    routing: Routing = Field(default_factory=Routing)
     nodes: dict[str, NodeSpec | Kind]
     links: list[LinkSpec | list[str]] = Field(default_factory=list)
 
@@ -382,7 +576,8 @@ def _unreadable(trace: str | None, link: Link) -> str | None:
 
 
 _SHAPE_ERRORS = ("literal_error", "model_type", "dict_type", "string_type", "int_type", "float_type",
-                 "list_type", "bool_type", "model_attributes_type", "int_parsing", "float_parsing")
+                 "list_type", "bool_type", "model_attributes_type", "int_parsing", "float_parsing",
+                 "bool_parsing")
 
 
 def _problems_of(e: ValidationError, base: tuple[str | int, ...] = ()) -> list[Problem]:
@@ -393,7 +588,8 @@ def _problems_of(e: ValidationError, base: tuple[str | int, ...] = ()) -> list[P
     for err in e.errors():
         loc = tuple(x for x in err["loc"]
                     if isinstance(x, int) or not any(c in x for c in "[]-") and x not in (
-                        "str", "int", "float", "bool", "LinkSpec", "NodeSpec", "Aqm", "Shaping", "GeModel"))
+                        "str", "int", "float", "bool", "LinkSpec", "NodeSpec", "Aqm", "Shaping", "GeModel",
+                        "Ospf", "Bgp"))
         msg = err["msg"]
         msg = msg.removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
@@ -415,13 +611,16 @@ class Topology:
     `netrig.topo.load.load(path)`."""
 
     def __init__(self, name: str = "lab", *, prefix: str | None = None, backend: str = "userspace",
-                 pool: str = "10.0.0.0/16", prefix_len: int = 24, defaults: dict | None = None) -> None:
+                 pool: str = "10.0.0.0/16", prefix_len: int = 24, defaults: dict | None = None,
+                 loopbacks: str = "10.255.0.0/16", routing: dict | Routing | None = None) -> None:
         self.name = name
         self.prefix = prefix
         self.backend = backend
-        self.addressing = Addressing(pool=pool, prefix_len=prefix_len)
+        self.addressing = Addressing(pool=pool, prefix_len=prefix_len, loopbacks=loopbacks)
         self.defaults = Shaping.model_validate(defaults or {})
+        self.routing = routing if isinstance(routing, Routing) else Routing.model_validate(routing or {})
         self.nodes: dict[str, str] = {}
+        self.routers: dict[str, Router] = {}  # every router's routing (static: Router())
         self.links: list[Link] = []
         self.source: str | None = None
         self.lines: dict[str, int] = {}  # the line of name: and prefix: in `source`
@@ -439,8 +638,26 @@ class Topology:
     def switch(self, name: str) -> str:
         return self._node(name, "switch")
 
-    def router(self, name: str) -> str:
+    def router(self, name: str, *, ospf: dict | bool | None = None, bgp: dict | int | None = None,
+               frr: dict[str, str] | None = None) -> str:
+        """A router: static routes (netrig's plan) unless it runs `ospf` ({area: 0} or
+        True) and/or `bgp` ({as: 65001} or 65001); `frr`: raw FRR lines per daemon."""
+        try:
+            spec = NodeSpec.model_validate({"kind": "router", "ospf": ospf, "bgp": bgp, "frr": frr})
+        except ValidationError as e:
+            raise TopologyError([f"node {name}: {p.where() + ': ' if p.path else ''}{p.message}"
+                                 for p in _problems_of(e)]) from None
+        self.routers[name] = spec.routing()
         return self._node(name, "router")
+
+    def routing_of(self, node: str) -> Router:
+        """A node's routing (a host, switch or static router: nothing dynamic)."""
+        return self.routers.get(node) or Router()
+
+    @property
+    def dynamic(self) -> list[str]:
+        """The routers FRR runs on."""
+        return [n for n in self.nodes if self.routing_of(n).dynamic]
 
     def link(self, a: str, b: str, **params: Any) -> Link:
         """`rate`, `delay`, `jitter`, `loss`, `queue`, `aqm`, ... as in the file; per
@@ -494,6 +711,40 @@ class Topology:
                     broken.add(i)
         out += self._switch_loops()
         out += self._traces(skip=broken)
+        out += self._routing_problems()
+        return out
+
+    def _routing_problems(self) -> list[Problem]:
+        """What the routing section asks that cannot run: a link's OSPF cost or area
+        where neither end runs OSPF, an AS whose routers cannot reach each other's
+        loopbacks for iBGP, loopbacks overlapping the pool."""
+        out: list[Problem] = []
+        for i, l in enumerate(self.links):
+            for key in ("cost", "area"):
+                if getattr(l.spec, key) is not None and not any(
+                        self.routing_of(n).ospf_area is not None for n in (l.a, l.b) if n in self.nodes):
+                    out.append(Problem(("links", i, key), f"an OSPF {key}, but neither {l.a} nor {l.b} runs OSPF"))
+        by_as: dict[int, list[str]] = {}
+        for n in self.nodes:
+            r = self.routing_of(n)
+            if r.asn is not None:
+                by_as.setdefault(r.asn, []).append(n)
+        for asn, members in by_as.items():
+            no_igp = [n for n in members if self.routing_of(n).ospf_area is None]
+            if len(members) > 1 and no_igp:
+                out.append(Problem(("nodes", no_igp[0], "ospf"),
+                                   f"AS {asn} has {len(members)} BGP routers ({', '.join(members)}) but "
+                                   f"{', '.join(no_igp)} {'runs' if len(no_igp) == 1 else 'run'} no OSPF: iBGP runs between loopbacks, which "
+                                   "OSPF carries inside the AS (give each of them ospf:)"))
+        if self.dynamic:
+            pool = ipaddress.ip_network(self.addressing.pool)
+            lo = ipaddress.ip_network(self.addressing.loopbacks)
+            if pool.overlaps(lo):
+                out.append(Problem(("addressing", "loopbacks"),
+                                   f"{lo} overlaps the pool {pool}: routers' loopbacks need their own range"))
+            elif lo.num_addresses - 2 < len(self.dynamic) and lo.prefixlen < 32:
+                out.append(Problem(("addressing", "loopbacks"),
+                                   f"{lo} holds {lo.num_addresses - 2} loopbacks, for {len(self.dynamic)} routers"))
         return out
 
     def _traces(self, skip: set[int]) -> list[Problem]:

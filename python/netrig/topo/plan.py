@@ -14,6 +14,9 @@ Pure computation on a checked `Topology`; nothing here touches the system.
 - Routes: shortest path between hosts and routers, by one-way delay, then hop count;
   only routers forward. A host whose routes all leave by one router gets a default
   route through it.
+- A router that runs OSPF or BGP (FRR) gets a loopback, the next /32 of
+  `addressing.loopbacks` (its router ID), and no static routes: its protocols route
+  it. Hosts keep their static routes to their gateways.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class Plan:
     ifaces: dict[str, list[Iface]]  # node -> its interfaces
     segments: list[Segment]
     routes: dict[str, list[Route]]
+    # Routers running OSPF or BGP: their loopback (/32 on lo, the router ID).
+    loopbacks: dict[str, ipaddress.IPv4Interface] = field(default_factory=dict)
 
     def addr(self, node: str) -> ipaddress.IPv4Address:
         """The node's first address (its name resolves to it)."""
@@ -86,6 +91,8 @@ class Plan:
                 if i.addr is not None:
                     lines.append(" ".join([str(i.addr.ip), *names, f"{node}-{i.name}"]))
                     names = []
+            if node in self.loopbacks:
+                lines.append(f"{self.loopbacks[node].ip} {node}-lo")
         return "\n".join(lines) + "\n"
 
 
@@ -144,7 +151,11 @@ def make_plan(topo: Topology) -> Plan:
             switch_segment(s)
     _address(topo, segments)
     routes = _routes(topo, ifaces, segments)
-    return Plan(topo, ifaces, segments, routes)
+    pool = ipaddress.ip_network(topo.addressing.loopbacks).hosts()
+    loopbacks = {n: ipaddress.IPv4Interface(f"{next(pool)}/32") for n in topo.dynamic}
+    for n in loopbacks:
+        routes[n] = []  # FRR routes it
+    return Plan(topo, ifaces, segments, routes, loopbacks)
 
 
 def _explicit(topo: Topology, i: Iface) -> ipaddress.IPv4Interface | None:
