@@ -47,7 +47,7 @@ import ipaddress
 import math
 from dataclasses import dataclass, field
 
-from netrig.topo.l3 import Edge, Hop, Iface, Plan, edge_hops, l3_graph
+from netrig.topo.l3 import Hop, Iface, Plan
 from netrig.topo.model import Topology, TopologyError
 
 Net = ipaddress.IPv4Network
@@ -404,18 +404,35 @@ def lookup(table: dict[Net, Entry], addr: ipaddress.IPv4Address) -> Entry | None
     return best
 
 
-def _edges(plan: Plan) -> dict[tuple[str, str, str, str], Edge]:
-    cached = plan.__dict__.get("_routing_edges")
-    if cached is None:
-        cached = {(e.out.node, e.out.name, e.peer.node, e.peer.name): e
-                  for es in l3_graph(plan.topo, plan.ifaces, plan.segments).values() for e in es}
-        plan.__dict__["_routing_edges"] = cached
-    return cached
-
-
 def _step_hops(plan: Plan, nh: NextHop) -> list[Hop]:
-    e = _edges(plan).get((nh.out.node, nh.out.name, nh.peer.node, nh.peer.name))
-    return edge_hops(e) if e is not None else []
+    """The links from nh.out to nh.peer: the link itself, or across the segment's
+    switches. (Leaving by nh.out's link only: the plan's static graph, `l3_graph`,
+    also walks a router's other links here, so between two routers that share a
+    switch and a direct link it names the direct link for the switch's way.)"""
+    first = Hop(nh.out.link, nh.out.node, nh.out.link.b if nh.out.end == 0 else nh.out.link.a, nh.out.end)
+    seg = plan.segments[nh.out.segment]
+    if not seg.switches:
+        return [first]
+    switches = set(seg.switches)
+    prev: dict[str, Hop] = {first.to: first}
+    todo = [first.to]
+    while todo:
+        n = todo.pop()
+        for link in plan.topo.links:
+            if n not in (link.a, link.b):
+                continue
+            m, d = (link.b, 0) if link.a == n else (link.a, 1)
+            if m not in prev and m != nh.out.node:
+                prev[m] = Hop(link, n, m, d)
+                if m in switches:
+                    todo.append(m)
+    out, n = [], nh.peer.node
+    while n in prev:
+        out.append(prev[n])
+        n = prev[n].frm
+        if n == nh.out.node:
+            break
+    return out[::-1]
 
 
 def next_hops(plan: Plan, node: str, dst: str) -> tuple[list[NextHop], Entry | None]:
