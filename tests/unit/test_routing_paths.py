@@ -274,3 +274,32 @@ def test_path_cost_names_a_paths_cost_in_its_protocols_terms():
     assert routing.path_cost(plan, ["h1", "r1", "r3", "r4", "h2"]) == "OSPF cost 60"
     three = make_plan(loads(THREE_AS, "three.yaml"))
     assert routing.path_cost(three, ["h1", "a1", "b1", "c1", "d1", "h2"]) == "AS path 65002 65003 65004"
+
+
+def test_explain_says_how_the_path_was_chosen_and_lists_equal_paths():
+    from netrig.theory import analyse, explain_text
+
+    equal = make_plan(ring(costs={"r1r2": 10, "r2r4": 10, "r1r3": 10, "r3r4": 10}, rates={"r2r4": "10Mbit"}))
+    text = explain_text(analyse(equal, "h1", "h2"))
+    assert "Routing     OSPF cost 21 via r1-r2-r4 (ECMP: 2 equal paths, the first shown)" in text
+    assert "→ h1 r1 r2 r4 h2" in text and "= h1 r1 r3 r4 h2" in text
+    assert "back:" not in text  # the way back is the way out reversed
+    # Costs that make the way back differ: r4->r3 is cheap, r3->r4 dear.
+    t = loads("""
+name: asym
+nodes: {h1: host, h2: host, r1: {kind: router, ospf: true}, r2: {kind: router, ospf: true},
+        r3: {kind: router, ospf: true}, r4: {kind: router, ospf: true}}
+links:
+  - [h1, r1]
+  - {a: r1, b: r2, rate: 50Mbit}
+  - {a: r2, b: r4, rate: 50Mbit}
+  - {a: r1, b: r3, rate: 100Mbit}
+  - {a: r3, b: r4, a_to_b: {rate: 10Mbit}, b_to_a: {rate: 100Mbit}}
+  - [r4, h2]
+""", "asym.yaml")
+    text = explain_text(analyse(make_plan(t), "h1", "h2"))
+    assert "Routing     OSPF cost 5 via r1-r2-r4" in text, text
+    assert "back: OSPF cost 3 via r4-r3-r1" in text, text
+    assert "Return path h2 → h1" in text
+    # A static lab says nothing of routing.
+    assert "Routing" not in explain_text(analyse(make_plan(ring(ospf=False)), "h1", "h2"))
