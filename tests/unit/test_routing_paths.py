@@ -303,3 +303,117 @@ links:
     assert "Return path h2 → h1" in text
     # A static lab says nothing of routing.
     assert "Routing" not in explain_text(analyse(make_plan(ring(ospf=False)), "h1", "h2"))
+
+
+# The kernel's path (netrig.lab.paths.follow) from canned `ip -j route get` answers.
+LAN = """
+name: lanring
+nodes: {h1: host, h2: host, s1: switch, r1: {kind: router, ospf: true},
+        r2: {kind: router, ospf: true}, r3: {kind: router, ospf: true}, r4: {kind: router, ospf: true}}
+links:
+  - [h1, r1]
+  - [r1, s1]
+  - [r2, s1]
+  - [r1, r3]
+  - [r2, r4]
+  - [r3, r4]
+  - [r4, h2]
+"""
+
+
+def _addr(plan, node: str, toward: str) -> str:
+    """node's address on the segment it shares with `toward`."""
+    for i in plan.ifaces[node]:
+        if any(j.node == toward for j in plan.segments[i.segment].ifaces) or \
+                plan.segments[i.segment].switches and toward in plan.segments[i.segment].switches:
+            return str(i.addr.ip)
+    raise AssertionError((node, toward))
+
+
+def _dev(plan, node: str, toward: str) -> str:
+    for i in plan.ifaces[node]:
+        if any(j.node == toward for j in plan.segments[i.segment].ifaces):
+            return i.name
+    raise AssertionError((node, toward))
+
+
+def test_follow_walks_the_kernels_answers_and_names_the_switches():
+    from netrig.lab import paths
+
+    plan = make_plan(loads(LAN, "lan.yaml"))
+    route = {"h1": "r1", "r1": "r2", "r2": "r4"}  # then r4 is on h2's segment
+    asked = []
+
+    def ask(node, iif):
+        asked.append((node, iif))
+        if node == "r4":
+            return {"dst": str(plan.addr("h2")), "dev": _dev(plan, "r4", "h2")}
+        nxt = route[node]
+        return {"dst": str(plan.addr("h2")), "gateway": _addr(plan, nxt, node), "dev": _dev(plan, node, nxt)}
+
+    assert paths.follow(plan, "h1", "h2", ask) == ["h1", "r1", "s1", "r2", "r4", "h2"]
+    # Each router is asked as for a forwarded packet: on the interface it arrived by.
+    assert asked == [("h1", None), ("r1", _dev(plan, "r1", "h1")), ("r2", _dev(plan, "r2", "r1")),
+                     ("r4", _dev(plan, "r4", "r2"))]
+    # No route, a loop, an address that is not the lab's: each said where.
+    with pytest.raises(paths.PathError, match="no route at r2 toward h2 .*Network is unreachable"):
+        paths.follow(plan, "h1", "h2", lambda n, i: "RTNETLINK answers: Network is unreachable"
+                     if n == "r2" else ask(n, i))
+    back = {"h1": "r1", "r1": "r2", "r2": "r1"}
+    with pytest.raises(paths.PathError, match="a routing loop: h1 r1 s1 r2 s1 r1"):
+        paths.follow(plan, "h1", "h2", lambda n, i: {"gateway": _addr(plan, back[n], n),
+                                                     "dev": _dev(plan, n, back[n])})
+    with pytest.raises(paths.PathError, match="r1 sends toward h2 by 192.0.2.1, which is no address"):
+        paths.follow(plan, "h1", "h2", lambda n, i: {"gateway": "192.0.2.1", "dev": "eth1"}
+                     if n == "r1" else ask(n, i))
+    assert paths.route_get_argv("ns1", "10.0.3.10", "10.0.0.10", "eth1",
+                                {"proto": "tcp", "sport": 40000, "dport": 5201}) == [
+        "ip", "-n", "ns1", "-j", "route", "get", "10.0.3.10", "from", "10.0.0.10", "iif", "eth1",
+        "ipproto", "tcp", "sport", "40000", "dport", "5201"]
+
+
+def test_path_differs_flags_another_path_but_not_an_equal_cost_leg():
+    from netrig.exp import why
+
+    rec = {"predicted": ["h1", "r1", "r2", "r4", "h2"], "kernel": ["h1", "r1", "r3", "r4", "h2"],
+           "ecmp": False, "predicted_cost": "OSPF cost 30", "kernel_cost": "OSPF cost 40"}
+    assert why.path_differs("bulk", rec) == (
+        "flow bulk took h1 r1 r3 r4 h2, theory expected h1 r1 r2 r4 h2 (OSPF cost 30 vs 40): its "
+        "figures are compared with the wrong path.")
+    equal = {**rec, "ecmp": True, "equal": [rec["predicted"], rec["kernel"]]}
+    assert why.path_differs("bulk", equal) is None
+    assert why.path_differs("bulk", {**equal, "equal": [rec["predicted"]]}) is not None
+    assert why.path_differs("bulk", {**rec, "kernel": rec["predicted"]}) is None
+    assert why.path_differs("bulk", {"error": "kernel: no route at r2"}) is None
+
+
+def test_the_report_flags_a_flow_on_another_path(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from netrig.exp import report
+    from netrig.exp.results import load, run_id, write_json
+    from test_report_why import make
+
+    out = make(tmp_path / "r")
+    run = out / "runs" / run_id(0, 0) / "run.json"
+    import json
+
+    data = json.loads(run.read_text())
+    data["flows"]["bulk"]["path"] = {"predicted": ["h1", "s0", "h2"], "kernel": ["h1", "s9", "h2"],
+                                     "ecmp": False, "predicted_cost": "OSPF cost 30",
+                                     "kernel_cost": "OSPF cost 40"}
+    data["flows"]["near"]["path"] = {"predicted": ["h1", "s0", "h2"], "kernel": ["h1", "s0", "h2"],
+                                     "ecmp": False}
+    write_json(run, data)
+    assert report.path_flags(load(out)) == [
+        "flow bulk took h1 s9 h2, theory expected h1 s0 h2 (OSPF cost 30 vs 40): its figures are "
+        "compared with the wrong path."]
+    page = Path(report.build(out)).read_text()
+    results = page.split("<h2>Results</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "the kernel routed some flows another way than theory expected" in results
+    assert "flow bulk took h1 s9 h2" in results and "flow near took" not in page
+    # bulk is far from theory: its why says the path first.
+    far = page.split("<h2>Far from theory</h2>", 1)[1].split("<h2>", 1)[0]
+    assert far.index("flow bulk took h1 s9 h2") < far.index("retransmitted")

@@ -404,7 +404,7 @@ def lookup(table: dict[Net, Entry], addr: ipaddress.IPv4Address) -> Entry | None
     return best
 
 
-def _step_hops(plan: Plan, nh: NextHop) -> list[Hop]:
+def step_hops(plan: Plan, nh: NextHop) -> list[Hop]:
     """The links from nh.out to nh.peer: the link itself, or across the segment's
     switches. (Leaving by nh.out's link only: the plan's static graph, `l3_graph`,
     also walks a router's other links here, so between two routers that share a
@@ -496,7 +496,7 @@ def choose_path(plan: Plan, src: str, dst: str) -> PathChoice:
     if src == dst:
         return PathChoice(src, dst, [], [[]], "the same node")
     paths, used = _walk(plan, src, dst)
-    alternatives = [[h for nh in p for h in _step_hops(plan, nh)] for p in paths]
+    alternatives = [[h for nh in p for h in step_hops(plan, nh)] for p in paths]
     return PathChoice(src, dst, alternatives[0], alternatives, _why(plan, paths[0], used, len(paths)))
 
 
