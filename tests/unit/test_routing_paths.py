@@ -181,6 +181,9 @@ def test_two_ases_ebgp_beats_ibgp_by_distance():
     assert c.why.startswith("BGP: AS path 65002; via a1-b1"), c.why
     h2net = plan.segments[plan.ifaces["h2"][0].segment].subnet
     assert routing.forwarding(plan)["a2"][h2net].source == "ebgp"
+    # a2's loopback reaches a1 by OSPF (110) and iBGP (200, a2 announces it): OSPF's.
+    e = routing.forwarding(plan)["a1"][plan.loopbacks["a2"].network]
+    assert e.source == "ospf" and e.reason == "ospf cost 1"
 
 
 THREE_AS = """
