@@ -184,7 +184,9 @@ def evidence(res: Results, point: int, r: Row) -> why.Evidence:
         omit_s=spec.seconds("omit") if spec else 0.0, base_rtt_ms=extra.get("base_rtt_ms"),
         bottleneck_bps=extra.get("bottleneck_bps"), summary=summary, queues=list(queues.values()),
         ack_queues=ack_queues,
-        late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain)
+        late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain,
+        path=next((p for f in entries if (p := f.get("path")) and why.path_differs(r.flow, p)),
+                  first.get("path")))
 
 
 def _beside(f: dict[str, Any], run: dict[str, Any], name: str) -> list[tuple[str, str]]:
@@ -422,11 +424,31 @@ def _status(res: Results, problems: list[str]) -> list[Block]:
     blocks.append(_verdict_note(res))
     if problems:
         blocks.append(problems)
+    paths = path_flags(res)
+    if paths:
+        blocks += [Note("Paths: the kernel routed some flows another way than theory expected "
+                        "(theory's numbers below are for its path).", warn=True), paths]
     late = [r for r in res.runs if late_note(r)]
     if late:
         blocks.append(Note(f"In {len(late)} of {len(res.runs)} runs the link emulator could not keep "
                            "time (a busy host): see Host and timing below.", warn=True))
     return blocks
+
+
+def path_flags(res: Results) -> list[str]:
+    """One line per flow whose kernel path differed from theory's in some run (run.json
+    `flows.NAME.path`; equal-cost legs are not flagged), with how many runs."""
+    seen: dict[str, tuple[str, int, int]] = {}
+    for run in res.runs:
+        for name, f in run.get("flows", {}).items():
+            rec = f.get("path")
+            if not rec:
+                continue
+            text, bad, n = seen.get(name, ("", 0, 0))
+            flag = why.path_differs(name, rec)
+            seen[name] = (text or flag or "", bad + bool(flag), n + 1)
+    return [f"{text}{f' (in {bad} of {n} runs)' if n > 1 else ''}"
+            for text, bad, n in seen.values() if bad]
 
 
 def _topology(res: Results, out: Path) -> list[Block]:

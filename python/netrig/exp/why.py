@@ -9,6 +9,7 @@ monitor, retransmissions, the window the receiver advertised).
 
 `queue_seen` reads the queue monitor's rows of one run (netrig-link's 100 Hz samples:
 per-interval drop counts, the mean sojourn of the packets that left in the interval);
+`path_differs` flags a flow whose kernel path was not theory's (run.json's `path`);
 `rtt_here` is the RTT theory gives for a run's own queue (base RTT + the mean sojourn
 measured on the path both ways), the point inside theory's range for that run.
 
@@ -104,6 +105,7 @@ class Evidence:
     others: list[tuple[str, str]] = field(default_factory=list)  # concurrent (name, kind)
     here: float | None = None  # theory's point for the runs' own queue (RTT rows)
     jain: float | None = None  # Jain's index over the concurrent TCP flows' throughputs
+    path: dict[str, Any] | None = None  # run.json's `path` of the flow (netrig.lab.paths)
 
     @property
     def side(self) -> str:
@@ -271,7 +273,34 @@ def queue_measured(ev: Evidence) -> str | None:
             f"{ev.base_rtt_ms:.4g} + that = {ev.here:.4g} ms{ratio}.")
 
 
-RULES: tuple[Rule, ...] = (queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
+def path_differs(flow: str, rec: dict[str, Any] | None) -> str | None:
+    """A flow whose kernel path is not the one theory predicted (run.json's `path`:
+    netrig.lab.paths.flow_paths), unless ECMP explains it (the kernel's leg is one of
+    the equal paths theory lists)."""
+    if not rec:
+        return None
+    pred, kern = rec.get("predicted"), rec.get("kernel")
+    if not pred or not kern or pred == kern:
+        return None
+    if rec.get("ecmp") and kern in (rec.get("equal") or []):
+        return None
+    a, b = rec.get("predicted_cost") or "", rec.get("kernel_cost") or ""
+    if a and b:
+        head = a.rsplit(" ", 1)[0]
+        costs = f" ({a} vs {b.removeprefix(head + ' ')})" if b.startswith(head + " ") else f" ({a} vs {b})"
+    else:
+        costs = ""
+    return (f"flow {flow} took {' '.join(kern)}, theory expected {' '.join(pred)}{costs}: its "
+            "figures are compared with the wrong path.")
+
+
+def wrong_path(ev: Evidence) -> str | None:
+    """The kernel took another path than theory's: every number theory gave is for that
+    other path."""
+    return path_differs(ev.flow, ev.path)
+
+
+RULES: tuple[Rule, ...] = (wrong_path, queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
                            delayed_acks, slow_start, retransmissions, drops, sender_short,
                            late_emulator)
 

@@ -139,10 +139,24 @@ def _flows(r: PathReport) -> list[str]:
     return lines
 
 
+def _routing(r: PathReport) -> list[str]:
+    """How the protocols chose the way (a routed lab), and the equal-cost paths."""
+    if r.route is None:
+        return []
+    lines = [f"Routing     {r.route}"]
+    if r.route_back:
+        lines.append(f"            back: {r.route_back}")
+    if r.equal_paths:
+        lines += [f"            {'=' if k else '→'} {' '.join(p)}" for k, p in enumerate(r.equal_paths)]
+        lines.append("            (the kernel hashes each flow onto one of these; theory below "
+                     "follows the first)")
+    return lines
+
+
 def explain_text(r: PathReport) -> str:
     """The report as `netrig explain` prints it."""
     lines = [(f"Path {r.src} → {r.dst} (MTU {r.mtu} bytes, frames as netrig charges them: "
-              f"{ETH_HEADER}-byte Ethernet header + IP packet)"), *_hop_table(r.hops)]
+              f"{ETH_HEADER}-byte Ethernet header + IP packet)"), *_routing(r), *_hop_table(r.hops)]
     if [(h.link, h.rate_bps, h.delay_s) for h in reversed(r.back)] != [
             (h.link, h.rate_bps, h.delay_s) for h in r.hops]:
         lines += [f"Return path {r.dst} → {r.src}", *_hop_table(r.back)]

@@ -2,7 +2,9 @@
 
 Reads link parameters through the plan (`path(plan, src, dst)`, each hop's
 `link.direction(d)`); the arithmetic is `formulas` and `fairness`. RTTs use the real
-return path, `path(plan, dst, src)`, which may differ from the way out.
+return path, `path(plan, dst, src)`, which may differ from the way out. In a lab whose
+routers run OSPF or BGP the path is the one the protocols choose
+(`netrig.topo.routing`), and the report says why (`route`) and lists equal-cost paths.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from netrig import units
 from netrig.link.spec import Direction
 from netrig.theory import formulas as f
 from netrig.theory.fairness import Flow, jain, max_min_fair
+from netrig.topo import routing
 from netrig.topo.plan import Hop, Plan, path
 
 
@@ -90,6 +93,10 @@ class PathReport:
     udp_received_bps: float | None = None
     flows: list[FlowShare] = field(default_factory=list)
     jain: float | None = None
+    # A routed lab (OSPF/BGP): how the protocols chose each way, and every equal path.
+    route: str | None = None
+    route_back: str | None = None  # only when the way back is not the way out reversed
+    equal_paths: list[list[str]] = field(default_factory=list)
 
     @property
     def loaded_rtt_s(self) -> float | None:
@@ -263,4 +270,10 @@ def analyse(plan: Plan, src: str, dst: str, window: float | str | None = None,
         report.udp_received_bps = offered * (1 - report.udp_loss)
     if flows:
         report.flows, report.jain = _shares(plan, flows, proto, mtu, udp_size)
+    if routing.routed(plan):
+        there, back_choice = routing.choose_path(plan, src, dst), routing.choose_path(plan, dst, src)
+        report.route = there.why
+        if back_choice.nodes != there.nodes[::-1]:
+            report.route_back = back_choice.why
+        report.equal_paths = there.node_paths() if there.ecmp else []
     return report

@@ -17,87 +17,22 @@ Pure computation on a checked `Topology`; nothing here touches the system.
 - A router that runs OSPF or BGP (FRR) gets a loopback, the next /32 of
   `addressing.loopbacks` (its router ID), and no static routes: its protocols route
   it. Hosts keep their static routes to their gateways.
+- Paths (`path`): the static routes' way; in a lab with such routers, the way their
+  protocols choose (`netrig.topo.routing`).
 """
 
 from __future__ import annotations
 
 import heapq
 import ipaddress
-from dataclasses import dataclass, field
 
-from netrig.topo.model import Link, Topology, TopologyError
+from netrig.topo.l3 import Edge as _Edge
+from netrig.topo.l3 import Hop, Iface, Plan, Route, Segment
+from netrig.topo.l3 import edge_hops as _hops
+from netrig.topo.l3 import l3_graph as _l3_graph
+from netrig.topo.model import Topology, TopologyError
 
-
-@dataclass
-class Iface:
-    node: str
-    name: str
-    link: Link
-    end: int  # 0: the link's a end, 1: its b end
-    segment: int = -1
-    addr: ipaddress.IPv4Interface | None = None
-
-
-@dataclass
-class Segment:
-    index: int
-    switches: list[str] = field(default_factory=list)
-    ifaces: list[Iface] = field(default_factory=list)
-    subnet: ipaddress.IPv4Network | None = None
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One link crossed from `frm` to `to`; `d` is the link direction (0: a->b)."""
-
-    link: Link
-    frm: str
-    to: str
-    d: int
-
-
-@dataclass
-class Route:
-    dest: ipaddress.IPv4Network  # 0.0.0.0/0 for a default route
-    via: ipaddress.IPv4Address
-    dev: str
-
-
-@dataclass
-class Plan:
-    topo: Topology
-    ifaces: dict[str, list[Iface]]  # node -> its interfaces
-    segments: list[Segment]
-    routes: dict[str, list[Route]]
-    # Routers running OSPF or BGP: their loopback (/32 on lo, the router ID).
-    loopbacks: dict[str, ipaddress.IPv4Interface] = field(default_factory=dict)
-
-    def addr(self, node: str) -> ipaddress.IPv4Address:
-        """The node's first address (its name resolves to it)."""
-        for i in self.ifaces.get(node, []):
-            if i.addr is not None:
-                return i.addr.ip
-        raise TopologyError([f"node '{node}' has no address (a switch, or not linked)"])
-
-    def iface(self, link: Link, end: int) -> Iface | None:
-        node = link.a if end == 0 else link.b
-        return next((i for i in self.ifaces.get(node, []) if i.link is link), None)
-
-    def hosts_file(self) -> str:
-        lines = ["127.0.0.1 localhost", "::1 localhost"]
-        for node, ifs in self.ifaces.items():
-            names = [node]
-            for i in ifs:
-                if i.addr is not None:
-                    lines.append(" ".join([str(i.addr.ip), *names, f"{node}-{i.name}"]))
-                    names = []
-            if node in self.loopbacks:
-                lines.append(f"{self.loopbacks[node].ip} {node}-lo")
-        return "\n".join(lines) + "\n"
-
-
-def _delay(link: Link) -> float:
-    return (link.direction(0).delay_s + link.direction(1).delay_s) / 2
+__all__ = ["Hop", "Iface", "Plan", "Route", "Segment", "make_plan", "path"]
 
 
 def make_plan(topo: Topology) -> Plan:
@@ -219,70 +154,6 @@ def _address(topo: Topology, segments: list[Segment]) -> None:
                 h_next = k + 1
 
 
-@dataclass
-class _Edge:
-    """Two hosts/routers on one segment: the one-way delay and hops between them."""
-
-    to: str
-    delay: float
-    hops: int
-    out: Iface  # leaves by this interface
-    peer: Iface  # arrives at this one
-    prev: dict[str, Hop | None]  # the BFS tree from `out.node`, to rebuild the hops
-
-
-Adjacency = dict[str, list[tuple[Link, str, float]]]  # node -> (link, neighbour, delay)
-
-
-def _segment_tree(adj: Adjacency, src: str, switches: set[str]) -> dict[str, tuple[float, int, Hop | None]]:
-    """Delay, hop count and last hop to every node reachable from src through the
-    segment's switches only (a segment is a tree, so the first way found is the way)."""
-    seen: dict[str, tuple[float, int, Hop | None]] = {src: (0.0, 0, None)}
-    todo = [src]
-    while todo:
-        n = todo.pop()
-        if n != src and n not in switches:
-            continue
-        d, h, _ = seen[n]
-        for l, m, delay in adj[n]:
-            if m not in seen:
-                seen[m] = (d + delay, h + 1, Hop(l, n, m, 0 if l.a == n else 1))
-                todo.append(m)
-    return seen
-
-
-def _l3_graph(topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]) -> dict[str, list[_Edge]]:
-    """Edges between the hosts and routers that share a segment."""
-    adj: Adjacency = {n: [] for n in topo.nodes}
-    for l in topo.links:
-        delay = _delay(l)
-        adj[l.a].append((l, l.b, delay))
-        adj[l.b].append((l, l.a, delay))
-    edges: dict[str, list[_Edge]] = {}
-    for seg in segments:
-        switches = set(seg.switches)
-        for i in seg.ifaces:
-            tree = _segment_tree(adj, i.node, switches)
-            prev = {n: t[2] for n, t in tree.items()}
-            for j in seg.ifaces:
-                if j is i or j.node not in tree:
-                    continue
-                if not switches and j.link is not i.link:
-                    continue
-                delay, hops, _ = tree[j.node]
-                edges.setdefault(i.node, []).append(_Edge(j.node, delay, hops, i, j, prev))
-    return edges
-
-
-def _hops(e: _Edge) -> list[Hop]:
-    out = []
-    n = e.to
-    while (h := e.prev.get(n)) is not None:
-        out.append(h)
-        n = h.frm
-    return out[::-1]
-
-
 def _shortest(topo: Topology, edges: dict[str, list[_Edge]], src: str) -> dict[str, tuple[float, int, list[_Edge]]]:
     """Dijkstra from src by (delay, hops); only routers are passed through. Returns
     node -> (delay, hops, the edges taken)."""
@@ -336,8 +207,14 @@ def _routes(topo: Topology, ifaces, segments) -> dict[str, list[Route]]:
 
 
 def path(plan: Plan, src: str, dst: str) -> list[Hop]:
-    """The hops a packet from src to dst crosses, switches included, as routed."""
+    """The hops a packet from src to dst crosses, switches included, as routed: in a
+    lab whose routers run OSPF or BGP, the path the protocols choose (the first of
+    equal-cost paths: `netrig.topo.routing.choose_path`); else the static routes'."""
     topo = plan.topo
+    if topo.dynamic:
+        from netrig.topo.routing import choose_path
+
+        return choose_path(plan, src, dst).hops
     for n in (src, dst):
         if n not in topo.nodes:
             raise TopologyError([f"no node named '{n}'"])
