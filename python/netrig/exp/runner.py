@@ -190,6 +190,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     servers = []
     send_buffers: dict[str, float] = {}
     routing: dict[str, Any] = {}
+    t0_wall = time.time()  # the flows' t0 on the wall clock (again when they start)
     firer: _EventFirer | None = None
     routes: _RouteMonitor | None = None
     try:
@@ -282,7 +283,9 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
     expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
     events = measure_events(point, plan, firer.records if firer else [], outcomes,
-                            routing.get("changes"), interval) if spec.events else []
+                            routing.get("changes"), interval, t0_wall) if spec.events else []
+    if spec.events:
+        routing["t0_unix_s"] = round(t0_wall, 6)
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
                      emulator, watch.died, link_stats, events, routing)
@@ -453,9 +456,11 @@ def route_changes(text: str, router: str, t0_wall: float) -> list[dict[str, Any]
 
 def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
                    outcomes: dict[str, Outcome], changes: list[dict[str, Any]] | None,
-                   interval: float) -> list[dict[str, Any]]:
+                   interval: float, t0_wall: float) -> list[dict[str, Any]]:
     """Each event's record with the outage it caused in each probe, ping and bulk flow,
-    beside theory's window."""
+    beside theory's window. Probe and ping samples go on the flows' clock by their wall
+    time (netrig-perf's start_unix_ns, ping -D), not by when the process started (a
+    probe's first sample leaves tens of ms later, after its handshake)."""
     flows: dict[str, evs.FlowSeries] = {}
     for name, o in outcomes.items():
         f = o.spec
@@ -466,11 +471,13 @@ def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
             p = o.end.get("probe") or {}
             cols = p.get("samples_columns") or ["seq", "t", "rtt_ms"]
             rows = [dict(zip(cols, r)) for r in p.get("samples") or []]
+            start = p.get("start_unix_ns")
+            zero = start / 1e9 - t0_wall if isinstance(start, (int, float)) else o.start_s
             flows[name] = evs.FlowSeries("probe", src, dst, [
-                (o.start_s + d["t"], d.get("rtt_ms")) for d in rows if d.get("t") is not None],
+                (zero + d["t"], d.get("rtt_ms")) for d in rows if d.get("t") is not None],
                 resolution_s=f.seconds("interval", 0.01))
         elif f.kind == "ping":
-            flows[name] = evs.FlowSeries("ping", src, dst, ping_probes(o),
+            flows[name] = evs.FlowSeries("ping", src, dst, ping_probes(o, t0_wall),
                                          resolution_s=f.seconds("interval", 1.0))
         elif f.kind in ("tcp", "udp"):
             rows = o.series()
@@ -486,20 +493,33 @@ def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
     return evs.measure(planned, fired, flows, changes, expect)
 
 
-def ping_probes(o: Outcome) -> list[tuple[float, float | None]]:
-    """A ping flow's requests as (send time, RTT ms or None: no reply), from ping -D's
-    replies and their icmp_seq (a missing sequence number: a lost request)."""
+def ping_probes(o: Outcome, t0_wall: float) -> list[tuple[float, float | None]]:
+    """A ping flow's requests as (send time on the flows' clock, RTT ms or None: no
+    reply), from ping -D's replies (stamped with the wall clock as they came: sent an
+    RTT earlier) and their icmp_seq (a missing number: a lost request, sent on the
+    interval's schedule from the first answered one)."""
     interval = o.spec.seconds("interval", 1.0)
     got: dict[int, tuple[float, float]] = {}
     for line in o.stdout.splitlines():
         m = _PING.match(line)
         if m and not m.group(4):
-            got[int(m.group(2))] = (float(m.group(1)), float(m.group(3)))
+            got[int(m.group(2))] = (float(m.group(1)) - float(m.group(3)) / 1e3 - t0_wall,
+                                    float(m.group(3)))
     if not got:
         return []
     first, last = min(got), max(got)
-    return [(o.start_s + (seq - first) * interval, got[seq][1] if seq in got else None)
-            for seq in range(first, last + 1)]
+    return [(got[seq][0] if seq in got else got[first][0] + (seq - first) * interval,
+             got[seq][1] if seq in got else None) for seq in range(first, last + 1)]
+
+
+def _probe_shift(o: Outcome, t0_unix: float | None) -> float:
+    """How much later a probe's samples were sent than its process's start says (its
+    handshake first): from netrig-perf's start_unix_ns and the flows' t0 on the wall
+    clock; 0 when either is unknown. Only with events, where it matters."""
+    start = ((o.end.get("probe") or {}).get("start_unix_ns") if o.spec.kind == "probe" else None)
+    if t0_unix is None or not isinstance(start, (int, float)):
+        return 0.0
+    return start / 1e9 - t0_unix - o.start_s
 
 
 class _EmulatorWatch:
@@ -773,7 +793,11 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():
             res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
-        res.write_jsonl(rdir / "series" / f"{name}.jsonl", o.series(), out)
+        rows = o.series()
+        shift = _probe_shift(o, (routing or {}).get("t0_unix_s"))
+        if shift:
+            rows = [{**r, "t": round(r["t"] + shift, 6)} for r in rows]
+        res.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
         summary = o.summary()
         entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
                                  "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),

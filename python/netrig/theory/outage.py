@@ -18,8 +18,10 @@ from src to dst (and back, for an RTT: `both_ways`). What it assumes:
 - eBGP, silent failure: the session's hold timer expires between hold − keepalive and
   hold after it; carrier loss on an eBGP link: immediate (FRR's fast external failover
   drops the session with the interface), FLOOD_S for the withdraw and the FIB.
-- A router's daemons stopped: OSPF neighbours notice by their dead interval (as a
-  silent failure); BGP peers at once (bgpd sends a NOTIFICATION as it stops).
+- A router's daemons stopped: what matters is the router before it on the path, which
+  must route around it: an OSPF neighbour notices by its dead interval (as a silent
+  failure); an eBGP peer at once (bgpd sends a NOTIFICATION as it stops); a host (a
+  static default route) never.
 
 Pure: no clock, no socket; the topology's `routing:` timers are its only inputs.
 """
@@ -105,7 +107,7 @@ def expect(plan: Plan, ev: Event, src: str, dst: str, both_ways: bool = False) -
     cut = _until_back(ev)
     if not _other_way(topo, src, dst, ev):
         return Window(cut, cut, f"no other way from {src} to {dst}: cut until {_back_words(ev)}")
-    proto = _protocol(topo, ev)
+    proto = _protocol(topo, ev, _upstream(topo, hops, ev.router) if ev.router else None)
     ospf, bgp = topo.routing.ospf, topo.routing.bgp
     spf = ospf.ms("spf_delay") / 1e3
     hold = ospf.ms("spf_hold") / 1e3 if ev.spf_recent else 0.0
@@ -139,9 +141,21 @@ def _back_words(ev: Event) -> str:
     return f"it comes back at {ev.back_s:g} s" if ev.back_s is not None else "the end of the run"
 
 
-def _protocol(topo: Topology, ev: Event) -> str:
-    """Which protocol notices: ospf, bgp (eBGP between the link's ends, or the stopped
-    router's peers when it runs no OSPF) or static."""
+def _upstream(topo: Topology, hops, router: str) -> str | None:
+    """The router before `router` on the path (switches passed over): the one that must
+    route around it."""
+    seq = [h.frm for h in hops] + ([hops[-1].to] if hops else [])
+    for i, n in enumerate(seq):
+        if n == router:
+            before = [m for m in seq[:i] if topo.nodes.get(m) != "switch"]
+            return before[-1] if before else None
+    return None
+
+
+def _protocol(topo: Topology, ev: Event, upstream: str | None = None) -> str:
+    """Which protocol notices: ospf, bgp (eBGP between the link's ends, or between the
+    stopped router and the router before it on the path) or static (a host before it:
+    its default route is static)."""
     if ev.link is not None:
         link = topo.link_named(ev.link)
         ends = [topo.routing_of(n) for n in (link.a, link.b) if topo.nodes.get(n) == "router"]
@@ -155,9 +169,14 @@ def _protocol(topo: Topology, ev: Event) -> str:
             return "ospf"
         return "static"
     r = topo.routing_of(ev.router or "")
-    if r.ospf_area is not None:
+    if upstream is None or topo.nodes.get(upstream) != "router":
+        return "static"
+    u = topo.routing_of(upstream)
+    if r.asn is not None and u.asn is not None and r.asn != u.asn:
+        return "bgp"
+    if r.ospf_area is not None and u.ospf_area is not None:
         return "ospf"
-    return "bgp" if r.asn is not None else "static"
+    return "static"
 
 
 def _routers_near(topo: Topology, link: str) -> list[str]:
