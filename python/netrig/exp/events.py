@@ -205,14 +205,15 @@ def measure(planned: list[Planned], fired: list[dict[str, Any]], flows: dict[str
     return out
 
 
-def sentence(name: str, o: dict[str, Any]) -> str:
-    """`probe: outage 3.62 s; theory 3–4.05 s (OSPF dead 4 s, hello 1 s, SPF 0 ms): within`."""
+def sentence(name: str, o: dict[str, Any], verdict: bool = True) -> str:
+    """`probe: outage 3.62 s; theory 3–4.05 s (OSPF dead 4 s, hello 1 s, SPF 0 ms): within`
+    (without `: within` when not `verdict`)."""
     got = f"outage {o['outage_s']:.3g} s" + ("" if o.get("recovered", True) else " (not back by the end)")
     if "theory_low_s" not in o:
         return f"{name}: {got}"
     hi = o["theory_high_s"] if o.get("theory_high_s") is not None else math.inf
-    return (f"{name}: {got}; theory {theory.span(o['theory_low_s'], hi)} ({o['theory']}): "
-            f"{o.get('verdict', '')}")
+    return (f"{name}: {got}; theory {theory.span(o['theory_low_s'], hi)} ({o['theory']})"
+            + (f": {o.get('verdict', '')}" if verdict else ""))
 
 
 def note(run: dict[str, Any]) -> str:
