@@ -199,7 +199,7 @@ class EventSpec(BaseModel):
         if a in ("stop", "start"):
             return f"{self.router} {'stopped' if a == 'stop' else 'started'}"
         cmd = self.command or ""
-        return f"{self.node}: {cmd if len(cmd) <= 24 else cmd[:23] + '…'}"
+        return f"{self.node}: {cmd if len(cmd) <= 24 else cmd[:23].rstrip() + '…'}"
 
 
 class ScenarioFile(BaseModel):
