@@ -97,3 +97,30 @@ def test_results_csv_headline_and_figures_show_the_events(ran):
     assert 1.7 <= {m.label: m for m in rtt.marks}["r1-r2 down"].outage_s <= 2.6
     html = (out / "report.html").read_text()
     assert "<h2>Events</h2>" in html and "r1-r2 down" in html
+
+
+def test_the_route_monitor_records_changes_on_the_flows_clock_and_stops_by_pid():
+    import time
+
+    from netrig.exp.runner import _lab_prefix, _RouteMonitor
+    from netrig.lab.network import Network
+    from netrig.topo.load import loads
+
+    needs_root()
+    topo = loads(SCENARIO.split("duration:")[0].replace("topology:\n", "").replace("\n  ", "\n"),
+                 source="t.yaml")
+    with Network(topo, prefix=_lab_prefix() + "m") as net:
+        mon = _RouteMonitor(net, ["r1", "r2"])
+        mon.start()
+        time.sleep(0.3)  # the monitors listen
+        t0 = time.time()
+        net["r1"].run("ip route add blackhole 10.77.0.0/24")
+        time.sleep(0.2)
+        net["r2"].run("ip route add blackhole 10.78.0.0/24; ip route del blackhole 10.78.0.0/24")
+        time.sleep(0.3)
+        changes = mon.stop(t0)
+        procs = list(mon.procs.values())
+    assert [(c["router"], c["change"], c["route"].split()[1]) for c in changes] == [
+        ("r1", "add", "10.77.0.0/24"), ("r2", "add", "10.78.0.0/24"), ("r2", "delete", "10.78.0.0/24")]
+    assert 0 <= changes[0]["t"] < 0.2 <= changes[1]["t"] < 1.0
+    assert all(p.poll() is not None for p in procs)
