@@ -74,7 +74,7 @@ def test_monitor_and_top_level_keys_are_told_too():
         "s.yaml:7: monitors[0].nod: unknown key; did you mean node? (valid: kind, link, dir, flow, "
         "node, iface, interval)",
         "s.yaml:8: sweeps: unknown key; did you mean sweep? (valid: name, description, topology, "
-        "duration, interval, settle, repeat, seed, tolerance, flows, monitors, sweep, quick)"]
+        "duration, interval, settle, repeat, seed, tolerance, flows, monitors, sweep, quick, events)"]
 
 
 def test_a_live_change_key_is_told_the_key_it_meant():

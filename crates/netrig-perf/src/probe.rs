@@ -179,6 +179,9 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         .map(|r| json!([r.seq, r.t, r.rtt_ms, r.send_ms, r.recv_ms]))
         .collect::<Vec<_>>());
     summary["samples_columns"] = json!(["seq", "t", "rtt_ms", "send_delay_ms", "receive_delay_ms"]);
+    // The wall clock at t = 0, so that a caller can put the samples on its own clock
+    // (netrig's runner: an event's time against the probes lost after it).
+    summary["start_unix_ns"] = json!(start_real);
     let end = json!({ "probe": summary });
     out.event("end", end.clone());
     out.text("\nnetrig-perf Done.");

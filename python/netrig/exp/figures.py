@@ -12,6 +12,9 @@
                 RTT from tcp_info, ping/probe RTT, queue length and sojourn of each
                 monitored link direction that queued (held more than one packet)
 
+Every time series marks the run's events (series.marks): a vertical line labelled at
+its top, the measured outage shaded after it; `Figure.marks` lists what was drawn.
+
 Up to six points share an axes (one line each) and at most MAX_FIGURES are drawn, time
 series last. Sweep axes are named in words with units (`axis_words`); legends sit
 outside the axes, right of the data. Each figure is written in every format asked
@@ -244,6 +247,7 @@ class Figure:
     caption: str
     kind: str  # "sweep", "fairness", "cdf" or "timeseries"
     files: list[Path] = field(default_factory=list)  # every format written
+    marks: list[series.Mark] = field(default_factory=list)  # the events drawn on it
 
 
 class Figures(list[Figure]):
@@ -259,6 +263,7 @@ class _Plan:
     caption: str
     kind: str
     draw: Callable[[Axes], None]
+    marks: list[series.Mark] = field(default_factory=list)
 
 
 def make_figures(out: Path, formats: Iterable[str] | None = None) -> Figures:
@@ -336,7 +341,7 @@ def _render(plans: list[_Plan], out: Path, formats: Iterable[str] | None = None)
         stem = stem if k == 1 else f"{stem}-{k}"
         stems.add(stem)
         files = save(fig, out, (dest / stem).relative_to(out), fmts)
-        done.append(Figure(files[0], plan.title, plan.caption, plan.kind, files))
+        done.append(Figure(files[0], plan.title, plan.caption, plan.kind, files, plan.marks))
     return done
 
 
@@ -625,21 +630,30 @@ def _timeseries(res: Results) -> list[_Plan]:
                 of = ", ".join(group)
                 where = f" ({res.label(chunk[0])})" if one and res.label(chunk[0]) else ""
                 every = "the point" if one else "each point, one line per point"
+                drawn = {tr.label.split(":")[0] for _, _, tr in lines}  # "bulk: delivered by ..."
+                shown = [(m, "0.25" if one else _color(i)) for i, run in runs
+                         for m in series.marks(run, drawn)]
                 plans.append(_Plan(
                     f"ts-{q}-{'all' if one else group[0].split(':')[0]}-p{chunk[0]:03d}",
                     f"{info.what} of {of}{where}",
                     f"{info.what[0].upper()}{info.what[1:]} of {of} against time since the run's "
                     f"start, in the first repetition of {every}. {info.how} Theory's references "
-                    "dashed or dotted, named in the legend.", "timeseries",
-                    _lines(lines, refs, info.ylabel)))
+                    "dashed or dotted, named in the legend." + (MARKS_CAPTION if shown else ""),
+                    "timeseries", _lines(lines, refs, info.ylabel, shown), [m for m, _ in shown]))
     return plans
+
+
+MARKS_CAPTION = (" Each event of the scenario is a vertical line at the time it happened, "
+                 "labelled at the top; the shaded span after it is the outage it caused (the "
+                 "longest of the flows drawn, else of any flow).")
 
 
 TIMESERIES = ("throughput", "cwnd", "tcp_rtt", "rtt", "queue", "sojourn")
 
 
 def _lines(lines: list[tuple[str, str, series.Trace]],
-           refs: list[tuple[series.Ref, str | None, str]], ylabel: str) -> Callable[[Axes], None]:
+           refs: list[tuple[series.Ref, str | None, str]], ylabel: str,
+           shown: list[tuple[series.Mark, str]] | None = None) -> Callable[[Axes], None]:
     def draw(ax: Axes) -> None:
         for label, color, tr in lines:
             ax.plot(tr.t, tr.y, color=color, lw=1.1, label=label,
@@ -648,8 +662,33 @@ def _lines(lines: list[tuple[str, str, series.Trace]],
         ax.set_xlabel("time (s)")
         ax.set_ylabel(ylabel)
         _from_zero(ax)
+        draw_marks(ax, shown or [])
 
     return draw
+
+
+def draw_marks(ax: Axes, shown: list[tuple[series.Mark, str]]) -> None:
+    """Each event: a vertical line at its time, its label written along it at the top
+    of the axes, and its measured outage shaded after it (one legend entry for all)."""
+    from matplotlib.transforms import blended_transform_factory
+
+    on_top = blended_transform_factory(ax.transData, ax.transAxes)
+    said = False
+    placed: list[float] = []
+    span = max(ax.get_xlim()[1] - ax.get_xlim()[0], 1e-9)
+    for m, color in shown:
+        ax.axvline(m.t, color=color, lw=1.0, ls="-" if not m.failed else ":", alpha=0.9, zorder=1.5)
+        if m.outage_s > 0:
+            ax.axvspan(m.t, m.t + m.outage_s, color="tab:red", alpha=0.13, lw=0, zorder=0.5,
+                       label=None if said else "outage after an event (measured)")
+            said = True
+        # Labels of events close together step down, so that they do not overlap.
+        near = sum(1 for x in placed if abs(x - m.t) < 0.04 * span)
+        placed.append(m.t)
+        text = m.label + (" (failed)" if m.failed else "")
+        ax.text(m.t, 0.98 - 0.34 * (near % 3), f" {text}", transform=on_top, rotation=90,
+                va="top", ha="left", fontsize=7, color=color,
+                bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1.0})
 
 
 def draw_refs(ax: Axes, refs: list[tuple[series.Ref, str | None, str]]) -> None:
@@ -687,6 +726,7 @@ def draw_runs(items: list[tuple[str, Results, dict[str, Any]]], q: str) -> Calla
         ax.set_ylabel(info.ylabel)
         top = ax.dataLim.y1
         ax.set_ylim(0, top * 1.1 if top == top and top > 0 else 1.0)
+        draw_marks(ax, [(m, "0.25") for _, _, run in items for m in series.marks(run)])
 
     return draw
 

@@ -9,6 +9,10 @@ CI over its repetitions), theory's value or range, their ratio and the verdict; 
              outside the scenario's tolerance (the runner's judgement, `expected.flag`);
              `—` when theory has no value
 
+With events in the scenario, a second table follows: each event of each run (its
+actual time, what it did, whether it failed), the outage each flow measured, theory's
+window and the verdict, and how long routing took to settle (`routes`, with FRR).
+
 Reads the report's rows of the results directory; draws nothing.
 """
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 
 from netrig.exp.results import Results, mean_ci
 from netrig.exp.verdict import versus
+from netrig.theory.outage import span
 
 NONE = "—"
 HEAD = ("flow", "metric", "measured", "theory", "ratio", "verdict")
@@ -148,10 +153,58 @@ def _cut(s: str, w: int) -> str:
 
 
 def summary(res: Results, width: int = 80) -> str:
-    """The table, and a last line counting the far rows."""
+    """The table, and a last line counting the far rows; the events' table after."""
     rows = lines(res)
     far = [x for x in rows if x.far]
     tail = (f"{len(far)} of {len(rows)} rows far from theory" if far
             else "every row within the tolerance of theory" if any(x.value for x in rows) else "")
-    return table(res, width) + (f"\n{tail}" if tail else "")
+    ev = events_table(res, width)
+    return table(res, width) + (f"\n{tail}" if tail else "") + (f"\n\n{ev}" if ev else "")
+
+
+EVENT_HEAD = ("run", "at", "event", "flow", "outage", "theory", "verdict", "routes")
+
+
+def event_cells(res: Results) -> list[list[str]]:
+    """Each event of each run and flow: the events table's rows."""
+    out = []
+    for r in res.runs:
+        for e in r.get("events") or []:
+            at = e.get("actual_s", e.get("planned_s"))
+            what = e.get("what", "") + ("" if e.get("ok") else " FAILED")
+            st = e.get("routing_stable_s")
+            routes = "" if "routing_stable_s" not in e else "no change" if st is None else f"{st:.3g} s"
+            measured = e.get("outage") or {}
+            if not measured:
+                out.append([r["run"], f"{at:.2f} s", what, NONE, NONE, NONE, NONE, routes])
+            for name, o in measured.items():
+                hi = o.get("theory_high_s")
+                theory = NONE if "theory_low_s" not in o else span(
+                    o["theory_low_s"], float("inf") if hi is None else hi)
+                got = f"{o['outage_s']:.3g} s" + ("" if o.get("recovered", True) else "+")
+                out.append([r["run"], f"{at:.2f} s", what, name, got, theory,
+                            o.get("verdict") or NONE, routes])
+    return out
+
+
+def events_table(res: Results, width: int = 80) -> str:
+    """The events' table as text (empty without events); `+` after an outage: the flow
+    was not back by the end of the run."""
+    body = event_cells(res)
+    if not body:
+        return ""
+    if len({c[0] for c in body}) == 1:  # one run: no run column
+        body = [c[1:] for c in body]
+        head = EVENT_HEAD[1:]
+    else:
+        head = EVENT_HEAD
+    widths = [max(len(h), *(len(c[k]) for c in body)) for k, h in enumerate(head)]
+    k_event = head.index("event")
+    while sum(widths) + 2 * (len(widths) - 1) > width and widths[k_event] > 8:
+        widths[k_event] -= 1
+    out = ["events (outage: from the event to the first packet through again):",
+           "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
+           "  ".join("-" * w for w in widths)]
+    out += ["  ".join(_cut(s, w).ljust(w) for s, w in zip(c, widths)).rstrip() for c in body]
+    return "\n".join(out)
 

@@ -406,6 +406,7 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
     sections: list[Section] = [
         ("Results", [*_status(res, problems), *_results(res, rows)]),
         ("Far from theory", _far(rows)),
+        *_events(res),
         ("Topology", topology),
         ("Figures", _figures(drawn)),
         ("Scenario, host and runs", [
@@ -416,6 +417,51 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
     atomic_write(out / "report.md", to_markdown(title, sections, out), out)
     atomic_write(out / "report.html", to_html(title, sections), out)
     return out / "report.html"
+
+
+def _events(res: Results) -> list[Section]:
+    """The scenario's events, if it had any: when each fired, what it did, the outage
+    each flow measured beside theory's window and why, and routing's settling time."""
+    from netrig.exp.events import sentence
+
+    runs = [r for r in res.runs if r.get("events")]
+    if not runs:
+        return []
+    rows, marked = [], set()
+    for r in runs:
+        for e in r["events"]:
+            at = e.get("actual_s")
+            when = f"{at:.3f} s" if at is not None else "not fired"
+            st = e.get("routing_stable_s")
+            routes = "" if "routing_stable_s" not in e else "no change" if st is None else f"{st:.3g} s"
+            head = [r["run"], f"{e.get('planned_s', 0):g} s", when, e.get("what", ""),
+                    f"{e.get('took_s', 0) * 1e3:.1f} ms" if e.get("took_s") is not None else ""]
+            if not e.get("ok", True):
+                marked.add(len(rows))
+                rows.append([*head, "", f"failed: {e.get('error', '')}", "", routes])
+                continue
+            outages = e.get("outage") or {}
+            for name, o in outages.items():
+                if o.get("verdict") in ("above", "below"):
+                    marked.add(len(rows))
+                rows.append([*head, name, sentence(name, o, verdict=False).split(": ", 1)[1],
+                             o.get("verdict", ""), routes])
+            if not outages:
+                rows.append([*head, "", "", "", routes])
+    blocks: list[Block] = [
+        Note("Each event at the time it fired (on the flows' clock), how long its action took, "
+             "and the outage it caused in each flow: from the event to the first packet through "
+             "again (a probe: the first one answered after the losses the event started; a "
+             "tcp/udp flow: its first non-empty report interval, so TCP's backoff and the "
+             "interval count too), beside the window theory gives from the routing protocols' "
+             "timers. Routing settled: the last route change in any FRR router after the event."),
+        Table(["run", "planned", "fired", "event", "took", "flow", "outage; theory", "verdict",
+               "routing settled"], rows, marked)]
+    conv = [(r["run"], (r.get("routing") or {}).get("converge_s")) for r in runs]
+    if any(c is not None for _, c in conv):
+        blocks.append(Note("Routing converged before the flows started in "
+                           + ", ".join(f"{c:.2f} s ({run})" for run, c in conv if c is not None) + "."))
+    return [("Events", blocks)]
 
 
 def _status(res: Results, problems: list[str]) -> list[Block]:

@@ -6,7 +6,9 @@
       runs/pNNN-rMM/run.json   one run: its point, seed, times, each flow's summary + expected
       runs/pNNN-rMM/flows/NAME.json     the flow's raw output (netrig-perf JSON, ping text)
       runs/pNNN-rMM/series/NAME.jsonl   its time series; monitors as monitor-K.jsonl
-      results.csv              tidy: one row per flow per run, measured beside expected
+      results.csv              tidy: one row per flow per run, measured beside expected;
+                               with events:, one row per event per flow (metric outage_s)
+      runs/pNNN-rMM/series/routes.jsonl  route changes in FRR routers (with events)
       figures/*.png, report.html, report.md
 
 Every file is written atomically (a temporary file renamed into place) and through no
@@ -272,8 +274,41 @@ def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
                 if col not in extra:
                     extra.append(col)
             rows.append(row)
+        rows += event_rows(r, keys)
+    if any(row.get("event") for row in rows):
+        extra += [c for c in EVENT_COLS if c not in extra]
     cols = CSV_FIRST[:4] + keys + CSV_FIRST[4:] + [c for c in extra if c not in CSV_FIRST]
     return cols, rows
+
+
+EVENT_COLS = ["event", "event_planned_s", "event_at_s", "event_ok", "event_error",
+              "routing_stable_s", "recovered"]
+
+
+def event_rows(r: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
+    """A run's events in the tidy table: a row per event and flow whose outage was
+    measured (metric outage_s, theory's window as expected..expected_hi and its reason
+    as detail), a row of its own for an event no flow measured."""
+    out = []
+    for e in r.get("events") or []:
+        base = {"run": r["run"], "point": r["point"], "rep": r["rep"], "seed": r["seed"],
+                **{k: label(r["params"].get(k)) for k in keys},
+                "event": e.get("what", ""), "event_planned_s": e.get("planned_s"),
+                "event_at_s": e.get("actual_s"), "event_ok": e.get("ok", False),
+                "event_error": e.get("error", ""), "routing_stable_s": e.get("routing_stable_s"),
+                "kind": "event", "status": "ok" if e.get("ok") else "error"}
+        flows = r.get("flows") or {}
+        measured = e.get("outage") or {}
+        if not measured:
+            out.append({**base, "flow": "", "from": "", "to": "", "metric": ""})
+        for name, o in measured.items():
+            f = flows.get(name) or {}
+            out.append({**base, "flow": name, "kind": f.get("kind", ""), "from": f.get("from", ""),
+                        "to": f.get("to") or "", "metric": "outage_s", "unit": "s",
+                        "measured": o.get("outage_s"), "expected": o.get("theory_low_s"),
+                        "expected_hi": o.get("theory_high_s"), "verdict": o.get("verdict", ""),
+                        "detail": o.get("theory", ""), "recovered": o.get("recovered")})
+    return out
 
 
 def write_csv(out: Path) -> Path:

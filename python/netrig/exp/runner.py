@@ -15,6 +15,15 @@ A run's link emulators (the netrig-link processes its lab's state names) are wat
 while it runs and once more before teardown: a run whose emulator died measured a
 broken network, so it is stopped and marked "failed" with the reason (which process,
 how it ended, when that was noticed), and a resume runs it again.
+
+A scenario's `events:` fire on the flows' clock (`_EventFirer`, each in its own thread
+at its time); each is recorded (planned and actual time, how long it took, its result
+or error) and a failing one does not stop the run. In a lab with FRR routers the run
+first waits for routing to converge (`Network.converge`, its time in run.json), and a
+route monitor (`ip -ts monitor route` in every FRR router, stopped by PID) records each
+route change on the same clock (series/routes.jsonl). After the run, each event's
+outage per flow and how long routing took to settle are measured (exp/events.py) beside
+theory's window (theory/outage.py) and written into run.json.
 """
 
 from __future__ import annotations
@@ -31,16 +40,18 @@ import yaml
 
 from netrig import safefs, units
 from netrig.errors import NetrigError
+from netrig.exp import events as evs
 from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
-from netrig.exp.flows import Outcome, perf_argv, ping_argv, run_process, server_argv
+from netrig.exp.flows import _PING, Outcome, perf_argv, ping_argv, run_process, server_argv
 from netrig.exp.progress import Display
 from netrig.exp.scenario import Point, Scenario, find_link
 from netrig.lab import netns
 from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
 from netrig.link import userspace
-from netrig.topo.plan import make_plan
+from netrig.theory import outage
+from netrig.topo.plan import Plan, make_plan
 
 SERVED = ("tcp", "udp", "probe", "fetch")
 BASE_PORT = 5301
@@ -112,7 +123,8 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                             failures += 1
                         else:
                             failures = 0
-                        note = "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc)) if x)
+                        note = "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc),
+                                                      evs.note(doc)) if x)
                     except KeyboardInterrupt:
                         raise
                     except Exception as e:  # the run is recorded as failed; the rest go on
@@ -177,7 +189,14 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     t0 = time.monotonic()  # again when the flows start: what "noticed N s into it" counts from
     servers = []
     send_buffers: dict[str, float] = {}
+    routing: dict[str, Any] = {}
+    t0_wall = time.time()  # the flows' t0 on the wall clock (again when they start)
+    firer: _EventFirer | None = None
+    routes: _RouteMonitor | None = None
     try:
+        if point.topology.dynamic:
+            routing = converge(net, point)
+            routes = _RouteMonitor(net, point.topology.dynamic)
         wmem: dict[str, float] = {}  # by sending namespace: one read each
         for name, f in spec.flows.items():
             if f.kind == "tcp" and f.window is None and f.to is not None:
@@ -207,10 +226,16 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         stop = threading.Event()
         links = _LinkRecorder(net, point, spec.monitors)
         imon = [_IfaceMonitor(net, m, i) for i, m in enumerate(spec.monitors) if m.kind == "iface"]
+        if routes is not None:
+            routes.start()
         t0 = time.monotonic()
+        t0_wall = time.time()
         links.mark()
         for m in imon:
             m.start(t0, stop)
+        if spec.events:
+            firer = _EventFirer(net, evs.timeline(spec, point.topology, point.length_s), t0, stop)
+            firer.start()
         threads = []
         for name, f in spec.flows.items():
             o = Outcome(name, f, f.seconds("start"))
@@ -239,10 +264,16 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         stop.set()
         for m in imon:
             m.join()
+        if firer is not None:
+            firer.join()
+        if routes is not None:
+            routing["changes"] = routes.stop(t0_wall)
         queues, link_stats = links.collect(time.monotonic() - t0)
         monitors = queues + [row for m in imon for row in m.rows]
         emulator = _emulator_timing(net)
     finally:
+        if routes is not None:
+            routes.stop(None)  # stopped by its PIDs whatever happened (a second stop: nothing)
         for _, _, p in servers:
             if p.poll() is None:
                 p.kill()
@@ -251,12 +282,244 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
     expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
+    events = measure_events(point, plan, firer.records if firer else [], outcomes,
+                            routing.get("changes"), interval, t0_wall) if spec.events else []
+    if spec.events:
+        routing["t0_unix_s"] = round(t0_wall, 6)
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
-                     emulator, watch.died, link_stats)
+                     emulator, watch.died, link_stats, events, routing)
     if interrupted:
         raise KeyboardInterrupt
     return doc
+
+
+def converge(net: Network, point: Point) -> dict[str, Any]:
+    """Waits for a routed lab's routing to converge before the flows start (when the
+    lab can tell: Network.converge); {"converge_s": how long it took} or why it was not
+    waited for."""
+    wait = getattr(net, "converge", None)
+    if wait is None:
+        return {"converge_s": None, "converge": "not waited for: this netrig's labs cannot tell"}
+    ospf = point.topology.routing.ospf
+    limit = 3 * ospf.dead_s + 30
+    t = time.monotonic()
+    took = wait(limit)
+    return {"converge_s": round(float(took if isinstance(took, (int, float)) else time.monotonic() - t), 3)}
+
+
+class _EventFirer:
+    """Fires each planned event at t0 + its time, each in a thread of its own (a long
+    command delays no other event); records what happened."""
+
+    def __init__(self, net: Network, planned: list[evs.Planned], t0: float,
+                 stop: threading.Event) -> None:
+        self.net, self.planned, self.t0, self.stop = net, planned, t0, stop
+        self.records: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._main = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self._main.start()
+
+    def join(self) -> None:
+        self._main.join(timeout=5)
+        for t in list(self._threads):
+            t.join(timeout=30)
+
+    def _loop(self) -> None:
+        for p in self.planned:
+            if self.stop.wait(max(0.0, self.t0 + p.spec.at_s - time.monotonic())):
+                with self._lock:
+                    self.records.append({"index": p.index, "what": p.label, "action": p.spec.action,
+                                         "target": p.spec.target, "planned_s": p.spec.at_s,
+                                         "ok": False, "error": "not fired: the run was stopped"})
+                continue
+            t = threading.Thread(target=self._fire, args=(p,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _fire(self, p: evs.Planned) -> None:
+        rec: dict[str, Any] = {"index": p.index, "what": p.label, "action": p.spec.action,
+                               "target": p.spec.target, "planned_s": p.spec.at_s}
+        started = time.monotonic()
+        rec["actual_s"] = round(started - self.t0, 6)
+        try:
+            rec.update(fire(self.net, p.spec))
+            rec.setdefault("ok", True)
+        except Exception as e:  # recorded; the run goes on
+            rec.update({"ok": False, "error": str(e) or type(e).__name__})
+        rec["took_s"] = round(time.monotonic() - started, 6)
+        with self._lock:
+            self.records.append(rec)
+
+
+def fire(net: Network, ev) -> dict[str, Any]:
+    """Does what one event says, now; what it returned (an exception: it failed)."""
+    a = ev.action
+    if a in ("down", "up"):
+        st = net.state
+        assert st is not None
+        link = find_link(net.topo, ev.link)
+        userspace.request(st.control, {"cmd": a, "link": link.name})
+        return {}
+    if a in ("carrier_down", "carrier_up"):
+        net.link_carrier(find_link(net.topo, ev.link).name, a == "carrier_up")
+        return {}
+    if a == "set":
+        link = find_link(net.topo, ev.link)
+        net.set_link(link.name, dir=ev.dir, **(ev.set_ or {}))
+        return {}
+    if a == "stop":
+        net.stop_routing(ev.router)
+        return {}
+    if a == "start":
+        net.start_routing(ev.router)
+        return {}
+    r = net[ev.node].run(ev.command, timeout=units.seconds(ev.timeout or "60s"))
+    tail = (r.stdout + r.stderr)[-500:]
+    out: dict[str, Any] = {"exit_code": r.code, "output_tail": tail}
+    if r.code != 0:
+        out.update({"ok": False, "error": f"exit code {r.code}" + (f": {tail.strip()[-200:]}" if tail.strip() else "")})
+    return out
+
+
+class _RouteMonitor:
+    """`ip -ts monitor route` in each FRR router's namespace, from before the flows
+    start to their end; each change (an added or deleted route of the main table) on
+    the flows' clock."""
+
+    def __init__(self, net: Network, routers: list[str]) -> None:
+        self.net = net
+        self.routers = routers
+        self.procs: dict[str, Any] = {}
+        self.files: dict[str, Any] = {}
+
+    def start(self) -> None:
+        import subprocess
+        import tempfile
+
+        for r in self.routers:
+            f = tempfile.TemporaryFile(mode="w+")
+            self.files[r] = f
+            self.procs[r] = subprocess.Popen(["ip", "-n", self.net[r].ns, "-ts", "monitor", "route"],
+                                             stdout=f, stderr=subprocess.DEVNULL, text=True)
+
+    def stop(self, t0_wall: float | None) -> list[dict[str, Any]]:
+        """Stops each monitor by its PID; the changes (t from t0_wall), or [] when None."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.wait(timeout=3)
+            except Exception:
+                p.kill()
+                p.wait(timeout=3)
+        if t0_wall is None:
+            return []
+        out: list[dict[str, Any]] = []
+        for r, f in self.files.items():
+            f.seek(0)
+            out += route_changes(f.read(), r, t0_wall)
+            f.close()
+        self.files = {}
+        return sorted(out, key=lambda c: c["t"])
+
+
+def route_changes(text: str, router: str, t0_wall: float) -> list[dict[str, Any]]:
+    """`ip -ts monitor route` lines as changes: {"t", "router", "change": add|delete,
+    "route"}; local-table, broadcast and multicast lines (the kernel's own) left out, and
+    an ECMP route's nexthop lines joined to it."""
+    import datetime as dt
+
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line.startswith("[") or "]" not in line:
+            if out and line.strip():
+                out[-1]["route"] += " " + line.strip()
+            continue
+        stamp, _, rest = line[1:].partition("]")
+        rest = rest.strip()
+        try:
+            wall = dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+        except ValueError:
+            continue
+        deleted = rest.startswith("Deleted ")
+        route = rest.removeprefix("Deleted ").strip()
+        if "table local" in route or route.split(" ", 1)[0] in ("local", "broadcast", "multicast"):
+            continue
+        out.append({"t": round(wall - t0_wall, 6), "router": router,
+                    "change": "delete" if deleted else "add", "route": route})
+    return out
+
+
+def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
+                   outcomes: dict[str, Outcome], changes: list[dict[str, Any]] | None,
+                   interval: float, t0_wall: float) -> list[dict[str, Any]]:
+    """Each event's record with the outage it caused in each probe, ping and bulk flow,
+    beside theory's window. Probe and ping samples go on the flows' clock by their wall
+    time (netrig-perf's start_unix_ns, ping -D), not by when the process started (a
+    probe's first sample leaves tens of ms later, after its handshake)."""
+    flows: dict[str, evs.FlowSeries] = {}
+    for name, o in outcomes.items():
+        f = o.spec
+        if f.to is None:
+            continue
+        src, dst = (f.to, f.src) if f.reverse else (f.src, f.to)
+        if f.kind == "probe" and o.doc:
+            p = o.end.get("probe") or {}
+            cols = p.get("samples_columns") or ["seq", "t", "rtt_ms"]
+            rows = [dict(zip(cols, r)) for r in p.get("samples") or []]
+            start = p.get("start_unix_ns")
+            zero = start / 1e9 - t0_wall if isinstance(start, (int, float)) else o.start_s
+            flows[name] = evs.FlowSeries("probe", src, dst, [
+                (zero + d["t"], d.get("rtt_ms")) for d in rows if d.get("t") is not None],
+                resolution_s=f.seconds("interval", 0.01))
+        elif f.kind == "ping":
+            flows[name] = evs.FlowSeries("ping", src, dst, ping_probes(o, t0_wall),
+                                         resolution_s=f.seconds("interval", 1.0))
+        elif f.kind in ("tcp", "udp"):
+            rows = o.series()
+            col = "recv_bps" if any("recv_bps" in r for r in rows) else "bps"
+            picked = [r for r in rows if r.get(col) is not None]
+            flows[name] = evs.FlowSeries(f.kind, src, dst, intervals=(
+                [r["t"] for r in picked], [float(r[col]) for r in picked]), resolution_s=interval)
+    planned = evs.timeline(point.spec, point.topology, point.length_s)
+
+    def expect(ev, src, dst, both):
+        return outage.expect(plan, ev, src, dst, both)
+
+    return evs.measure(planned, fired, flows, changes, expect)
+
+
+def ping_probes(o: Outcome, t0_wall: float) -> list[tuple[float, float | None]]:
+    """A ping flow's requests as (send time on the flows' clock, RTT ms or None: no
+    reply), from ping -D's replies (stamped with the wall clock as they came: sent an
+    RTT earlier) and their icmp_seq (a missing number: a lost request, sent on the
+    interval's schedule from the first answered one)."""
+    interval = o.spec.seconds("interval", 1.0)
+    got: dict[int, tuple[float, float]] = {}
+    for line in o.stdout.splitlines():
+        m = _PING.match(line)
+        if m and not m.group(4):
+            got[int(m.group(2))] = (float(m.group(1)) - float(m.group(3)) / 1e3 - t0_wall,
+                                    float(m.group(3)))
+    if not got:
+        return []
+    first, last = min(got), max(got)
+    return [(got[seq][0] if seq in got else got[first][0] + (seq - first) * interval,
+             got[seq][1] if seq in got else None) for seq in range(first, last + 1)]
+
+
+def _probe_shift(o: Outcome, t0_unix: float | None) -> float:
+    """How much later a probe's samples were sent than its process's start says (its
+    handshake first): from netrig-perf's start_unix_ns and the flows' t0 on the wall
+    clock; 0 when either is unknown. Only with events, where it matters."""
+    start = ((o.end.get("probe") or {}).get("start_unix_ns") if o.spec.kind == "probe" else None)
+    if t0_unix is None or not isinstance(start, (int, float)):
+        return 0.0
+    return start / 1e9 - t0_unix - o.start_s
 
 
 class _EmulatorWatch:
@@ -518,7 +781,9 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                status: str, teardown_errors: list[str],
                emulator: dict[str, Any] | None = None,
                emulator_died: dict[str, Any] | None = None,
-               link_stats: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+               link_stats: list[dict[str, Any]] | None = None,
+               events: list[dict[str, Any]] | None = None,
+               routing: dict[str, Any] | None = None) -> dict[str, Any]:
     rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
@@ -528,7 +793,11 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():
             res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
-        res.write_jsonl(rdir / "series" / f"{name}.jsonl", o.series(), out)
+        rows = o.series()
+        shift = _probe_shift(o, (routing or {}).get("t0_unix_s"))
+        if shift:
+            rows = [{**r, "t": round(r["t"] + shift, 6)} for r in rows]
+        res.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
         summary = o.summary()
         entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
                                  "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
@@ -555,6 +824,15 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
            "monitors": sorted(by_monitor), "teardown_errors": teardown_errors}
     if emulator is not None:
         doc["emulator"] = emulator
+    if routing:
+        changes = routing.get("changes")
+        if changes is not None:
+            res.write_jsonl(rdir / "series" / "routes.jsonl", changes, out)
+        doc["routing"] = {k: v for k, v in routing.items() if k != "changes"}
+        if changes is not None:
+            doc["routing"].update({"route_changes": len(changes), "series": "routes"})
+    if events:
+        doc["events"] = events
     if emulator_died is not None:
         doc["error"] = emulator_died["reason"]
         doc["emulator_died"] = emulator_died

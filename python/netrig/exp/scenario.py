@@ -14,11 +14,18 @@
       links.s0-h2.aqm: [droptail, pie]
       flows.bulk.window: [16KB, 64KB]
     quick: {duration: 8s, repeat: 1}  # what `--quick` changes
+    events:                           # what happens while the flows run (exp/events.py)
+      - {at: 2s, link: r2-r3, down: true}          # silently: frames stop, interfaces stay up
+      - {at: 4s, link: r2-r3, up: true}
+      - {at: 5s, link: r1-r2, carrier: down}       # both ends' interfaces go down (or up)
+      - {at: 6s, link: r1-r2, set: {delay: 50ms}}  # a live change, as `netrig link set`
+      - {at: 7s, router: r3, stop: true}           # its FRR daemons (start: true again)
+      - {at: 8s, node: h1, command: "ip route", timeout: 10s}
 
 Sweep keys and `--set KEY=VALUE` name a value by path: `links.NAME.KEY` (a link of the
 topology, by its name or as `a-b`), `topology.KEY...` (anything else in the topology),
 `flows.NAME.KEY` (`flows.*.KEY`: every flow that takes KEY), or a top-level key
-(`duration`); a sweep key `A,B` moves several paths together (`[[tcp, null], [udp,
+(`duration`), or an event's (`events.K.KEY`, K counted from 0: `events.0.at`); a sweep key `A,B` moves several paths together (`[[tcp, null], [udp,
 10Mbit]]`; null leaves a flow's key unset). A flow with `count: N` runs as N copies, NAME.1 ... NAME.N. Every point of the sweep is checked
 before anything runs; a problem names the file, the line and the key.
 """
@@ -56,6 +63,10 @@ TAKES: dict[str, set[str]] = {
     "command": {"command", "timeout"},
 }
 COMMON = {"kind", "src", "start", "duration", "count"}
+
+# An event's actions: each names what it acts on (link, router or node).
+EVENT_ACTIONS: dict[str, str] = {"down": "link", "up": "link", "carrier": "link", "set": "link",
+                                 "stop": "router", "start": "router", "command": "node"}
 
 
 class ScenarioError(NetrigError):
@@ -131,6 +142,66 @@ class MonitorSpec(BaseModel):
         classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
 
 
+class EventSpec(BaseModel):
+    """Something that happens at `at` (seconds from the flows' start): exactly one
+    action, on the link, router or node it names."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    at: str | int | float
+    link: str | None = None
+    router: str | None = None
+    node: str | None = None
+    down: bool | None = None
+    up: bool | None = None
+    carrier: Literal["down", "up"] | None = None
+    set_: dict[str, Any] | None = Field(None, alias="set")
+    dir: Literal["a_to_b", "b_to_a"] | None = None  # a set: one direction only
+    stop: bool | None = None
+    start: bool | None = None
+    command: str | None = None
+    timeout: str | int | None = None
+
+    _not_negative = field_validator("at")(
+        classmethod(lambda cls, v: _check(units.seconds_not_negative, v)))
+    _positive = field_validator("timeout")(
+        classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
+
+    @property
+    def at_s(self) -> float:
+        return units.seconds(self.at)
+
+    @property
+    def actions(self) -> list[str]:
+        """The action keys given (an event has exactly one)."""
+        return [a for a in EVENT_ACTIONS if getattr(self, "set_" if a == "set" else a) is not None]
+
+    @property
+    def action(self) -> str:
+        """`down`, `up`, `carrier_down`, `carrier_up`, `set`, `stop`, `start` or `command`."""
+        a = self.actions[0]
+        return f"carrier_{self.carrier}" if a == "carrier" else a
+
+    @property
+    def target(self) -> str:
+        return getattr(self, EVENT_ACTIONS[self.actions[0]]) or ""
+
+    @property
+    def label(self) -> str:
+        """A figure's short label: "r2-r3 down", "r3 stopped", "h1: ip route"."""
+        a = self.action
+        if a in ("down", "up"):
+            return f"{self.link} {a}"
+        if a.startswith("carrier_"):
+            return f"{self.link} carrier {self.carrier}"
+        if a == "set":
+            what = ", ".join(f"{k}={v}" for k, v in (self.set_ or {}).items())
+            return f"{self.link} {what}" + (f" ({self.dir})" if self.dir else "")
+        if a in ("stop", "start"):
+            return f"{self.router} {'stopped' if a == 'stop' else 'started'}"
+        cmd = self.command or ""
+        return f"{self.node}: {cmd if len(cmd) <= 24 else cmd[:23].rstrip() + '…'}"
+
+
 class ScenarioFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
@@ -146,6 +217,7 @@ class ScenarioFile(BaseModel):
     monitors: list[MonitorSpec] = Field(default_factory=list)
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     quick: dict[str, Any] | None = None
+    events: list[EventSpec] = Field(default_factory=list)
 
     _positive = field_validator("duration", "interval")(
         classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
@@ -170,12 +242,19 @@ class Point:
     @property
     def length_s(self) -> float:
         """From the first start to the last flow's planned end."""
-        ends = []
-        for f in self.spec.flows.values():
-            d = f.seconds("timeout", 60.0) if f.kind == "command" and f.duration is None \
-                else self.flow_duration(f)
-            ends.append(f.seconds("start") + d)
-        return max(ends, default=0.0)
+        return length_s(self.spec)
+
+
+def length_s(spec: ScenarioFile) -> float:
+    """A scenario's length: from the flows' start to the last flow's planned end."""
+    ends = []
+    for f in spec.flows.values():
+        if not f.count:
+            continue
+        d = f.seconds("timeout", 60.0) if f.kind == "command" and f.duration is None \
+            else f.seconds("duration", units.seconds(spec.duration))
+        ends.append(f.seconds("start") + d)
+    return max(ends, default=0.0)
 
 
 @dataclass
@@ -447,6 +526,7 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
     if not any(f.count for f in spec.flows.values()):
         out.append(Problem(("flows",), "no flows: a scenario runs at least one"
                            + (" (every count: is 0)" if spec.flows else "")))
+    out += _check_events(spec, topo)
     for i, m in enumerate(spec.monitors):
         if m.kind == "queue":
             if m.link is None:
@@ -472,6 +552,83 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
         elif m.kind == "iface":
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
+    return out
+
+
+def _check_events(spec: ScenarioFile, topo: Topology) -> list[Problem]:
+    """Each event: one action, on something the topology has that can do it, before
+    the scenario ends."""
+    out: list[Problem] = []
+    end = length_s(spec)
+    nodes = topo.nodes
+    for i, ev in enumerate(spec.events):
+        where = ("events", i)
+        acts = ev.actions
+        if len(acts) != 1:
+            out.append(Problem(where, ("no action: give one of " if not acts else
+                                       f"{len(acts)} actions ({', '.join(acts)}): give one of ")
+                               + "down: true, up: true, carrier: down|up, set: {...}, stop: true, "
+                               "start: true, command: \"...\""))
+            continue
+        act = acts[0]
+        needs = EVENT_ACTIONS[act]
+        for other in ("link", "router", "node"):
+            if other != needs and getattr(ev, other) is not None:
+                out.append(Problem((*where, other), f"a {act} event acts on a {needs}, not a {other}"))
+        name = getattr(ev, needs)
+        if act in ("down", "up", "stop", "start") and getattr(ev, act) is not True:
+            out.append(Problem((*where, act), f"write {act}: true (or leave the event out)"))
+            continue
+        if ev.timeout is not None and act != "command":
+            out.append(Problem((*where, "timeout"), "only a command event takes timeout"))
+        if ev.dir is not None and act != "set":
+            out.append(Problem((*where, "dir"), "only a set event takes dir"))
+        if ev.at_s >= end:
+            out.append(Problem((*where, "at"), f"{ev.at} is not before the scenario's end ({end:g} s, "
+                               "when the last flow ends): an event happens while flows run"))
+        if name is None:
+            out.append(Problem(where, f"a {act} event needs {needs}: (the {needs} it acts on)"))
+            continue
+        if needs == "link":
+            try:
+                link = find_link(topo, name)
+            except TopologyError:
+                names = [lk.name for lk in topo.links]
+                out.append(Problem((*where, "link"), f"no link '{name}' in the topology"
+                                   f"{suggest.did_you_mean(name, names)}"))
+                continue
+            if act in ("down", "up", "set") and (topo.backend != "userspace" or not link.emulated):
+                how = ("set backend: userspace in the topology, and " if topo.backend != "userspace"
+                       else "")
+                out.append(Problem((*where, "link"), f"link {link.name} is not emulated by netrig-link, "
+                                   f"so it cannot be {'changed live' if act == 'set' else 'taken ' + act}"
+                                   f": {how}give the link a delay, rate or loss, or emulated: true"
+                                   + ("" if act == "set" else " (or use carrier: down|up, which "
+                                      "takes its interfaces down)")))
+            if act == "set":
+                if not ev.set_:
+                    out.append(Problem((*where, "set"), "set: names what changes ({delay: 50ms, ...})"))
+                else:
+                    try:
+                        link.changed(ev.set_, ev.dir)
+                    except TopologyError as e:
+                        out.append(Problem((*where, "set"), "; ".join(e.problems)))
+        elif needs == "router":
+            if nodes.get(name) != "router":
+                out.append(Problem((*where, "router"), f"no router named '{name}'"
+                                   f"{suggest.did_you_mean(name, [n for n, k in nodes.items() if k == 'router'])}"))
+            elif not topo.routing_of(name).dynamic:
+                out.append(Problem((*where, "router"), f"router {name} runs no FRR (static routes): "
+                                   "there are no daemons to stop or start (give it ospf: or bgp:)"))
+        else:
+            if name not in nodes:
+                out.append(Problem((*where, "node"), f"no node named '{name}'"
+                                   f"{suggest.did_you_mean(name, list(nodes))}"))
+            elif nodes[name] == "switch":
+                out.append(Problem((*where, "node"), f"'{name}' is a switch: a command runs in a "
+                                   "host or a router"))
+            if not (ev.command or "").strip():
+                out.append(Problem((*where, "command"), "an empty command"))
     return out
 
 
@@ -553,6 +710,17 @@ def _resolve(d: dict, key: str) -> tuple[Any, str | int]:
         cur, rest = d.get("topology"), parts[1:]
         if not isinstance(cur, dict) or not rest:
             raise KeyError("topology.KEY names a value in the topology")
+    elif parts[0] == "events":
+        events = d.get("events")
+        if len(parts) < 3 or not parts[1].isdigit():
+            raise KeyError("events.K.KEY names a value of the scenario's event K (from 0)")
+        if not isinstance(events, list) or int(parts[1]) >= len(events) \
+                or not isinstance(events[int(parts[1])], dict):
+            n = len(events) if isinstance(events, list) else 0
+            raise KeyError(f"no event {parts[1]} (the scenario has {n}: events.0"
+                           f"{'' if n < 2 else f' to events.{n - 1}'})" if n else
+                           f"no event {parts[1]} (the scenario has no events:)")
+        cur, rest = events[int(parts[1])], parts[2:]
     elif parts[0] == "flows":
         if len(parts) < 3:
             raise KeyError("flows.NAME.KEY names a value of a flow")

@@ -16,7 +16,8 @@ as a gap, never as 0. References come from theory (`netrig.theory.analyse`) on t
 point's own topology, rebuilt from the results directory's scenario.yaml: BDP and
 BDP + queue on cwnd, idle and full-queue RTT (and base + the AQM's target) on RTTs,
 the queue limit and the AQM's target on queue plots, link rate and TCP goodput on
-throughput. This module draws nothing (figures.py and plot.py do).
+throughput. A run's events (`marks`): when each happened and the outage it caused, which
+every time-series figure marks. This module draws nothing (figures.py and plot.py do).
 """
 
 from __future__ import annotations
@@ -83,6 +84,33 @@ class Ref:
     value: float  # in the quantity's unit
     style: str = "--"
     of: str | None = None  # the trace (link direction) it belongs to; None: every trace
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An event on a time axis: when it happened (s from the run's start), its short
+    label, and the outage it caused (the longest any flow measured; 0: none)."""
+
+    t: float
+    label: str  # "r2-r3 down"
+    outage_s: float = 0.0
+    failed: bool = False
+
+
+def marks(run: dict[str, Any], flows: Iterable[str] | None = None) -> list[Mark]:
+    """A run's events, as a time-series figure marks them; the outage of the `flows`
+    the figure draws (the longest), of every flow when it draws none of them."""
+    want = set(flows or ())
+    out = []
+    for e in run.get("events") or []:
+        t = e.get("actual_s", e.get("planned_s"))
+        if not is_number(t):
+            continue
+        measured = {n: o["outage_s"] for n, o in (e.get("outage") or {}).items()
+                    if is_number(o.get("outage_s"))}
+        mine = [v for n, v in measured.items() if n in want] or list(measured.values())
+        out.append(Mark(float(t), e.get("what", ""), max(mine, default=0.0), not e.get("ok", True)))
+    return sorted(out, key=lambda m: m.t)
 
 
 def _nan(v: Any, scale: float = 1.0) -> float:
