@@ -46,7 +46,7 @@ from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import _PING, Outcome, perf_argv, ping_argv, run_process, server_argv
 from netrig.exp.progress import Display
 from netrig.exp.scenario import Point, Scenario, find_link
-from netrig.lab import netns
+from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
 from netrig.link import userspace
@@ -196,6 +196,9 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     try:
         if point.topology.dynamic:
             routing = converge(net, point)
+            # Each flow's way as the kernel routes it, beside theory's (the report flags
+            # a flow whose path is not the predicted one).
+            routing["paths"] = paths.flow_paths(net, net.plan, spec.flows)
             routes = _RouteMonitor(net, point.topology.dynamic)
         wmem: dict[str, float] = {}  # by sending namespace: one read each
         for name, f in spec.flows.items():
@@ -802,6 +805,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
         entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
                                  "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
                                  "planned_s": o.planned_s, "summary": summary}
+        if name in (routing or {}).get("paths", {}):
+            entry["path"] = routing["paths"][name]
         e = expected.get(name)
         if e is not None:
             measured = summary.get(e.metric)
@@ -828,7 +833,7 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
         changes = routing.get("changes")
         if changes is not None:
             res.write_jsonl(rdir / "series" / "routes.jsonl", changes, out)
-        doc["routing"] = {k: v for k, v in routing.items() if k != "changes"}
+        doc["routing"] = {k: v for k, v in routing.items() if k not in ("changes", "paths")}
         if changes is not None:
             doc["routing"].update({"route_changes": len(changes), "series": "routes"})
     if events:
