@@ -14,7 +14,8 @@ Pure part (no system calls; `tests/unit/test_frr_config.py`):
   FRR's MinLSArrival is min(lsa_interval, its default 1 s).
 - BGP: eBGP over every segment shared with a BGP router of another AS (its address on
   the segment); iBGP, loopback to loopback with next-hop-self, with every other router
-  of the AS; each router announces its connected subnets and its loopback.
+  of the AS; each router announces its connected subnets and its loopback, and a border
+  router (one with eBGP neighbours) the loopbacks of its AS too (see `_announced`).
 - `expected_routes(plan)`: per router, every prefix it should route once converged,
   named by what it belongs to (`loopback of r3`, `link r1-r2`, `switch s1`): the
   subnets and loopbacks of its OSPF domain (routers joined by OSPF adjacencies) and,
@@ -140,10 +141,16 @@ def _same_as(plan: Plan, router: str) -> list[str]:
 
 
 def _announced(plan: Plan, router: str) -> list[ipaddress.IPv4Network]:
-    """What a BGP router announces: its connected subnets, then its loopback."""
+    """What a BGP router announces: its connected subnets, then its loopback, then, on a
+    border router (one with eBGP neighbours), the loopbacks of the other routers of its
+    AS: a loopback learnt over iBGP has that very loopback as next hop, which BGP will
+    not resolve through the route itself, so it would never cross the border."""
     nets = [plan.segments[i.segment].subnet for i in plan.ifaces[router]]
     out = list(dict.fromkeys(n for n in nets if n is not None))
-    return out + [plan.loopbacks[router].network]
+    out.append(plan.loopbacks[router].network)
+    if _ebgp(plan, router):
+        out += [plan.loopbacks[n].network for n in _same_as(plan, router)]
+    return out
 
 
 # The configuration files.

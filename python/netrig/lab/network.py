@@ -329,7 +329,7 @@ class Network:
     def converge(self, timeout: float | None = None, poll_s: float = 0.2) -> float:
         """Waits until every FRR router has a kernel route to every prefix it should
         (`frr.expected_routes`) and its OSPF neighbours are Full
-        (`frr.expected_adjacencies`), then until every host reaches every host (one ping a
+        (`frr.expected_adjacencies`) and no routing table changes for a moment, then until every host reaches every host (one ping a
         pair, retried); returns the seconds that took. LabError after `timeout` (default
         `frr.default_wait_s`: enough for the topology's timers), naming which router
         lacks which prefixes and which hosts do not reach each other."""
@@ -362,12 +362,26 @@ class Network:
                     del short[r]
             return r, gone
 
+        # Settled: every table the same over an SPF hold and a bit (an adjacency that has
+        # just come up has not yet moved the routes).
+        t = self.topo.routing.ospf
+        settle_s = 0.5 + (t.ms("spf_delay") + t.ms("spf_hold")) / 1000
+
+        def tables() -> list:
+            return list(pool.map(lambda r: route_table(st.node_ns[r]), want))
+
         pending = list(want)
         with ThreadPoolExecutor(max_workers=4) as pool:
             while True:
                 missing = {r: m for r, m in pool.map(lacks, pending) if m}
                 pending = list(missing) + [r for r in short if r not in missing]
-                if not pending or time.monotonic() > deadline:
+                if not pending:
+                    before = tables()
+                    time.sleep(settle_s)
+                    if tables() == before:
+                        break
+                    pending = list(want)
+                if time.monotonic() > deadline:
                     break
                 time.sleep(poll_s)
         failing: list[tuple[str, str]] = []
@@ -434,14 +448,28 @@ class Network:
         return routing_status(st)
 
 
-def kernel_routes(ns: str) -> set[ipaddress.IPv4Network]:
-    """The destinations of the routes in a namespace's main table (an ECMP route, one
-    entry with several next hops, counts once; `default` is 0.0.0.0/0)."""
+def _route_list(ns: str) -> list[dict]:
     p = subprocess.run(["ip", "-n", ns, "-j", "route", "show"], capture_output=True, text=True, timeout=10)
     if p.returncode != 0:
         raise LabError(f"ip -n {ns} route show: {p.stderr.strip()}")
+    return json.loads(p.stdout or "[]")
+
+
+def route_table(ns: str) -> frozenset[tuple[str, tuple[tuple[str, str], ...]]]:
+    """A namespace's main table as (destination, its next hops (gateway, device)): two
+    equal tables route alike."""
     out = set()
-    for r in json.loads(p.stdout or "[]"):
+    for r in _route_list(ns):
+        hops = r.get("nexthops") or [r]
+        out.add((r.get("dst", ""), tuple(sorted((h.get("gateway", ""), h.get("dev", "")) for h in hops))))
+    return frozenset(out)
+
+
+def kernel_routes(ns: str) -> set[ipaddress.IPv4Network]:
+    """The destinations of the routes in a namespace's main table (an ECMP route, one
+    entry with several next hops, counts once; `default` is 0.0.0.0/0)."""
+    out = set()
+    for r in _route_list(ns):
         if r.get("type", "unicast") != "unicast":
             continue
         dst = r.get("dst", "")
