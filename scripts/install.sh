@@ -5,7 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium)
+# frr: OSPF and BGP on routed labs' routers. netrig runs its daemons itself, one set per
+# router namespace; the package's own service (zebra and friends in the host's namespace)
+# must never run, so it is installed with services blocked and stopped if it started.
+APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr)
+POLICY=${NETRIG_POLICY_RC_D:-/usr/sbin/policy-rc.d}  # (overridden only by a dry run)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
@@ -17,7 +21,35 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         apt-get update -qq
         echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
         echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
+        # No service may start during the install (invoke-rc.d asks policy-rc.d; 101:
+        # action forbidden). A policy-rc.d that was already there is left as it is.
+        made_policy=
+        if [ ! -e "$POLICY" ]; then
+            printf '#!/bin/sh\n# netrig install.sh: no service starts during the install\nexit 101\n' >"$POLICY"
+            chmod 755 "$POLICY"
+            made_policy=1
+        fi
+        trap '[ -n "$made_policy" ] && rm -f "$POLICY"' EXIT
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+        if [ -n "$made_policy" ]; then
+            rm -f "$POLICY"
+            made_policy=
+        fi
+        trap - EXIT
+    fi
+    if dpkg -s frr >/dev/null 2>&1; then
+        # netrig starts FRR per router; the host-wide service stays off.
+        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+            systemctl disable --now frr >/dev/null 2>&1 || true
+        elif command -v service >/dev/null; then
+            service frr stop >/dev/null 2>&1 || true
+        fi
+        # Reported, never killed by name: netrig's own labs run zebras too (their command
+        # lines name /run/netrig/labs), and those are left alone.
+        if pgrep -a -x 'zebra|watchfrr' | grep -v '/netrig/labs/' >/dev/null; then
+            echo "note: FRR's service still runs on this host (pgrep -a -x 'zebra|watchfrr');" \
+                 "netrig's routers do not need it: 'service frr stop' stops it" >&2
+        fi
     fi
 fi
 

@@ -95,14 +95,40 @@ def _up(args: argparse.Namespace) -> int:
     problem = None if args.prefix else topo.lab_prefix_problem()
     if problem:  # found here, at its line, rather than by the builder
         raise TopologyError([problem])
+    from netrig.lab import frr
+    from netrig.lab.state import LabError
+
+    if args.wait is not None and args.wait <= 0:
+        raise NetrigError(f"--wait {args.wait:g}: give seconds above 0 (or --no-wait)")
     net = Network(topo, prefix=args.prefix, topology_text=text,
                   progress=None if args.quiet else lambda m: print(f"  {m}", file=sys.stderr))
     net.start()
-    st = net.detach()
+    routed = bool(net.topo.dynamic) and not args.no_wait
+    wait = args.wait if args.wait is not None else frr.default_wait_s(net.topo)
+    took: float | None = None
+    failed: LabError | None = None
+    try:
+        if routed:
+            if not args.quiet:
+                print(f"  waiting up to {wait:g} s for routing to converge", file=sys.stderr)
+            took = net.converge(wait)
+    except LabError as e:
+        failed = e
+    finally:
+        st = net.detach()  # up, converged or not: the lab stays for a look
     print(f"lab '{st.prefix}' is up ({len(net.topo.nodes)} nodes, {len(net.topo.links)} links) "
           f"in {time.monotonic() - t0:.2f} s")
+    if took is not None:
+        print(f"routing converged in {took:.1f} s")
     if not args.quiet:
         _print_nodes(st.plan)
+    if failed is not None:
+        router = net.topo.dynamic[0]
+        print(f"netrig: error: {failed}\n"
+              f"  the lab is left up to look at: 'netrig status' (neighbours, peers, routes), "
+              f"'netrig exec {router} -- vtysh -c \"show ip ospf neighbor\"', "
+              f"'netrig exec {router} -- ip route'; 'netrig down' removes it", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -134,6 +160,7 @@ def _fmt_shaping(s: dict) -> str:
 
 def _status(args: argparse.Namespace) -> int:
     from netrig.lab import netns
+    from netrig.lab.network import routing_status
     from netrig.lab.state import LabState, alive
     from netrig.link import userspace
 
@@ -148,10 +175,11 @@ def _status(args: argparse.Namespace) -> int:
             print(f"netrig: {e}", file=sys.stderr)
     missing = [ns for ns in st.namespaces if not netns.exists(ns)]
     dead = _dead(st, missing)
+    routing = routing_status(st) if st.frr or (st.dir / "frr").is_dir() else {}
     if args.json:
         print(json.dumps({"prefix": st.prefix, "status": st.status, "topology": st.topology,
                           "missing_namespaces": missing, "netrig_link": {"pid": pid, "alive": emu_alive},
-                          "dead": dead, **st.plan, "live": stats}, indent=1))
+                          "dead": dead, **st.plan, "live": stats, "routing": routing}, indent=1))
         return 1 if dead else 0
     print(f"lab '{st.prefix}' ({st.topology}): {'NOT ALL UP' if dead else st.status}, "
           f"backend {st.backend}")
@@ -178,7 +206,26 @@ def _status(args: argparse.Namespace) -> int:
                       f"delivered {x.get('delivered', 0)} ({x.get('delivered_bytes', 0)} B), "
                       f"drops: queue full {x.get('drops_overflow', 0)}, aqm {x.get('drops_aqm', 0)}, "
                       f"loss {x.get('lost', 0)}; late p99 {x.get('lateness', {}).get('p99_us', 0):.0f} us")
+    if routing:
+        print("routing (FRR):")
+        print(routing_text(routing))
     return 1 if dead else 0
+
+
+def routing_text(routing: dict) -> str:
+    """`netrig status`'s routing section: a router per line, then its neighbours."""
+    out = []
+    for r, s in routing.items():
+        daemons = ", ".join(f"{n} {d['pid']}{'' if d['running'] else ' DEAD'}" for n, d in s["daemons"].items())
+        routes = "?" if s["routes"] is None else s["routes"]
+        out.append(f"  {r:<10} {daemons or 'stopped'}; {routes} kernel routes")
+        for n in s["ospf"]:
+            out.append(f"      ospf neighbour {n['id']:<15} {n['state']:<16} on {n['iface']}")
+        for p in s["bgp"]:
+            out.append(f"      bgp peer {p['address']:<15} AS {p['as']:<10} {p['state']:<12} "
+                       f"{p['received']} prefixes received")
+        out += [f"      ? {e}" for e in s["errors"]]
+    return "\n".join(out)
 
 
 def _file_sha256(path: str) -> str | None:
@@ -198,6 +245,13 @@ def _dead(st, missing: list[str]) -> list[str]:
     for role, pid in st.pids.items():  # the lab's emulators
         if not alive(pid, role):
             dead.append(f"DEAD: {role} (pid {pid}) is NOT RUNNING: the links it emulates pass nothing")
+    from netrig.lab.frr import running
+
+    for router, procs in st.frr.items():  # FRR's daemons
+        for name, (p, started) in procs.items():
+            if not running(p, started):
+                dead.append(f"DEAD: FRR's {name} on {router} (pid {p}) is NOT RUNNING: "
+                            "its routes are stale or gone")
     dead += [f"DEAD: namespace {ns} is gone" for ns in missing]
     if st.owner_pid and not alive(st.owner_pid):
         who = "the netrig building it" if st.status == "building" else "the netrig running it"
@@ -208,6 +262,7 @@ def _dead(st, missing: list[str]) -> list[str]:
 
 
 def _exec(args: argparse.Namespace) -> int:
+    from netrig.lab import frr
     from netrig.lab.state import LabState
 
     cmd = list(args.cmd)
@@ -222,6 +277,12 @@ def _exec(args: argparse.Namespace) -> int:
     cmd = cmd or [os.environ.get("SHELL", "/bin/sh")]
     if cmd[0] in ("netrig-perf", "netrig-link") and shutil.which(cmd[0]) is None:
         cmd[0] = str(binary(cmd[0]))  # netrig's own binaries run whatever the PATH (a venv not activated)
+    if os.path.basename(cmd[0]) == frr.VTYSH:  # to this router's daemons, without PAM
+        d = frr.router_dir(st.dir, args.node)
+        if not d.is_dir():
+            raise NetrigError(f"{args.node} runs no FRR in lab '{st.prefix}' (no {d}): vtysh has "
+                              "no daemons to talk to there")
+        cmd = [cmd[0], *frr.vtysh_args(d), *cmd[1:]]
     argv = ["ip", "netns", "exec", st.node_ns[args.node], *cmd]
     sys.stdout.flush()
     os.execvp(argv[0], argv)
@@ -549,30 +610,47 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
             "lists them.")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="netrig-perf's arguments, as iperf3's (e.g. -c 127.0.0.1 -t 5)")
-    p = cmd("up", _up, "up FILE [--prefix P] [-q]", "build the lab a topology file describes "
-            "and leave it running", ["netrig up examples/portfolio.yaml",
-                                     "netrig up examples/lan.yaml --prefix lan2"])
+    p = cmd("up", _up, "up FILE [--prefix P] [-q] [--wait S|--no-wait]", "build the lab a "
+            "topology file describes and leave it running", ["netrig up examples/portfolio.yaml",
+                                                             "netrig up examples/lan.yaml --prefix lan2",
+                                                             "netrig up examples/000-wan.yaml --wait 120"],
+            "A lab whose routers run OSPF or BGP (FRR) is up once routing has converged: "
+            "every router routes every prefix it should, its OSPF neighbours are Full, and "
+            "every host reaches every host. After --wait seconds without that, netrig exits "
+            "1, says what is missing, and leaves the lab up to look at.")
     p.add_argument("file", metavar="FILE",
                    help="a topology file: nodes and links (e.g. examples/portfolio.yaml)")
     p.add_argument("--prefix", metavar="P", help="the prefix of every name the lab creates "
                    "(default: the file's prefix: or name:; e.g. lan2)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print only the line saying the lab is up (e.g. netrig up FILE -q)")
+    wait = p.add_mutually_exclusive_group()
+    wait.add_argument("--wait", type=float, metavar="SECONDS",
+                      help="with OSPF or BGP routers: wait at most this long for routing to "
+                           "converge (default: 30 s plus three dead intervals, and BGP's "
+                           "retries; e.g. --wait 120)")
+    wait.add_argument("--no-wait", action="store_true",
+                      help="return once the routers' daemons run, converged or not (e.g. "
+                           "netrig up wan.yaml --no-wait)")
     prefix(cmd("down", _down, "down [--prefix P]", "tear a lab down: its processes, "
                "namespaces, links and emulator", ["netrig down", "netrig down --prefix pf"]))
     p = cmd("status", _status, "status [--prefix P] [--json]", "a lab's nodes, addresses, links "
-            "and their live queues, drops and lateness", ["netrig status", "netrig status --json"],
-            "Exits 1 with a DEAD: line for each dead emulator, missing namespace or vanished "
-            "builder.")
+            "and their live queues, drops and lateness; its routers' daemons, neighbours and routes",
+            ["netrig status", "netrig status --json"],
+            "Exits 1 with a DEAD: line for each dead emulator or FRR daemon, missing namespace "
+            "or vanished builder. For each FRR router: its daemons, OSPF neighbours (state), "
+            "BGP peers (state, prefixes received) and kernel route count.")
     prefix(p)
     p.add_argument("--json", action="store_true",
                    help="the same as one JSON document (e.g. netrig status --json | jq .links)")
     p = cmd("exec", _exec, "exec NODE [--prefix P] [--] [CMD...]", "run a command inside a "
             "node; the lab's node names resolve", ["netrig exec h1 ping -c 3 h9",
                                                    "netrig exec h4 -- netrig-perf -s -1",
+                                                   "netrig exec r1 -- vtysh -c 'show ip route'",
                                                    "netrig exec h1"],
             "Everything after NODE is the command, options and all ('--' before it is "
-            "optional); no command starts a shell. Give --prefix before NODE.")
+            "optional); no command starts a shell. Give --prefix before NODE. vtysh on a "
+            "router running FRR talks to that router's daemons.")
     prefix(p)
     p.add_argument("node", metavar="NODE", help="a node of the lab (e.g. h1)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",

@@ -83,7 +83,7 @@ def test_a_missing_argument_says_the_synopsis_and_an_example(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.splitlines()
     assert err == ["netrig up: error: the following arguments are required: FILE",
-                   "  usage:   netrig up FILE [--prefix P] [-q]",
+                   "  usage:   netrig up FILE [--prefix P] [-q] [--wait S|--no-wait]",
                    "  example: netrig up examples/portfolio.yaml",
                    "  ('netrig up --help' for more)"]
 

@@ -7,8 +7,14 @@ created straight into their namespaces; offloads off; `lo` up; `/etc/netns/NS/ho
 so names resolve inside the lab. A shaped link under the user-space backend is two veth
 pairs meeting in `PREFIX--emu`, where netrig-link forwards between them.
 
-The state file names every namespace before it is created; teardown kills the
-processes inside the lab's namespaces (they are the lab's), then deletes them. A lab
+Routers that run OSPF or BGP get FRR's daemons last, once every link carries frames
+(`netrig.lab.frr`; a routed lab without FRR installed is refused before anything is
+built).
+
+The state file names every namespace before it is created; teardown stops FRR's
+daemons (protocols, then zebra), kills the processes inside the lab's namespaces (they
+are the lab's), then any process whose command line names the lab's frr directory
+(a daemon a killed netrig never recorded), then deletes the namespaces. A lab
 built from a file records the file's absolute path and bytes; `topology_of` gives a
 later command that topology again, or refuses if the file is no longer what was built.
 """
@@ -18,12 +24,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from netrig.lab import netns, qdiscs
+from netrig.lab import frr, netns, qdiscs
 from netrig.lab.state import LabError, LabState, alive, check_prefix, read_topology, sha256
 from netrig.link import kernel, userspace
 from netrig.link import spec as linkspec
@@ -103,6 +110,7 @@ def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1,
     `state.read_topology`): recorded, it lets later commands use that file again."""
     topo = plan.topo
     prefix = check_prefix(prefix or topo.lab_prefix)
+    frr.check_installed(topo)
     say = progress or (lambda msg: None)
     node_ns = node_namespaces(plan, prefix)
     emulated = [i for i, l in enumerate(topo.links) if _uses_emulator(plan, l)]
@@ -255,6 +263,20 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
         st.pids["netrig-link"] = proc.pid
         st.save()
         say(f"netrig-link (pid {proc.pid}) emulating {len(emu_links)} links")
+    if topo.dynamic:
+        _start_frr(plan, st, node_ns)
+        say(f"FRR on {len(topo.dynamic)} routers ({time.monotonic() - t0:.2f} s)")
+
+
+def _start_frr(plan: Plan, st: LabState, node_ns: dict[str, str]) -> None:
+    lock = threading.Lock()
+
+    def record(router: str, procs: dict) -> None:
+        with lock:
+            st.frr[router] = procs
+            st.save()
+
+    frr.start(plan, st.dir, node_ns, record)
 
 
 def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
@@ -281,6 +303,8 @@ def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
 def teardown(st: LabState) -> list[str]:
     """Stops the lab's processes and deletes its namespaces; returns problems (if any)."""
     errors = []
+    frr.stop_all([(d, *p) for procs in st.frr.values() for d, p in procs.items() if d != "zebra"])
+    frr.stop_all([(d, *p) for procs in st.frr.values() for d, p in procs.items() if d == "zebra"])
     pid = st.pids.get("netrig-link", 0)
     if alive(pid, "netrig-link"):
         os.kill(pid, signal.SIGTERM)
@@ -303,6 +327,8 @@ def teardown(st: LabState) -> list[str]:
         while victims and time.monotonic() < deadline:
             victims = {p for p in victims if alive(p)}
             time.sleep(0.02)
+    frr.sweep(st.dir)  # daemons whose namespace is gone, or that no state recorded
+    frr.remove(st.dir)
     errors += netns.delete(st.namespaces)
     for ns in st.namespaces:
         netns.remove_etc(ns)

@@ -6,14 +6,23 @@
         p = net.ping("h1", "h9", count=10)   # PingResult: p.rtts_ms, p.loss
 
 `Network.attach(prefix)` opens a lab that `netrig up` left running (what the CLI uses).
+
+Routed labs (routers running OSPF or BGP through FRR): `net.converge()` waits until
+every router routes every prefix it should and every host reaches every host;
+`net.stop_routing("r2")` / `net.start_routing("r2")` stop and start a router's
+daemons (stopping zebra withdraws every route its protocols installed: the router then
+forwards on its connected subnets only); `net.link_carrier("r1-r2", False)` takes both
+ends of a link down, as a pulled cable does (the protocols see the carrier go).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,7 @@ from typing import Any
 from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.lab import build as builder
+from netrig.lab import frr
 from netrig.lab.state import LabError, LabState, alive
 from netrig.link import spec as linkspec
 from netrig.link import userspace
@@ -223,8 +233,6 @@ class Network:
         return PingResult.parse(r.stdout, count)
 
     def pingall(self, count: int = 1) -> dict[tuple[str, str], PingResult]:
-        from concurrent.futures import ThreadPoolExecutor
-
         hosts = self.hosts()
         pairs = [(a, b) for a in hosts for b in hosts if a != b]
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -304,3 +312,204 @@ class Network:
         st.save()
         return answer
 
+
+    # Routing (FRR).
+    def _router(self, router: str) -> str:
+        if router not in self.topo.nodes:
+            raise TopologyError([f"no node named '{router}'"])
+        if not self.topo.routing_of(router).dynamic:
+            raise LabError(f"{router} runs no FRR (it is a {self.topo.nodes[router]} "
+                           "without ospf:, bgp: or frr:)")
+        return router
+
+    def kernel_routes(self, router: str) -> set[ipaddress.IPv4Network]:
+        """The destinations of a node's kernel routes (main table; an ECMP route once)."""
+        return kernel_routes(self._lab().node_ns[router])
+
+    def converge(self, timeout: float | None = None, poll_s: float = 0.2) -> float:
+        """Waits until every FRR router has a kernel route to every prefix it should
+        (`frr.expected_routes`) and its OSPF neighbours are Full
+        (`frr.expected_adjacencies`) and no routing table changes for a moment, then until every host reaches every host (one ping a
+        pair, retried); returns the seconds that took. LabError after `timeout` (default
+        `frr.default_wait_s`: enough for the topology's timers), naming which router
+        lacks which prefixes and which hosts do not reach each other."""
+        st = self._lab()
+        t0 = time.monotonic()
+        if not self.topo.dynamic:
+            return 0.0
+        timeout = frr.default_wait_s(self.topo) if timeout is None else timeout
+        deadline = t0 + timeout
+        want = frr.expected_routes(self.plan)
+
+        adjacent = frr.expected_adjacencies(self.plan)
+        short: dict[str, list[str]] = {}  # router -> interfaces short of Full neighbours
+
+        def lacks(r: str) -> tuple[str, list[ipaddress.IPv4Network]]:
+            have = kernel_routes(st.node_ns[r])
+            gone = [n for n in want[r] if n not in have]
+            short.pop(r, None)
+            if not gone and adjacent.get(r):
+                d = frr.router_dir(st.dir, r)
+                try:
+                    full = frr.full_by_iface(frr.ospf_neighbours(
+                        frr.vtysh(st.node_ns[r], d, "ospfd", "show ip ospf neighbor json")))
+                except LabError as e:
+                    short[r] = [str(e)]
+                    return r, []
+                short[r] = [f"{i} ({full.get(i, 0)} of {k} neighbours Full)"
+                            for i, k in adjacent[r].items() if full.get(i, 0) < k]
+                if not short[r]:
+                    del short[r]
+            return r, gone
+
+        # Settled: every table the same over an SPF hold and a bit (an adjacency that has
+        # just come up has not yet moved the routes).
+        t = self.topo.routing.ospf
+        settle_s = 0.5 + (t.ms("spf_delay") + t.ms("spf_hold")) / 1000
+
+        def tables() -> list:
+            return list(pool.map(lambda r: route_table(st.node_ns[r]), want))
+
+        pending = list(want)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            while True:
+                missing = {r: m for r, m in pool.map(lacks, pending) if m}
+                pending = list(missing) + [r for r in short if r not in missing]
+                if not pending:
+                    before = tables()
+                    time.sleep(settle_s)
+                    if tables() == before:
+                        break
+                    pending = list(want)
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(poll_s)
+        failing: list[tuple[str, str]] = []
+        if not missing and not short:
+            hosts = self.hosts()
+            failing = [(a, b) for a in hosts for b in hosts if a != b]
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                while failing:
+                    got = list(pool.map(lambda p: self.ping(p[0], p[1], count=1, timeout=1), failing))
+                    failing = [p for p, r in zip(failing, got) if r.received == 0]
+                    if not failing or time.monotonic() > deadline:
+                        break
+                    time.sleep(poll_s)
+        if missing or short or failing:
+            raise LabError(_not_converged(timeout, missing, want, short, failing))
+        return time.monotonic() - t0
+
+    def stop_routing(self, router: str) -> None:
+        """Stops the router's FRR daemons (protocols, then zebra, which withdraws every
+        route they installed: the router forwards on its connected subnets only)."""
+        st = self._lab()
+        procs = st.frr.pop(self._router(router), None)
+        if procs:
+            frr.stop(procs)
+        st.save()
+
+    def start_routing(self, router: str) -> None:
+        """Starts the router's FRR daemons again (with the configuration it was built
+        with); LabError if they run."""
+        st = self._lab()
+        self._router(router)
+        now = st.frr.get(router) or {}
+        if any(frr.running(p, s) for p, s in now.values()):
+            raise LabError(f"{router}: FRR runs already (stop_routing first)")
+        ns = st.node_ns[router]
+        if not frr.router_dir(st.dir, router).is_dir():
+            frr.write(self.plan, st.dir, router, ns)
+        st.frr[router] = frr.start_router(self.topo, st.dir, router, ns)
+        st.save()
+
+    def link_carrier(self, link: str, up: bool) -> None:
+        """Sets both ends of a link down (up: True, up again), as a pulled cable does:
+        each end node's interface, or a switch's bridge port. Static routes of the
+        hosts (and static routers) at its ends come back with the carrier."""
+        st = self._lab()
+        l = self.topo.link_named(link)
+        ends = builder._ends(self.plan, st.prefix)[self.topo.links.index(l)]
+        for e in ends:
+            _ip(["-n", e.ns, "link", "set", "dev", e.dev, "up" if up else "down"])
+        if not up:
+            return
+        for end, node in enumerate((l.a, l.b)):
+            iface = self.plan.iface(l, end)
+            if iface is None:
+                continue
+            for r in self.plan.routes.get(node, []):
+                if r.dev == iface.name:
+                    dest = "default" if r.dest.prefixlen == 0 else str(r.dest)
+                    _ip(["-n", st.node_ns[node], "route", "replace", dest, "via", str(r.via), "dev", r.dev])
+
+    def routing_status(self) -> dict[str, dict[str, Any]]:
+        """Per FRR router: its daemons, OSPF neighbours, BGP peers and route count."""
+        st = self._lab()
+        return routing_status(st)
+
+
+def _route_list(ns: str) -> list[dict]:
+    p = subprocess.run(["ip", "-n", ns, "-j", "route", "show"], capture_output=True, text=True, timeout=10)
+    if p.returncode != 0:
+        raise LabError(f"ip -n {ns} route show: {p.stderr.strip()}")
+    return json.loads(p.stdout or "[]")
+
+
+def route_table(ns: str) -> frozenset[tuple[str, tuple[tuple[str, str], ...]]]:
+    """A namespace's main table as (destination, its next hops (gateway, device)): two
+    equal tables route alike."""
+    out = set()
+    for r in _route_list(ns):
+        hops = r.get("nexthops") or [r]
+        out.add((r.get("dst", ""), tuple(sorted((h.get("gateway", ""), h.get("dev", "")) for h in hops))))
+    return frozenset(out)
+
+
+def kernel_routes(ns: str) -> set[ipaddress.IPv4Network]:
+    """The destinations of the routes in a namespace's main table (an ECMP route, one
+    entry with several next hops, counts once; `default` is 0.0.0.0/0)."""
+    out = set()
+    for r in _route_list(ns):
+        if r.get("type", "unicast") != "unicast":
+            continue
+        dst = r.get("dst", "")
+        out.add(ipaddress.IPv4Network("0.0.0.0/0" if dst == "default" else dst))
+    return out
+
+
+def _ip(args: list[str]) -> None:
+    p = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+    if p.returncode != 0:
+        raise LabError(f"ip {' '.join(args)}: {p.stderr.strip()}")
+
+
+def _not_converged(timeout: float, missing: dict[str, list[ipaddress.IPv4Network]],
+                   want: dict[str, dict[ipaddress.IPv4Network, str]], short: dict[str, list[str]],
+                   failing: list[tuple[str, str]]) -> str:
+    parts = [f"routing did not converge in {timeout:g} s"]
+    for r, nets in list(missing.items())[:5]:
+        shown = ", ".join(f"{n} ({want[r][n]})" for n in nets[:4])
+        more = f" and {len(nets) - 4} more" if len(nets) > 4 else ""
+        parts.append(f"{r} has no route to {shown}{more}")
+    if len(missing) > 5:
+        parts.append(f"and {len(missing) - 5} more routers lack routes")
+    for r, ifaces in list(short.items())[:5]:
+        parts.append(f"{r}'s OSPF adjacencies are not all up: {', '.join(ifaces[:4])}")
+    if failing:
+        parts.append("hosts that do not reach each other: "
+                     + ", ".join(f"{a}->{b}" for a, b in failing[:8])
+                     + (f" and {len(failing) - 8} more pairs" if len(failing) > 8 else ""))
+    return "; ".join(parts)
+
+
+def routing_status(st: LabState, timeout: float = 3.0) -> dict[str, dict[str, Any]]:
+    """Per FRR router of lab `st`: its daemons (pid, running), OSPF neighbours (router
+    ID, state), BGP peers (address, AS, state, prefixes received) and kernel route
+    count, each router asked at most `timeout` seconds a question."""
+    routers = sorted(set(st.frr) | {n for n in st.node_ns if frr.router_dir(st.dir, n).is_dir()})
+
+    def one(r: str) -> tuple[str, dict[str, Any]]:
+        return r, frr.router_status(st.node_ns[r], frr.router_dir(st.dir, r), st.frr.get(r) or {}, timeout)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(pool.map(one, routers))

@@ -1,7 +1,8 @@
 """A lab's state file: everything a lab creates is named here before it is created.
 
 `/run/netrig/labs/PREFIX/state.json` (atomic writes) lists the lab's namespaces and
-processes. `netrig down` removes exactly those; `netrig clean` removes the labs whose
+processes (FRR's daemons by PID and start time, so a reused PID is never signalled;
+their files are under `PREFIX/frr/ROUTER/`). `netrig down` removes exactly those; `netrig clean` removes the labs whose
 builder died mid-build or whose link emulator died. Nothing else is ever touched.
 It holds PIDs and paths, so it is root's alone: the file is 0600, the directories
 below NETRIG_RUN_DIR 0700, and it is written through no symbolic link (netrig.safefs).
@@ -26,8 +27,9 @@ from netrig.errors import NetrigError
 from netrig.topo.model import PREFIX_RE
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
-SCHEMA = 2  # 2: topology_sha256, topology_text, link_changes (a schema 1 file reads as 2 without them)
-READS = (1, SCHEMA)
+# 2: topology_sha256, topology_text, link_changes; 3: frr (an older file reads as 3 without them)
+SCHEMA = 3
+READS = (1, 2, SCHEMA)
 
 
 class LabError(NetrigError):
@@ -57,6 +59,9 @@ class LabState:
     topology_sha256: str = ""  # of the file's bytes as built ("" if built from no file)
     topology_text: str = ""  # those bytes, to say what changed when the file no longer matches
     link_changes: dict[str, dict] = field(default_factory=dict)  # link -> its keys as last set live
+    # FRR's daemons: router -> daemon -> [pid, start time (/proc/PID/stat field 22)];
+    # a router whose routing was stopped (Network.stop_routing) has none.
+    frr: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     schema: int = SCHEMA
 
     @property

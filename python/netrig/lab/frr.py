@@ -1,0 +1,576 @@
+"""FRR on a lab's routers: each router's configuration, its daemons, and what its
+routing table should hold once the protocols have converged.
+
+Pure part (no system calls; `tests/unit/test_frr_config.py`):
+- `configs(plan, router)`: the files FRR reads, as text. zebra.conf always; ospfd.conf
+  when the router runs OSPF, bgpd.conf when it runs BGP, staticd.conf only when the
+  topology gives `frr: {staticd: ...}`; each daemon's raw `frr:` lines appended to its
+  file; vtysh.conf marks root `nopassword` (vtysh then needs no PAM).
+- OSPF: an interface toward another OSPF router of the same AS (or both without one)
+  is active, point-to-point on a link between two routers and broadcast on a switch
+  segment; every other interface is passive (its subnet is announced, nobody is
+  talked to). Cost: the link's `cost`, else ceil(reference bandwidth / the rate
+  leaving the interface), 1 ... 65535 (unrated: 1). Timers from `topo.routing.ospf`;
+  FRR's MinLSArrival is min(lsa_interval, its default 1 s).
+- BGP: eBGP over every segment shared with a BGP router of another AS (its address on
+  the segment); iBGP, loopback to loopback with next-hop-self, with every other router
+  of the AS; each router announces its connected subnets and its loopback, and a border
+  router (one with eBGP neighbours) the loopbacks of its AS too (see `_announced`).
+- `expected_routes(plan)`: per router, every prefix it should route once converged,
+  named by what it belongs to (`loopback of r3`, `link r1-r2`, `switch s1`): the
+  subnets and loopbacks of its OSPF domain (routers joined by OSPF adjacencies) and,
+  with BGP, everything announced by the ASes its AS is joined to by eBGP.
+  `expected_adjacencies(plan)`: the Full OSPF neighbours each interface should have.
+
+System part: `start(...)`/`stop(...)` run the daemons inside a router's namespace, from
+its directory `LAB_DIR/frr/ROUTER/` (configs, pid files, vty sockets, zserv.api,
+logs); `sweep(lab_dir)` kills any process whose command line names a lab's frr
+directory (by exact path, never by program name). The daemons need the group `frrvty`
+with root in it: `/etc/netns/NS/group` (which `ip netns exec` binds over /etc/group)
+is the host's /etc/group with root added; the host's own /etc is never changed.
+Stopping zebra withdraws every route the router's protocols installed (FRR removes
+them from the kernel on exit).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from netrig.lab.state import LabError
+from netrig.topo.model import Topology
+from netrig.topo.plan import Iface, Plan, Segment
+
+DEFAULT_DIR = "/usr/lib/frr"
+VTYSH = "vtysh"
+# Start order; stop runs it backwards (protocols first, zebra last).
+ORDER = ("zebra", "staticd", "ospfd", "bgpd")
+INSTALL_HINT = "apt-get install frr, or bash scripts/install.sh"
+STOP_WAIT_S = 5.0
+
+
+def frr_dir() -> Path:
+    """Where FRR's daemons are: $NETRIG_FRR_DIR, else Debian's /usr/lib/frr."""
+    return Path(os.environ.get("NETRIG_FRR_DIR") or DEFAULT_DIR)
+
+
+def daemons(topo: Topology, router: str) -> list[str]:
+    """The daemons a router runs, in start order."""
+    r = topo.routing_of(router)
+    want = {"zebra", *(["ospfd"] if r.ospf_area is not None else []),
+            *(["bgpd"] if r.asn is not None else []), *(["staticd"] if "staticd" in r.frr else [])}
+    return [d for d in ORDER if d in want]
+
+
+def check_installed(topo: Topology) -> None:
+    """LabError, before anything is built, if a daemon the lab needs is missing."""
+    need = sorted({d for r in topo.dynamic for d in daemons(topo, r)}, key=ORDER.index)
+    if not need:
+        return
+    where = frr_dir()
+    missing = [d for d in need if not os.access(where / d, os.X_OK)]
+    if missing:
+        routers = ", ".join(topo.dynamic[:5]) + (" ..." if len(topo.dynamic) > 5 else "")
+        raise LabError(f"FRR is not installed: {INSTALL_HINT} (routers {routers} run OSPF or BGP, "
+                       f"and {', '.join(str(where / d) for d in missing)} "
+                       f"{'is' if len(missing) == 1 else 'are'} missing; NETRIG_FRR_DIR names "
+                       "another directory)")
+    if shutil.which(VTYSH) is None:
+        raise LabError(f"FRR is not installed: {INSTALL_HINT} (vtysh is not on the PATH)")
+
+
+# The plan, read the way the protocols see it.
+
+def _ospf_peers(topo: Topology, a: str, b: str) -> bool:
+    """Do routers a and b form OSPF adjacencies (both run it, in the same AS or none)?"""
+    ra, rb = topo.routing_of(a), topo.routing_of(b)
+    return ra.ospf_area is not None and rb.ospf_area is not None and ra.asn == rb.asn
+
+
+def _others(plan: Plan, i: Iface) -> list[Iface]:
+    return [j for j in plan.segments[i.segment].ifaces if j.node != i.node]
+
+
+def segment_label(plan: Plan, seg: Segment) -> str:
+    """What a segment is, in the topology's words: `switch s1`, `link r1-r2`."""
+    if seg.switches:
+        return f"switch {', '.join(seg.switches)}"
+    return f"link {seg.ifaces[0].link.name}" if seg.ifaces else f"segment {seg.index}"
+
+
+def cost(plan: Plan, i: Iface) -> int:
+    """The OSPF cost of interface i: its link's `cost`, else reference / rate out."""
+    given = i.link.spec.cost
+    if given is not None:
+        return given
+    rate = i.link.direction(i.end).rate_bps
+    if not rate:
+        return 1
+    return max(1, min(65535, math.ceil(plan.topo.routing.ospf.reference_bps / rate)))
+
+
+def _area(plan: Plan, router: str, i: Iface) -> str:
+    return i.link.spec.area or plan.topo.routing_of(router).ospf_area or "0.0.0.0"
+
+
+def _ebgp(plan: Plan, router: str) -> list[tuple[ipaddress.IPv4Address, int]]:
+    """(address, AS) of each eBGP neighbour: a BGP router of another AS on a segment."""
+    topo = plan.topo
+    mine = topo.routing_of(router).asn
+    out = []
+    for i in plan.ifaces[router]:
+        for j in _others(plan, i):
+            theirs = topo.routing_of(j.node).asn
+            if theirs is not None and theirs != mine and j.addr is not None:
+                out.append((j.addr.ip, theirs))
+    return out
+
+
+def _same_as(plan: Plan, router: str) -> list[str]:
+    asn = plan.topo.routing_of(router).asn
+    return [n for n in plan.topo.dynamic if n != router and plan.topo.routing_of(n).asn == asn]
+
+
+def _announced(plan: Plan, router: str) -> list[ipaddress.IPv4Network]:
+    """What a BGP router announces: its connected subnets, then its loopback, then, on a
+    border router (one with eBGP neighbours), the loopbacks of the other routers of its
+    AS: a loopback learnt over iBGP has that very loopback as next hop, which BGP will
+    not resolve through the route itself, so it would never cross the border."""
+    nets = [plan.segments[i.segment].subnet for i in plan.ifaces[router]]
+    out = list(dict.fromkeys(n for n in nets if n is not None))
+    out.append(plan.loopbacks[router].network)
+    if _ebgp(plan, router):
+        out += [plan.loopbacks[n].network for n in _same_as(plan, router)]
+    return out
+
+
+# The configuration files.
+
+def configs(plan: Plan, router: str) -> dict[str, str]:
+    """File name -> text, for every file FRR reads on this router."""
+    topo = plan.topo
+    r = topo.routing_of(router)
+    out = {"zebra.conf": _lines([f"hostname {router}"], r.frr.get("zebra")),
+           "vtysh.conf": "username root nopassword\n"}
+    if r.ospf_area is not None:
+        out["ospfd.conf"] = _lines(_ospf(plan, router), r.frr.get("ospfd"))
+    if r.asn is not None:
+        out["bgpd.conf"] = _lines(_bgp(plan, router), r.frr.get("bgpd"))
+    if "staticd" in r.frr:
+        out["staticd.conf"] = _lines([f"hostname {router}"], r.frr["staticd"])
+    return out
+
+
+def _lines(ours: list[str], raw: str | None) -> str:
+    text = "\n".join(ours) + "\n"
+    if raw:
+        text += "! raw lines from the topology's frr:\n" + raw.rstrip("\n") + "\n"
+    return text
+
+
+def _ospf(plan: Plan, router: str) -> list[str]:
+    topo = plan.topo
+    t = topo.routing.ospf
+    lines = [f"hostname {router}"]
+    for i in plan.ifaces[router]:
+        peers = [j for j in _others(plan, i) if _ospf_peers(topo, router, j.node)]
+        lines.append(f"interface {i.name}")
+        if peers:
+            seg = plan.segments[i.segment]
+            lines.append(f" ip ospf network {'broadcast' if seg.switches else 'point-to-point'}")
+            lines += [f" ip ospf hello-interval {t.hello_s}", f" ip ospf dead-interval {t.dead_s}"]
+        else:
+            lines.append(" ip ospf passive")
+        lines += [f" ip ospf cost {cost(plan, i)}", f" ip ospf area {_area(plan, router, i)}", "exit"]
+    lo = plan.loopbacks[router]
+    lines += ["interface lo", f" ip ospf area {topo.routing_of(router).ospf_area}", "exit",
+              "router ospf", f" ospf router-id {lo.ip}", " log-adjacency-changes detail",
+              f" timers throttle spf {t.ms('spf_delay')} {t.ms('spf_hold')} {t.ms('spf_max_hold')}",
+              f" timers throttle lsa all {t.ms('lsa_interval')}",
+              f" timers lsa min-arrival {min(t.ms('lsa_interval'), 1000)}", "exit"]
+    return lines
+
+
+def _bgp(plan: Plan, router: str) -> list[str]:
+    topo = plan.topo
+    t = topo.routing.bgp
+    asn = topo.routing_of(router).asn
+    lo = plan.loopbacks[router]
+    lines = [f"hostname {router}", f"router bgp {asn}", f" bgp router-id {lo.ip}",
+             " no bgp ebgp-requires-policy", " no bgp network import-check",
+             f" timers bgp {t.s('keepalive')} {t.s('hold')}"]
+    ibgp = [plan.loopbacks[n].ip for n in _same_as(plan, router)]
+    neighbours = [(a, x) for a, x in _ebgp(plan, router)] + [(a, asn) for a in ibgp]
+    mrai = t.s("advertisement_interval")
+    for addr, their_as in neighbours:
+        lines.append(f" neighbor {addr} remote-as {their_as}")
+        if addr in ibgp:
+            lines.append(f" neighbor {addr} update-source lo")
+        lines.append(f" neighbor {addr} timers connect {t.s('connect_retry')}")
+        if mrai is not None:
+            lines.append(f" neighbor {addr} advertisement-interval {mrai}")
+    lines.append(" address-family ipv4 unicast")
+    lines += [f"  network {n}" for n in _announced(plan, router)]
+    for addr, _ in neighbours:
+        lines.append(f"  neighbor {addr} activate")
+        if addr in ibgp:
+            lines.append(f"  neighbor {addr} next-hop-self")
+    lines += [" exit-address-family", "exit"]
+    return lines
+
+
+# What each router should route, once converged.
+
+def _components(nodes: Iterable[str], joined: Iterable[tuple[str, str]]) -> dict[str, str]:
+    parent = {n: n for n in nodes}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in joined:
+        parent[find(a)] = find(b)
+    return {n: find(n) for n in parent}
+
+
+def expected_routes(plan: Plan) -> dict[str, dict[ipaddress.IPv4Network, str]]:
+    """Per dynamic router: prefix -> what it belongs to, for every prefix its routing
+    table should hold (its own loopback and connected subnets left out)."""
+    topo = plan.topo
+    routers = topo.dynamic
+    ospf = [r for r in routers if topo.routing_of(r).ospf_area is not None]
+    bgp = [r for r in routers if topo.routing_of(r).asn is not None]
+    adj, ebgp = [], []
+    for r in routers:
+        for i in plan.ifaces[r]:
+            for j in _others(plan, i):
+                if j.node in ospf and r in ospf and _ospf_peers(topo, r, j.node):
+                    adj.append((r, j.node))
+                if r in bgp and j.node in bgp and topo.routing_of(r).asn != topo.routing_of(j.node).asn:
+                    ebgp.append((topo.routing_of(r).asn, topo.routing_of(j.node).asn))
+    domain = _components(ospf, adj)
+    ases = {topo.routing_of(r).asn for r in bgp}
+    as_group = _components(ases, ebgp)
+    labels: dict[ipaddress.IPv4Network, str] = {}
+    for seg in plan.segments:
+        if seg.subnet is not None:
+            labels.setdefault(seg.subnet, segment_label(plan, seg))
+    for r, lo in plan.loopbacks.items():
+        labels[lo.network] = f"loopback of {r}"
+
+    def own(r: str) -> list[ipaddress.IPv4Network]:
+        nets = [plan.segments[i.segment].subnet for i in plan.ifaces[r]]
+        return [n for n in nets if n is not None] + [plan.loopbacks[r].network]
+
+    out: dict[str, dict[ipaddress.IPv4Network, str]] = {}
+    for r in routers:
+        want: set[ipaddress.IPv4Network] = set()
+        if r in domain:
+            want.update(n for m in ospf if domain[m] == domain[r] for n in own(m))
+        if r in bgp:
+            group = as_group[topo.routing_of(r).asn]
+            want.update(n for m in bgp if as_group[topo.routing_of(m).asn] == group
+                        for n in _announced(plan, m))
+        want -= set(own(r))
+        out[r] = {n: labels[n] for n in sorted(want)}
+    return out
+
+
+def expected_adjacencies(plan: Plan) -> dict[str, dict[str, int]]:
+    """Per OSPF router: interface -> how many neighbours it is Full with once converged
+    (a point-to-point link: 1; a switch segment with k other OSPF routers: min(k, 2),
+    the DR and the BDR, as the DR and BDR are Full with everyone)."""
+    topo = plan.topo
+    out: dict[str, dict[str, int]] = {}
+    for r in topo.dynamic:
+        if topo.routing_of(r).ospf_area is None:
+            continue
+        out[r] = {}
+        for i in plan.ifaces[r]:
+            k = len({j.node for j in _others(plan, i) if _ospf_peers(topo, r, j.node)})
+            if k:
+                out[r][i.name] = min(k, 2) if plan.segments[i.segment].switches else 1
+    return out
+
+
+def full_by_iface(neighbours: list[dict]) -> dict[str, int]:
+    """How many neighbours are Full on each interface (from `ospf_neighbours`)."""
+    out: dict[str, int] = {}
+    for n in neighbours:
+        if str(n["state"]).startswith("Full"):
+            out[n["iface"]] = out.get(n["iface"], 0) + 1
+    return out
+
+
+def default_wait_s(topo: Topology) -> float:
+    """How long `netrig up` waits for convergence by default: 30 s, plus three dead
+    intervals with OSPF, plus three connect-retry intervals and an advertisement
+    interval per AS with BGP."""
+    rs = [topo.routing_of(r) for r in topo.dynamic]
+    wait = 30.0
+    if any(r.ospf_area is not None for r in rs):
+        wait += 3 * topo.routing.ospf.dead_s
+    ases = {r.asn for r in rs if r.asn is not None}
+    if ases:
+        b = topo.routing.bgp
+        wait += 3 * (b.s("connect_retry") or 0) + len(ases) * (b.s("advertisement_interval") or 0)
+    return wait
+
+
+# The daemons.
+
+def router_dir(lab_dir: Path, router: str) -> Path:
+    return lab_dir / "frr" / router
+
+
+def vtysh_args(d: Path) -> list[str]:
+    """What vtysh needs to reach a router's daemons (and skip PAM)."""
+    return ["--config_dir", str(d), "--vty_socket", str(d)]
+
+
+def group_file() -> str:
+    """The host's /etc/group with root in the group frrvty (a line added if none)."""
+    try:
+        lines = Path("/etc/group").read_text().splitlines()
+    except OSError:
+        lines = ["root:x:0:"]
+    out, seen = [], False
+    for line in lines:
+        f = line.split(":")
+        if len(f) == 4 and f[0] == "frrvty":
+            seen = True
+            members = [m for m in f[3].split(",") if m]
+            if "root" not in members:
+                f[3] = ",".join([*members, "root"])
+            line = ":".join(f)
+        out.append(line)
+    if not seen:
+        gids = {int(f[2]) for f in (x.split(":") for x in lines) if len(f) >= 3 and f[2].isdigit()}
+        gid = next(g for g in range(990, 60000) if g not in gids)
+        out.append(f"frrvty:x:{gid}:root")
+    return "\n".join(out) + "\n"
+
+
+def start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat (clock ticks after boot): with the PID, it names one
+    process, never a later one that reuses the number."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def running(pid: int, started: int) -> bool:
+    return pid > 0 and start_time(pid) == started
+
+
+def write(plan: Plan, lab_dir: Path, router: str, ns: str) -> Path:
+    """The router's directory with its configs (old files removed), and its group file."""
+    d = router_dir(lab_dir, router)
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True, mode=0o700)
+    for name, text in configs(plan, router).items():
+        (d / name).write_text(text)
+    etc = Path("/etc/netns") / ns
+    etc.mkdir(parents=True, exist_ok=True)
+    (etc / "group").write_text(group_file())
+    return d
+
+
+def start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[str, list[int]]:
+    """Starts the router's daemons (zebra first); daemon -> [pid, start time]."""
+    d = router_dir(lab_dir, router)
+    where = frr_dir()
+    out: dict[str, list[int]] = {}
+    for name in daemons(topo, router):
+        for f in (f"{name}.pid", f"{name}.vty") + (("zserv.api",) if name == "zebra" else ()):
+            (d / f).unlink(missing_ok=True)
+        argv = ["ip", "netns", "exec", ns, str(where / name), "-d", "-u", "root", "-g", "root", "-P", "0",
+                "-f", str(d / f"{name}.conf"), "-i", str(d / f"{name}.pid"), "-z", str(d / "zserv.api"),
+                "--vty_socket", str(d), "--log", f"file:{d / name}.log"]
+        with open(d / f"{name}.err", "w") as err:
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, timeout=30)
+        if p.returncode != 0:
+            raise LabError(f"router {router}: {name} did not start (exit {p.returncode}): "
+                           f"{_tail(d / f'{name}.err') or _tail(d / f'{name}.log')}")
+        pid = _pid_file(d / f"{name}.pid")
+        started = start_time(pid) if pid else None
+        if not pid or started is None:
+            raise LabError(f"router {router}: {name} exited at start: "
+                           f"{_tail(d / f'{name}.log') or _tail(d / f'{name}.err')}")
+        out[name] = [pid, started]
+        if name == "zebra":  # the others connect to zebra's socket: wait for it
+            deadline = time.monotonic() + 5
+            while not (d / "zserv.api").exists():
+                if time.monotonic() > deadline:
+                    raise LabError(f"router {router}: zebra made no {d / 'zserv.api'} in 5 s: "
+                                   f"{_tail(d / 'zebra.log')}")
+                time.sleep(0.005)
+    return out
+
+
+def _pid_file(p: Path) -> int:
+    try:
+        return int(p.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _tail(p: Path, n: int = 400) -> str:
+    try:
+        text = p.read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    useful = [x for x in text.splitlines() if "could chown socket" not in x and "write error on fd 2" not in x]
+    return " | ".join(useful)[-n:]
+
+
+def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[str, dict], None],
+          workers: int = 8) -> None:
+    """Writes every dynamic router's files, then starts their daemons, several routers at
+    once; `record(router, daemons)` is called as each router's daemons run (the caller
+    saves them in the lab's state)."""
+    routers = plan.topo.dynamic
+    for r in routers:
+        write(plan, lab_dir, r, node_ns[r])
+
+    def one(r: str) -> None:
+        record(r, start_router(plan.topo, lab_dir, r, node_ns[r]))
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(one, r) for r in routers]:
+            f.result()
+
+
+def stop(procs: dict[str, list[int]], wait_s: float = STOP_WAIT_S) -> list[str]:
+    """Stops one router's daemons (daemon -> [pid, start time]): protocols, then zebra
+    (which withdraws their routes); SIGTERM, then SIGKILL after wait_s. Returns the
+    daemons that had to be killed."""
+    protocols = [d for d in reversed(ORDER) if d in procs and d != "zebra"]
+    killed = []
+    for group in (protocols, ["zebra"] if "zebra" in procs else []):
+        killed += stop_all([(d, *procs[d]) for d in group], wait_s)
+    return killed
+
+
+def stop_all(procs: list[tuple[str, int, int]], wait_s: float = STOP_WAIT_S) -> list[str]:
+    """SIGTERM to each (name, pid, start time) still running, wait up to wait_s for them
+    all, SIGKILL the rest; returns the names of those killed."""
+    live = [(n, p, s) for n, p, s in procs if running(p, s)]
+    for _, p, _ in live:
+        _signal(p, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while live and time.monotonic() < deadline:
+        live = [(n, p, s) for n, p, s in live if running(p, s)]
+        if live:
+            time.sleep(0.02)
+    for _, p, _ in live:
+        _signal(p, signal.SIGKILL)
+    return [n for n, _, _ in live]
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def sweep(lab_dir: Path) -> list[int]:
+    """Kills (SIGKILL) every process whose command line names a path inside
+    `lab_dir/frr` (a daemon's -f, -i, -z, --vty_socket, --log): the daemons a netrig
+    killed before it recorded them. Matches paths exactly, never program names.
+    Returns the PIDs killed."""
+    top = str(lab_dir / "frr")
+    me = os.getpid()
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for a in args:
+            s = a.decode(errors="replace").removeprefix("file:")
+            if s == top or s.startswith(top + "/"):
+                _signal(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+                break
+    return killed
+
+
+def remove(lab_dir: Path) -> None:
+    d = lab_dir / "frr"
+    if d.is_dir() and not d.is_symlink():
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# What a running router says about itself (`netrig status`).
+
+def vtysh(ns: str, d: Path, daemon: str, command: str, timeout: float = 3.0) -> object:
+    """One `show ... json` command to one of a router's daemons, parsed."""
+    argv = ["ip", "netns", "exec", ns, VTYSH, *vtysh_args(d), "-d", daemon, "-c", command]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LabError(f"{daemon}: '{command}' gave no answer in {timeout:g} s") from None
+    try:
+        return json.loads(p.stdout)
+    except json.JSONDecodeError:
+        raise LabError(f"{daemon}: '{command}': {(p.stderr or p.stdout).strip()[:200]}") from None
+
+
+def ospf_neighbours(doc: object) -> list[dict]:
+    """`show ip ospf neighbor json` as [{id, state, iface}], one per adjacency."""
+    out = []
+    for rid, entries in ((doc or {}).get("neighbors") or {}).items():  # type: ignore[union-attr]
+        for e in entries if isinstance(entries, list) else [entries]:
+            out.append({"id": rid, "state": e.get("nbrState") or e.get("state", "?"),
+                        "iface": str(e.get("ifaceName", "")).split(":")[0]})
+    return out
+
+
+def bgp_peers(doc: object) -> list[dict]:
+    """`show bgp summary json` as [{address, as, state, received}]."""
+    peers = (((doc or {}).get("ipv4Unicast") or {}).get("peers") or {})  # type: ignore[union-attr]
+    return [{"address": a, "as": p.get("remoteAs"), "state": p.get("state", "?"),
+             "received": p.get("pfxRcd", 0)} for a, p in peers.items()]
+
+
+def router_status(ns: str, d: Path, procs: dict[str, list[int]], timeout: float = 3.0) -> dict:
+    """A router's daemons (pid, running), OSPF neighbours, BGP peers and kernel route
+    count; what could not be asked is in `errors`."""
+    out: dict = {"daemons": {n: {"pid": p, "running": running(p, s)} for n, (p, s) in procs.items()},
+                 "stopped": not procs, "ospf": [], "bgp": [], "routes": None, "errors": []}
+    asks = (("ospfd", "show ip ospf neighbor json", "ospf", ospf_neighbours),
+            ("bgpd", "show bgp summary json", "bgp", bgp_peers))
+    for daemon, command, key, read in asks:
+        if out["daemons"].get(daemon, {}).get("running"):
+            try:
+                out[key] = read(vtysh(ns, d, daemon, command, timeout))
+            except LabError as e:
+                out["errors"].append(str(e))
+    p = subprocess.run(["ip", "-n", ns, "-j", "route", "show"], capture_output=True, text=True,
+                       timeout=timeout)
+    if p.returncode == 0:
+        out["routes"] = len(json.loads(p.stdout or "[]"))
+    else:
+        out["errors"].append(f"ip route: {p.stderr.strip()}")
+    return out

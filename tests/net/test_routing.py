@@ -1,0 +1,324 @@
+"""Routed labs for real, with FRR: an OSPF ring of four routers (two links through
+netrig-link, one through a bridge) converges, every host reaches every host, equal
+costs give a multipath route; a silent link failure and a carrier loss reroute within
+the dead interval; two ASes over eBGP (iBGP over OSPF inside one) converge; `netrig up`
+waits and says so, or fails and leaves the lab up; and nothing of FRR is left after
+`down`, nor after `clean` of a lab whose netrig was killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from netlab import needs_root
+from netrig.lab import frr
+from netrig.lab.network import Network
+from netrig.lab.state import LABS_DIR
+from netrig.link import userspace
+from netrig.topo.load import loads
+
+pytestmark = pytest.mark.net
+DEAD_S = 4
+
+# h1 - r1 ... r3 - h2; r1-r2 and r2-r3 through netrig-link (delay), r3-s1-r4 a bridge.
+# Every link costs 1: r1 reaches r3's side both ways round at cost 2 (ECMP).
+RING = f"""
+name: ring
+routing: {{ospf: {{hello: 1s, dead: {DEAD_S}s}}}}
+nodes:
+  h1: host
+  h2: host
+  s1: switch
+  r1: {{kind: router, ospf: true}}
+  r2: {{kind: router, ospf: true}}
+  r3: {{kind: router, ospf: true}}
+  r4: {{kind: router, ospf: true}}
+links:
+  - [h1, r1]
+  - {{a: r1, b: r2, delay: 1ms}}
+  - {{a: r2, b: r3, delay: 1ms}}
+  - [r3, s1]
+  - [s1, r4]
+  - [r4, r1]
+  - [h2, r3]
+"""
+
+TWO_AS = """
+name: wan
+routing:
+  ospf: {hello: 1s, dead: 4s}
+  bgp: {keepalive: 1s, hold: 3s, connect_retry: 1s, advertisement_interval: 0s}
+nodes:
+  h1: host
+  h2: host
+  a1: {kind: router, bgp: 65001, ospf: true}
+  a2: {kind: router, bgp: 65001, ospf: true}
+  b1: {kind: router, bgp: 65002}
+links:
+  - [h1, a1]
+  - {a: a1, b: a2, delay: 1ms}
+  - [a2, b1]
+  - [b1, h2]
+"""
+
+
+def netrig(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netrig", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def named(lab_dir: Path) -> list[str]:
+    """Processes whose command line names a path under the lab's directory."""
+    top = str(lab_dir)
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(a.removeprefix("file:").startswith(top + "/") for a in args):
+            out.append(f"{entry}: {' '.join(args)}")
+    return out
+
+
+def namespaces(prefix: str) -> list[str]:
+    return [ns for ns in os.listdir("/run/netns") if ns.startswith(prefix + "-")] \
+        if os.path.isdir("/run/netns") else []
+
+
+def route(net: Network, node: str, dest: str) -> dict:
+    r = net[node].run(["ip", "-j", "route", "show", dest])
+    got = json.loads(r.stdout or "[]")
+    return got[0] if got else {}
+
+
+def devs(r: dict) -> set[str]:
+    return {h["dev"] for h in r.get("nexthops", [])} or ({r["dev"]} if "dev" in r else set())
+
+
+def wait_for(what, timeout: float, every: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = what()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(every)
+
+
+@pytest.fixture(scope="module")
+def ring():
+    needs_root()
+    if not (frr.frr_dir() / "zebra").exists():
+        pytest.fail("FRR is not installed: bash scripts/install.sh installs it")
+    with Network(loads(RING, "<ring>"), prefix=f"rg{os.getpid() % 100000}") as net:
+        net.took = net.converge(60)
+        yield net
+
+
+def test_ring_converges_and_every_host_reaches_every_host(ring):
+    assert ring.took < 3 * DEAD_S + 30
+    results = ring.pingall()
+    assert [p for p, r in results.items() if r.received == 0] == []
+    # Every router routes every subnet and loopback of the ring.
+    for r, want in frr.expected_routes(ring.plan).items():
+        assert set(want) <= ring.kernel_routes(r), r
+
+
+def test_ospf_hellos_cross_netrig_link_and_the_bridge(ring):
+    status = ring.routing_status()
+    r2 = {(n["iface"], n["state"].split("/")[0]) for n in status["r2"]["ospf"]}
+    assert r2 == {("eth0", "Full"), ("eth1", "Full")}  # both links emulated by netrig-link
+    r3 = {n["iface"]: n["state"] for n in status["r3"]["ospf"]}
+    assert r3["eth1"].startswith("Full/")  # through the bridge (broadcast: DR or Backup)
+    assert all(d["running"] for s in status.values() for d in s["daemons"].values())
+    assert all(s["routes"] >= 9 for s in status.values())
+
+
+def test_equal_costs_give_a_multipath_route(ring):
+    h2_net = str(ring.plan.ifaces["h2"][0].addr.network)
+    r = route(ring, "r1", h2_net)
+    assert len(r.get("nexthops", [])) == 2, r
+    assert devs(r) == {"eth1", "eth2"}  # via r2 and via r4
+
+
+def test_vtysh_through_netrig_exec(ring):
+    p = netrig("exec", "--prefix", ring.prefix, "r1", "--", "vtysh", "-c", "show ip ospf neighbor json")
+    assert p.returncode == 0, p.stderr
+    assert set(json.loads(p.stdout)["neighbors"]) == {"10.255.0.2", "10.255.0.4"}
+    p = netrig("status", "--prefix", ring.prefix)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "routing (FRR):" in p.stdout and "Full/" in p.stdout and "kernel routes" in p.stdout
+
+
+def test_a_silent_link_failure_reroutes_within_the_dead_interval(ring):
+    st = ring.state
+    r2_lo = str(ring.plan.loopbacks["r2"].ip)
+    assert devs(route(ring, "r1", r2_lo)) == {"eth1"}  # straight to r2
+    userspace.request(st.control, {"cmd": "down", "link": "r1-r2"})
+    try:
+        t0 = time.monotonic()
+        moved = wait_for(lambda: devs(route(ring, "r1", r2_lo)) == {"eth2"}, DEAD_S + 15)
+        took = time.monotonic() - t0
+        assert moved, f"r1 still routes r2's loopback by {route(ring, 'r1', r2_lo)} after {took:.1f} s"
+        # the carrier stayed up: only the dead interval could tell (never tight: > 1 hello)
+        assert took > 1.0, took
+        assert ring.ping("h1", "h2", count=1, timeout=2).received == 1
+    finally:
+        userspace.request(st.control, {"cmd": "up", "link": "r1-r2"})
+    ring.converge(60)
+    assert devs(route(ring, "r1", r2_lo)) == {"eth1"}
+
+
+def test_carrier_loss_reroutes_and_comes_back(ring):
+    r2_lo = str(ring.plan.loopbacks["r2"].ip)
+    assert devs(route(ring, "r3", r2_lo)) == {"eth0"}
+    ring.link_carrier("r2-r3", False)
+    try:
+        moved = wait_for(lambda: devs(route(ring, "r3", r2_lo)) == {"eth1"}, DEAD_S + 15)
+        assert moved, route(ring, "r3", r2_lo)
+        assert ring.ping("h2", "h1", count=1, timeout=2).received == 1
+    finally:
+        ring.link_carrier("r2-r3", True)
+    ring.converge(60)
+    assert devs(route(ring, "r3", r2_lo)) == {"eth0"}
+
+
+def test_a_host_link_carrier_brings_its_static_route_back(ring):
+    ring.link_carrier("h1-r1", False)
+    assert ring.kernel_routes("h1") == set()  # the kernel drops routes through a down link
+    ring.link_carrier("h1-r1", True)
+    ring.converge(60)
+    assert ring.ping("h1", "h2", count=1, timeout=2).received == 1
+
+
+def test_stopping_a_routers_daemons_withdraws_its_routes(ring):
+    r4_lo = str(ring.plan.loopbacks["r4"].ip)
+    assert devs(route(ring, "r4", str(ring.plan.loopbacks["r2"].ip)))
+    ring.stop_routing("r4")
+    try:
+        assert ring.state.frr.get("r4") is None
+        # zebra took its OSPF routes with it: r4 keeps its connected subnets only
+        assert all(n.prefixlen == 24 for n in ring.kernel_routes("r4"))
+        gone = wait_for(lambda: not route(ring, "r1", r4_lo), DEAD_S + 15)
+        assert gone, route(ring, "r1", r4_lo)
+    finally:
+        ring.start_routing("r4")
+    ring.converge(60)
+    assert route(ring, "r1", r4_lo)
+
+
+def test_two_ases_converge_over_ebgp_and_ibgp():
+    needs_root()
+    with Network(loads(TWO_AS, "<wan>"), prefix=f"as{os.getpid() % 100000}") as net:
+        net.converge(60)
+        results = net.pingall()
+        assert [p for p, r in results.items() if r.received == 0] == []
+        status = net.routing_status()
+        b1 = status["b1"]["bgp"]
+        assert [(p["as"], p["state"]) for p in b1] == [(65001, "Established")]
+        assert b1[0]["received"] >= 4  # AS 65001's subnets and loopbacks
+        a1 = {p["address"]: p for p in status["a1"]["bgp"]}
+        assert a1[str(net.plan.loopbacks["a2"].ip)]["state"] == "Established"  # iBGP, loopbacks
+        b1_lo = str(net.plan.loopbacks["b1"].ip)
+        assert route(net, "a1", b1_lo).get("protocol") == "bgp"
+
+
+def test_down_leaves_nothing_of_frr():
+    needs_root()
+    prefix = f"dn{os.getpid() % 100000}"
+    net = Network(loads(RING, "<ring>"), prefix=prefix)
+    net.start()
+    lab = net.state.dir
+    try:
+        assert len(named(lab / "frr")) == 8  # zebra and ospfd on four routers
+    finally:
+        assert net.stop() == []
+    assert named(lab) == [] and not (lab / "frr").exists() and namespaces(prefix) == []
+    assert not any(Path("/etc/netns").glob(prefix + "-*"))
+
+
+def test_clean_after_sigkill_of_netrig_up_leaves_nothing(tmp_path):
+    needs_root()
+    prefix = f"kl{os.getpid() % 100000}"
+    f = tmp_path / "ring.yaml"
+    f.write_text(RING)
+    lab = LABS_DIR / prefix
+    up = subprocess.Popen([sys.executable, "-m", "netrig", "up", str(f), "--prefix", prefix],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    extra = f"{prefix}-x"
+    try:
+        assert wait_for(lambda: (lab / "frr" / "r4" / "zebra.pid").exists(), 30, 0.005)
+        up.send_signal(signal.SIGKILL)
+        up.wait(timeout=10)
+        # And a daemon no state names, outside the lab's namespaces (as if netrig died
+        # between starting it and recording it): only its command line says whose it is.
+        d = lab / "frr" / "stray"
+        d.mkdir(parents=True)
+        for name in ("zebra.conf", "vtysh.conf"):
+            (d / name).write_text("hostname stray\n")
+        subprocess.run(["ip", "netns", "add", extra], check=True)
+        (Path("/etc/netns") / extra).mkdir(parents=True, exist_ok=True)
+        (Path("/etc/netns") / extra / "group").write_text(frr.group_file())
+        subprocess.run(["ip", "netns", "exec", extra, str(frr.frr_dir() / "zebra"), "-d", "-u", "root", "-g",
+                        "root", "-P", "0", "-f", str(d / "zebra.conf"), "-i", str(d / "zebra.pid"),
+                        "-z", str(d / "zserv.api"), "--vty_socket", str(d), "--log", f"file:{d}/zebra.log"],
+                       check=True, capture_output=True, timeout=30)
+        assert len(named(lab)) >= 2
+        p = netrig("clean")
+        assert p.returncode == 0 and f"removed lab '{prefix}'" in p.stdout, p.stdout + p.stderr
+        assert wait_for(lambda: named(lab) == [], 5), named(lab)
+        assert not lab.exists() and namespaces(prefix) == [extra]
+    finally:
+        if up.poll() is None:
+            up.kill()
+        subprocess.run(["ip", "netns", "del", extra], capture_output=True)
+        for f in (Path("/etc/netns") / extra).glob("*"):
+            f.unlink()
+        (Path("/etc/netns") / extra).rmdir() if (Path("/etc/netns") / extra).exists() else None
+        if lab.exists():
+            netrig("down", "--prefix", prefix)
+
+
+def test_netrig_up_waits_for_routing_and_says_how_long(tmp_path):
+    needs_root()
+    prefix = f"up{os.getpid() % 100000}"
+    f = tmp_path / "ring.yaml"
+    f.write_text(RING)
+    try:
+        p = netrig("up", str(f), "--prefix", prefix, "--wait", "60", "-q")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "routing converged in" in p.stdout
+        assert netrig("pingall", "--prefix", prefix).returncode == 0
+    finally:
+        netrig("down", "--prefix", prefix)
+
+
+def test_netrig_up_that_cannot_converge_fails_and_leaves_the_lab_up(tmp_path):
+    needs_root()
+    prefix = f"nc{os.getpid() % 100000}"
+    f = tmp_path / "ring.yaml"
+    # r2 hears nobody: r1-r2 and r2-r3 never form adjacencies
+    f.write_text(RING.replace("r2: {kind: router, ospf: true}",
+                              'r2: {kind: router, ospf: true, frr: {ospfd: "router ospf\\n passive-interface default"}}'))
+    try:
+        p = netrig("up", str(f), "--prefix", prefix, "--wait", "3", "-q")
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert f"lab '{prefix}' is up" in p.stdout and "routing converged" not in p.stdout
+        assert "routing did not converge in 3 s" in p.stderr
+        assert "r2 has no route to" in p.stderr or "r2's OSPF adjacencies are not all up" in p.stderr
+        assert "'netrig status'" in p.stderr and "'netrig down'" in p.stderr
+        assert netrig("status", "--prefix", prefix).returncode == 0  # up, daemons running
+        p = netrig("up", str(f), "--prefix", f"{prefix}w", "--no-wait", "-q")
+        assert p.returncode == 0 and "routing converged" not in p.stdout, p.stdout + p.stderr
+    finally:
+        netrig("down", "--prefix", prefix)
+        netrig("down", "--prefix", f"{prefix}w")
