@@ -319,3 +319,17 @@ def test_every_time_series_figure_marks_the_events(tmp_path):
             (2.001, "r1-r2 down", 2.0, False), (4.0, "r1-r2 up", 0.0, True)]
         assert "vertical line" in f.caption
     assert not math.isnan(drawn[0].marks[0].t)
+
+
+def test_a_figure_marks_each_event_with_its_outage_and_theorys_window():
+    from netrig.exp import series
+
+    run = {"events": [
+        {"what": "r21-r22 down", "planned_s": 5.0, "actual_s": 5.001, "ok": True, "outage": {
+            "bulk": {"outage_s": 5.0, "theory_low_s": 3.0, "theory_high_s": 4.05},
+            "probe": {"outage_s": 3.5, "theory_low_s": 3.0, "theory_high_s": 4.05}}},
+        {"what": "h1: date", "planned_s": 1.0, "ok": False}]}
+    early, down = series.marks(run, ["probe"])
+    assert (early.t, early.failed, early.outage_s, early.theory_s) == (1.0, True, 0.0, None)
+    assert (down.t, down.label, down.outage_s, down.theory_s) == (5.001, "r21-r22 down", 3.5, (3.0, 4.05))
+    assert series.marks(run)[1].outage_s == 5.0  # a figure of no flow of its own: the longest

@@ -262,3 +262,19 @@ def test_netrig_graph_prints_text_or_writes_svg_and_png(tmp_path, capsys):
     assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
     assert cli.main(["graph", str(EXAMPLES / "portfolio.yaml"), "-o", str(tmp_path / "t.pdf")]) == 1
     assert "draws .svg or .png" in capsys.readouterr().err
+
+
+def test_a_flow_cut_off_by_an_event_says_so_first_with_its_rate_while_up():
+    def ev(outages, measured=28e6):
+        v = versus(measured, 47.8e6, None, 0.1)
+        return why.Evidence("bulk", "tcp", "throughput_bps", v, "link", run_s=15.0,
+                            summary={"throughput_bps": measured}, outages=outages)
+
+    cut = ev([("r21-r22 down", 5.0, 5.0, "3–4.05 s, OSPF dead 4 s")])
+    said = why.explain(cut)
+    assert said[0].startswith("Events stopped it for 5 s of its 15 s: r21-r22 down at 5 s cut it off "
+                              "for 5 s (theory: 3–4.05 s, OSPF dead 4 s)")
+    assert "its path was up it averaged 42 Mbit/s" in said[0]  # 28 x 15 / 10
+    # A blip of a few hundred ms in 15 s is not the reason; nor is an event a flow within theory.
+    assert why.event_outage(ev([("r21-r22 down", 5.0, 0.3, "")])) is None
+    assert why.event_outage(ev([("r21-r22 down", 5.0, 5.0, "")], measured=47.8e6)) is None

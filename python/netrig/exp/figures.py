@@ -669,11 +669,12 @@ def _lines(lines: list[tuple[str, str, series.Trace]],
 
 def draw_marks(ax: Axes, shown: list[tuple[series.Mark, str]]) -> None:
     """Each event: a vertical line at its time, its label written along it at the top
-    of the axes, and its measured outage shaded after it (one legend entry for all)."""
+    of the axes, its measured outage shaded after it, and theory's window for that
+    outage as a bar along the bottom (one legend entry each)."""
     from matplotlib.transforms import blended_transform_factory
 
     on_top = blended_transform_factory(ax.transData, ax.transAxes)
-    said = False
+    said = told = False
     placed: list[float] = []
     span = max(ax.get_xlim()[1] - ax.get_xlim()[0], 1e-9)
     for m, color in shown:
@@ -682,6 +683,12 @@ def draw_marks(ax: Axes, shown: list[tuple[series.Mark, str]]) -> None:
             ax.axvspan(m.t, m.t + m.outage_s, color="tab:red", alpha=0.13, lw=0, zorder=0.5,
                        label=None if said else "outage after an event (measured)")
             said = True
+        if m.theory_s is not None and m.theory_s[1] > 0:
+            lo, hi = m.theory_s
+            width = max(hi - lo, 0.004 * (ax.get_xlim()[1] - ax.get_xlim()[0]))
+            ax.axvspan(m.t + lo, m.t + lo + width, ymin=0, ymax=0.035, color="tab:green", alpha=0.8,
+                       lw=0, zorder=2.5, label=None if told else "theory: traffic back in this window")
+            told = True
         # Labels of events close together step down, so that they do not overlap.
         near = sum(1 for x in placed if abs(x - m.t) < 0.04 * span)
         placed.append(m.t)

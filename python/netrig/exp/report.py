@@ -186,7 +186,20 @@ def evidence(res: Results, point: int, r: Row) -> why.Evidence:
         ack_queues=ack_queues,
         late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain,
         path=next((p for f in entries if (p := f.get("path")) and why.path_differs(r.flow, p)),
-                  first.get("path")))
+                  first.get("path")), outages=_outages(runs, r.flow))
+
+
+def _outages(runs: list[dict[str, Any]], flow: str) -> list[tuple[str, float, float, str]]:
+    """Each event's outage of `flow`, its mean over the runs (why.event_outage)."""
+    seen: dict[tuple[str, float], list[tuple[float, str]]] = {}
+    for run in runs:
+        for e in run.get("events") or []:
+            o = (e.get("outage") or {}).get(flow)
+            if o and o.get("outage_s") is not None:
+                th = (f"{o['theory_low_s']:.3g}–{o['theory_high_s']:.3g} s, {o.get('theory', '')}"
+                      if o.get("theory_low_s") is not None and o.get("theory_high_s") is not None else "")
+                seen.setdefault((e.get("what", "?"), e.get("planned_s", 0.0)), []).append((o["outage_s"], th))
+    return [(what, at, sum(x for x, _ in v) / len(v), v[0][1]) for (what, at), v in seen.items()]
 
 
 def _beside(f: dict[str, Any], run: dict[str, Any], name: str) -> list[tuple[str, str]]:

@@ -95,6 +95,8 @@ class Mark:
     label: str  # "r2-r3 down"
     outage_s: float = 0.0
     failed: bool = False
+    # Theory's outage window after the event (s), for the flows drawn; None: no theory.
+    theory_s: tuple[float, float] | None = None
 
 
 def marks(run: dict[str, Any], flows: Iterable[str] | None = None) -> list[Mark]:
@@ -109,7 +111,12 @@ def marks(run: dict[str, Any], flows: Iterable[str] | None = None) -> list[Mark]
         measured = {n: o["outage_s"] for n, o in (e.get("outage") or {}).items()
                     if is_number(o.get("outage_s"))}
         mine = [v for n, v in measured.items() if n in want] or list(measured.values())
-        out.append(Mark(float(t), e.get("what", ""), max(mine, default=0.0), not e.get("ok", True)))
+        windows = [(o["theory_low_s"], o["theory_high_s"]) for n, o in (e.get("outage") or {}).items()
+                   if (n in want or not want) and is_number(o.get("theory_low_s"))
+                   and is_number(o.get("theory_high_s"))]
+        theory = (min(w[0] for w in windows), max(w[1] for w in windows)) if windows else None
+        out.append(Mark(float(t), e.get("what", ""), max(mine, default=0.0), not e.get("ok", True),
+                        theory))
     return sorted(out, key=lambda m: m.t)
 
 

@@ -106,6 +106,8 @@ class Evidence:
     here: float | None = None  # theory's point for the runs' own queue (RTT rows)
     jain: float | None = None  # Jain's index over the concurrent TCP flows' throughputs
     path: dict[str, Any] | None = None  # run.json's `path` of the flow (netrig.lab.paths)
+    # Events that cut the flow off: (what, at s, mean outage s over the runs, theory's text).
+    outages: list[tuple[str, float, float, str]] = field(default_factory=list)
 
     @property
     def side(self) -> str:
@@ -294,13 +296,29 @@ def path_differs(flow: str, rec: dict[str, Any] | None) -> str | None:
             "figures are compared with the wrong path.")
 
 
+def event_outage(ev: Evidence) -> str | None:
+    """Scheduled events (a link down, a router stopped) cut the flow off for a visible
+    share of its run: theory's rate or delay holds only while its path is up."""
+    cut = sum(o for _, _, o, _ in ev.outages)
+    if not ev.versus.flag or not ev.run_s or cut < 0.05 * ev.run_s:
+        return None
+    parts = [f"{what} at {at:g} s cut it off for {o:.3g} s" + (f" (theory: {th})" if th else "")
+             for what, at, o, th in ev.outages if o > 0]
+    up = ev.run_s - cut
+    rate = ev.summary.get("throughput_bps") if ev.metric == "throughput_bps" else None
+    while_up = (f"; over the {up:.3g} s its path was up it averaged {rate * ev.run_s / up / 1e6:.4g} Mbit/s"
+                if rate and up > 0 else "")
+    return (f"Events stopped it for {cut:.3g} s of its {ev.run_s:.3g} s: {'; '.join(parts)}{while_up}. "
+            "Theory's value holds only while the path is up.")
+
+
 def wrong_path(ev: Evidence) -> str | None:
     """The kernel took another path than theory's: every number theory gave is for that
     other path."""
     return path_differs(ev.flow, ev.path)
 
 
-RULES: tuple[Rule, ...] = (wrong_path, queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
+RULES: tuple[Rule, ...] = (wrong_path, event_outage, queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
                            delayed_acks, slow_start, retransmissions, drops, sender_short,
                            late_emulator)
 
