@@ -37,18 +37,14 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         fi
         trap - EXIT
     fi
-    if dpkg -s frr >/dev/null 2>&1; then
-        # netrig starts FRR per router; the host-wide service stays off.
+    if [[ " ${missing[*]} " == *" frr "* ]]; then
+        # Installed just now: the host-wide service the package enables stays off (netrig
+        # starts FRR per router). An FRR that was installed before is the host's own,
+        # left alone: netrig's daemons share no file, socket or namespace with it.
         if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
             systemctl disable --now frr >/dev/null 2>&1 || true
         elif command -v service >/dev/null; then
             service frr stop >/dev/null 2>&1 || true
-        fi
-        # Reported, never killed by name: netrig's own labs run zebras too (their command
-        # lines name /run/netrig/labs), and those are left alone.
-        if pgrep -a -x 'zebra|watchfrr' | grep -v '/netrig/labs/' >/dev/null; then
-            echo "note: FRR's service still runs on this host (pgrep -a -x 'zebra|watchfrr');" \
-                 "netrig's routers do not need it: 'service frr stop' stops it" >&2
         fi
     fi
 fi
