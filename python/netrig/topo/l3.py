@@ -83,6 +83,15 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
+def check_ends(topo: Topology, src: str, dst: str) -> None:
+    """Traffic runs between two hosts or routers of the topology: TopologyError if not."""
+    for n in (src, dst):
+        if n not in topo.nodes:
+            raise TopologyError([f"no node named '{n}'"])
+        if topo.nodes[n] == "switch":
+            raise TopologyError([f"'{n}' is a switch: traffic runs between hosts and routers"])
+
+
 def mean_delay(link: Link) -> float:
     return (link.direction(0).delay_s + link.direction(1).delay_s) / 2
 

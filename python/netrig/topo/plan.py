@@ -27,7 +27,7 @@ import heapq
 import ipaddress
 
 from netrig.topo.l3 import Edge as _Edge
-from netrig.topo.l3 import Hop, Iface, Plan, Route, Segment
+from netrig.topo.l3 import Hop, Iface, Plan, Route, Segment, check_ends
 from netrig.topo.l3 import edge_hops as _hops
 from netrig.topo.l3 import l3_graph as _l3_graph
 from netrig.topo.model import Topology, TopologyError
@@ -215,11 +215,7 @@ def path(plan: Plan, src: str, dst: str) -> list[Hop]:
         from netrig.topo.routing import choose_path
 
         return choose_path(plan, src, dst).hops
-    for n in (src, dst):
-        if n not in topo.nodes:
-            raise TopologyError([f"no node named '{n}'"])
-        if topo.nodes[n] == "switch":
-            raise TopologyError([f"'{n}' is a switch: traffic runs between hosts and routers"])
+    check_ends(topo, src, dst)
     if src == dst:
         return []
     edges = _l3_graph(topo, plan.ifaces, plan.segments)

@@ -47,7 +47,7 @@ import ipaddress
 import math
 from dataclasses import dataclass, field
 
-from netrig.topo.l3 import Hop, Iface, Plan
+from netrig.topo.l3 import Hop, Iface, Plan, check_ends
 from netrig.topo.model import Topology, TopologyError
 
 Net = ipaddress.IPv4Network
@@ -488,11 +488,7 @@ def choose_path(plan: Plan, src: str, dst: str) -> PathChoice:
     """The path the routing chooses from src to dst: the first of the equal paths in
     `NextHop.key` order (neighbour names, then interface names)."""
     topo = plan.topo
-    for n in (src, dst):
-        if n not in topo.nodes:
-            raise TopologyError([f"no node named '{n}'"])
-        if topo.nodes[n] == "switch":
-            raise TopologyError([f"'{n}' is a switch: traffic runs between hosts and routers"])
+    check_ends(topo, src, dst)
     if src == dst:
         return PathChoice(src, dst, [], [[]], "the same node")
     paths, used = _walk(plan, src, dst)
