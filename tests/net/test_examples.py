@@ -153,3 +153,28 @@ def test_004_pie_holds_the_queue_far_below_drop_tail(tmp_path):
     assert_near_theory(bulk, "bulk")
     fetch = {r["links.s0-h2.aqm"]: float(r["fetch_s_mean"]) for r in rows if r["flow"] == "web"}
     assert fetch["pie(target=20ms)"] < fetch["droptail"], fetch
+
+
+def test_000_wan_failover_reroutes_by_ospfs_dead_interval_on_the_path_theory_chose(tmp_path):
+    """Seed 000's WAN (three ASes, OSPF inside, eBGP between) with a transit core link
+    failing silently under a TCP flow and a probe (the quick variant: hello 1 s, dead
+    4 s): the kernel routes each flow the way BGP and OSPF theory said, and the probe
+    is cut off until OSPF's dead interval notices the failure, then flows again."""
+    out = tmp_path / "r"
+    rows = run_example("000-wan-failover", out)
+    (path,) = (out / "runs").glob("*/run.json")
+    run = json.loads(path.read_text())
+    assert run["routing"]["converge_s"] is not None and run["routing"]["route_changes"] > 0
+    for name in ("bulk", "probe"):
+        p = run["flows"][name]["path"]
+        assert p["kernel"] == p["predicted"], (name, p)
+    assert run["flows"]["bulk"]["path"]["predicted"] == ["c1", "lan1", "r11", "r12", "r21", "r22",
+                                                         "r33", "r31", "srv"]
+    (event,) = run["events"]
+    assert event["ok"] and event["what"] == "r21-r22 down" and abs(event["actual_s"] - 5.0) < 1.0
+    probe = event["outage"]["probe"]
+    assert (probe["theory_low_s"], probe["theory_high_s"]) == (3.0, 4.05)
+    # Found by missed hellos (a late hello before the failure can only make it earlier
+    # than dead - hello, a busy host only later), and found: the probe flows again.
+    assert probe["recovered"] and 2.0 <= probe["outage_s"] <= 4.05 + 6, probe
+    assert any(r["metric"] == "outage_s" and r["flow"] == "probe" for r in rows), rows

@@ -333,3 +333,13 @@ def test_a_figure_marks_each_event_with_its_outage_and_theorys_window():
     assert (early.t, early.failed, early.outage_s, early.theory_s) == (1.0, True, 0.0, None)
     assert (down.t, down.label, down.outage_s, down.theory_s) == (5.001, "r21-r22 down", 3.5, (3.0, 4.05))
     assert series.marks(run)[1].outage_s == 5.0  # a figure of no flow of its own: the longest
+
+
+def test_a_joint_sweep_key_is_said_by_the_paths_it_sets():
+    from netrig.exp import progress
+    from netrig.exp.results import describe
+
+    params = {"topology.routing.ospf.hello": "1s", "events.0.down,events.0.carrier": [None, "down"]}
+    assert progress.words(params) == "topology routing ospf hello 1s, events 0 carrier down"
+    assert describe(params, list(params)) == "hello=1s, carrier=down"
+    assert describe({**params, "events.0.down,events.0.carrier": [True, None]}, list(params)) == "hello=1s, down=True"

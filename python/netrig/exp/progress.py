@@ -39,7 +39,8 @@ def words(params: dict[str, Any]) -> str:
         paths = [k.strip() for k in key.split(",")]
         values = value if len(paths) > 1 and isinstance(value, list) else [value]
         for path, v in zip(paths, values):
-            parts.append(_one(path, res.label(v)))
+            if v is not None or len(paths) == 1:  # a path a joint key leaves unset: unsaid
+                parts.append(_one(path, res.label(v)))
     return ", ".join(parts)
 
 

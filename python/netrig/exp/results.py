@@ -166,6 +166,21 @@ def label(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def describe(params: dict[str, Any], keys: list[str], leave_out: str | None = None) -> str:
+    """`aqm=pie(target=20ms), window=16KB`: sweep values as a legend shows them (but for
+    the key `leave_out`); a joint key by each path it sets (`carrier=down`)."""
+    parts = []
+    for k, v in params.items():
+        if k == leave_out:
+            continue
+        paths = k.split(",")
+        if len(paths) > 1 and isinstance(v, list) and len(v) == len(paths):
+            parts += [f"{p.strip().rsplit('.', 1)[-1]}={label(x)}" for p, x in zip(paths, v) if x is not None]
+        else:
+            parts.append(f"{short(k, keys)}={label(v)}")
+    return ", ".join(parts)
+
+
 def short(key: str, keys: list[str]) -> str:
     """A sweep key's last part (`window`), longer only when two keys share it; each
     path's of a key of several (`kind,rate`)."""
@@ -463,8 +478,7 @@ class Results:
 
     def describe(self, params: dict[str, Any], leave_out: str | None = None) -> str:
         """Sweep values as a legend shows them, but for the key `leave_out`."""
-        return ", ".join(f"{short(k, self.keys)}={label(v)}"
-                         for k, v in params.items() if k != leave_out)
+        return describe(params, self.keys, leave_out)
 
     def direction(self, link: str, d: str) -> str:
         """`s0→h2` for a link's a_to_b (or b_to_a) direction."""
