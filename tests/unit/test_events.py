@@ -340,6 +340,6 @@ def test_a_joint_sweep_key_is_said_by_the_paths_it_sets():
     from netrig.exp.results import describe
 
     params = {"topology.routing.ospf.hello": "1s", "events.0.down,events.0.carrier": [None, "down"]}
-    assert progress.words(params) == "topology routing ospf hello 1s, events 0 carrier down"
+    assert progress.words(params) == "topology routing ospf hello 1s, event 0's carrier down"
     assert describe(params, list(params)) == "hello=1s, carrier=down"
     assert describe({**params, "events.0.down,events.0.carrier": [True, None]}, list(params)) == "hello=1s, down=True"

@@ -53,6 +53,8 @@ def _one(path: str, value: str) -> str:
         return f"{who} {' '.join(p[2:])} {value}"
     if p[0] == "topology" and len(p) >= 2:
         return f"topology {' '.join(p[1:])} {value}"
+    if p[0] == "events" and len(p) >= 3:
+        return f"event {p[1]}'s {' '.join(p[2:])} {value}"
     return f"{' '.join(p)} {value}"
 
 
