@@ -677,24 +677,36 @@ def draw_marks(ax: Axes, shown: list[tuple[series.Mark, str]]) -> None:
     said = told = False
     placed: list[float] = []
     span = max(ax.get_xlim()[1] - ax.get_xlim()[0], 1e-9)
-    for m, color in shown:
+    # Several runs on one figure: each run's outage and theory in its own colour, the
+    # theory bars stacked; an event several runs share is labelled once.
+    several = len({c for _, c in shown}) > 1
+    labels: dict[tuple[float, str], int] = {}
+    for k, (m, color) in enumerate(shown):
         ax.axvline(m.t, color=color, lw=1.0, ls="-" if not m.failed else ":", alpha=0.9, zorder=1.5)
         if m.outage_s > 0:
-            ax.axvspan(m.t, m.t + m.outage_s, color="tab:red", alpha=0.13, lw=0, zorder=0.5,
-                       label=None if said else "outage after an event (measured)")
+            ax.axvspan(m.t, m.t + m.outage_s, color=color if several else "tab:red", alpha=0.1, lw=0,
+                       zorder=0.5, label=None if said else
+                       "outage after an event (measured" + (", in its run's colour)" if several else ")"))
             said = True
         if m.theory_s is not None and m.theory_s[1] > 0:
             lo, hi = m.theory_s
-            width = max(hi - lo, 0.004 * (ax.get_xlim()[1] - ax.get_xlim()[0]))
-            ax.axvspan(m.t + lo, m.t + lo + width, ymin=0, ymax=0.035, color="tab:green", alpha=0.8,
-                       lw=0, zorder=2.5, label=None if told else "theory: traffic back in this window")
+            width = max(hi - lo, 0.004 * span)
+            bottom = 0.035 * k if several else 0.0
+            ax.axvspan(m.t + lo, m.t + lo + width, ymin=bottom, ymax=bottom + 0.03,
+                       color=color if several else "tab:green", alpha=0.85, lw=0, zorder=2.5,
+                       label=None if told else "theory: traffic back by then")
             told = True
+        text = m.label + (" (failed)" if m.failed else "")
+        key = (round(m.t, 1), text)
+        labels[key] = labels.get(key, 0) + 1
+        if labels[key] > 1:
+            continue  # said already, by another run's mark at that time
         # Labels of events close together step down, so that they do not overlap.
         near = sum(1 for x in placed if abs(x - m.t) < 0.04 * span)
         placed.append(m.t)
-        text = m.label + (" (failed)" if m.failed else "")
+        shared = sum(1 for n, _ in shown if (round(n.t, 1), n.label + (" (failed)" if n.failed else "")) == key)
         ax.text(m.t, 0.98 - 0.34 * (near % 3), f" {text}", transform=on_top, rotation=90,
-                va="top", ha="left", fontsize=7, color=color,
+                va="top", ha="left", fontsize=7, color="0.25" if shared > 1 else color,
                 bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1.0})
 
 
