@@ -420,3 +420,22 @@ def test_the_report_flags_a_flow_on_another_path(tmp_path):
     # bulk is far from theory: its why says the path first.
     far = page.split("<h2>Far from theory</h2>", 1)[1].split("<h2>", 1)[0]
     assert far.index("flow bulk took h1 s9 h2") < far.index("retransmitted")
+
+
+def test_a_switch_segment_is_entered_by_the_routers_own_link_to_it():
+    """r1 meets r2 on a switch (no delay) and over a direct 50 ms link: the static plan
+    routes, and names, the way through the switch, not the direct link's delay under
+    the switch segment's name."""
+    topo = loads("""
+nodes: {h1: host, r1: router, r2: router, s1: switch, h2: host}
+links:
+  - [h1, r1]
+  - {a: r1, b: r2, delay: 50ms}
+  - [r1, s1]
+  - [s1, r2]
+  - [r2, h2]
+""", "x.yaml")
+    plan = make_plan(topo)
+    assert [h.link.name for h in path(plan, "h1", "h2")] == ["h1-r1", "r1-s1", "s1-r2", "r2-h2"]
+    (route,) = plan.routes["r1"]
+    assert route.dev == "eth2" and str(route.via) == "10.0.2.2"  # r2 on the switch

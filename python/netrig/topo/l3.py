@@ -111,9 +111,12 @@ class Edge:
 Adjacency = dict[str, list[tuple[Link, str, float]]]  # node -> (link, neighbour, delay)
 
 
-def segment_tree(adj: Adjacency, src: str, switches: set[str]) -> dict[str, tuple[float, int, Hop | None]]:
+def segment_tree(adj: Adjacency, src: str, switches: set[str],
+                 first: Link) -> dict[str, tuple[float, int, Hop | None]]:
     """Delay, hop count and last hop to every node reachable from src through the
-    segment's switches only (a segment is a tree, so the first way found is the way)."""
+    segment's switches only, leaving src by its link `first` onto the segment (a
+    segment is a tree, so the first way found is the way; src's other links, say a
+    direct one to a router it also meets on the segment, are other segments)."""
     seen: dict[str, tuple[float, int, Hop | None]] = {src: (0.0, 0, None)}
     todo = [src]
     while todo:
@@ -122,6 +125,8 @@ def segment_tree(adj: Adjacency, src: str, switches: set[str]) -> dict[str, tupl
             continue
         d, h, _ = seen[n]
         for l, m, delay in adj[n]:
+            if n == src and l is not first:
+                continue
             if m not in seen:
                 seen[m] = (d + delay, h + 1, Hop(l, n, m, 0 if l.a == n else 1))
                 todo.append(m)
@@ -139,7 +144,7 @@ def l3_graph(topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segm
     for seg in segments:
         switches = set(seg.switches)
         for i in seg.ifaces:
-            tree = segment_tree(adj, i.node, switches)
+            tree = segment_tree(adj, i.node, switches, i.link)
             prev = {n: t[2] for n, t in tree.items()}
             for j in seg.ifaces:
                 if j is i or j.node not in tree:
