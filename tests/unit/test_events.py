@@ -343,3 +343,25 @@ def test_a_joint_sweep_key_is_said_by_the_paths_it_sets():
     assert progress.words(params) == "topology routing ospf hello 1s, event 0's carrier down"
     assert describe(params, list(params)) == "hello=1s, carrier=down"
     assert describe({**params, "events.0.down,events.0.carrier": [True, None]}, list(params)) == "hello=1s, down=True"
+
+
+def test_a_tcp_flows_window_is_stretched_by_its_retransmission_backoff():
+    from netrig.theory import outage
+
+    w = outage.Window(3.0, 4.05, "OSPF dead 4 s, hello 1 s, SPF 0 ms")
+    tcp = outage.after_backoff(w)
+    assert (tcp.low_s, tcp.high_s) == (3.0, 2 * 4.05 + outage.RTO_S)
+    assert tcp.why.startswith(w.why) and "backoff" in tcp.why
+    # Nothing cut, or cut until the end: nothing to stretch.
+    assert outage.after_backoff(outage.Window(0.0, 0.0, "off the path")).high_s == 0.0
+    assert math.isinf(outage.after_backoff(outage.Window(2.0, math.inf, "static")).high_s)
+    # measure() gives a tcp flow the stretched window and a probe the path's.
+    s = loads_scenario(BASE, "s.yaml")
+    p = s.points[0]
+    tl = evs.timeline(p.spec, p.topology, p.length_s)
+    fired = [{"index": 0, "what": "r1-r2 down", "planned_s": 2.0, "actual_s": 2.0, "ok": True}]
+    flows = {"p": evs.FlowSeries("probe", "h1", "h2", probes(2.0, 5.5), resolution_s=0.01),
+             "t": evs.FlowSeries("tcp", "h1", "h2", intervals=([1.0, 2.0, 7.0, 8.0], [1e6, 1e6, 1e6, 1e6]),
+                                 resolution_s=0.5)}
+    got = evs.measure(tl[:1], fired, flows, [], lambda ev, a, b, both: w)[0]["outage"]
+    assert (got["p"]["theory_high_s"], got["t"]["theory_high_s"]) == (4.05, 2 * 4.05 + outage.RTO_S)

@@ -192,6 +192,8 @@ def measure(planned: list[Planned], fired: list[dict[str, Any]], flows: dict[str
             else:
                 continue
             w = expect(p.event, fs.src, fs.dst, fs.kind in ("probe", "ping"))
+            if w is not None and fs.kind == "tcp":
+                w = theory.after_backoff(w)
             slack = fs.resolution_s + 0.05
             entry: dict[str, Any] = {"outage_s": round(got, 3), "recovered": ok,
                                      "resolution_s": fs.resolution_s}

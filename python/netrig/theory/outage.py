@@ -18,6 +18,8 @@ from src to dst (and back, for an RTT: `both_ways`). What it assumes:
 - eBGP, silent failure: the session's hold timer expires between hold − keepalive and
   hold after it; carrier loss on an eBGP link: immediate (FRR's fast external failover
   drops the session with the interface), FLOOD_S for the withdraw and the FIB.
+- A TCP flow resumes at its first retransmission after the path is back: its window is
+  the path's, its top stretched by the exponential backoff (`after_backoff`).
 - A router's daemons stopped: what matters is the router before it on the path, which
   must route around it: an OSPF neighbour notices by its dead interval (as a silent
   failure); an eBGP peer at once (bgpd sends a NOTIFICATION as it stops); a host (a
@@ -36,6 +38,7 @@ from netrig.topo.model import Topology
 from netrig.topo.plan import Plan, path
 
 FLOOD_S = 0.05  # LSA flooding, SPF run and the kernel's FIB install in a small lab
+RTO_S = 1.0  # RFC 6298's initial RTO, a bound on Linux's (200 ms + the RTT's variation)
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,16 @@ def expect(plan: Plan, ev: Event, src: str, dst: str, both_ways: bool = False) -
                else "eBGP fast external failover on carrier loss")
         return Window(0.0, FLOOD_S, why)
     return Window(cut, cut, f"static routes: no reroute, cut until {_back_words(ev)}")
+
+
+def after_backoff(w: Window) -> Window:
+    """A TCP flow's outage from its path's: TCP resends its lost segment after RTO, 2 RTO,
+    4 RTO, ... so it starts again at its first resend after the path is back, which is
+    no later than twice the path's outage plus one RTO (RTO_S)."""
+    if w.high_s <= 0 or math.isinf(w.high_s):
+        return w
+    return Window(w.low_s, 2 * w.high_s + RTO_S,
+                  f"{w.why}; then TCP's backoff: by 2 × {w.high_s:.3g} s + RTO {RTO_S:g} s")
 
 
 def _what(ev: Event) -> str:
