@@ -614,7 +614,10 @@ def _check_events(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                     except TopologyError as e:
                         out.append(Problem((*where, "set"), "; ".join(e.problems)))
         elif needs == "router":
-            if nodes.get(name) != "router":
+            if name in nodes and nodes[name] != "router":
+                out.append(Problem((*where, "router"), f"'{name}' is a {nodes[name]}, not a router: "
+                                   "only a router's daemons stop and start"))
+            elif nodes.get(name) != "router":
                 out.append(Problem((*where, "router"), f"no router named '{name}'"
                                    f"{suggest.did_you_mean(name, [n for n, k in nodes.items() if k == 'router'])}"))
             elif not topo.routing_of(name).dynamic:
