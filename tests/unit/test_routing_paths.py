@@ -439,3 +439,13 @@ links:
     assert [h.link.name for h in path(plan, "h1", "h2")] == ["h1-r1", "r1-s1", "s1-r2", "r2-h2"]
     (route,) = plan.routes["r1"]
     assert route.dev == "eth2" and str(route.via) == "10.0.2.2"  # r2 on the switch
+
+
+def test_a_plan_still_finds_its_paths_after_a_link_is_changed_live():
+    """Network.set_link replaces the topology's Link (the plan's interfaces keep the
+    one they were planned with): the path must still be found, by the link's name."""
+    topo = loads("nodes: {h1: host, r1: router, r2: router, h2: host}\n"
+                 "links: [[h1, r1], {a: r1, b: r2, delay: 5ms}, [r2, h2]]", "x.yaml")
+    plan = make_plan(topo)
+    topo.links[1] = topo.links[1].changed({"delay": "10ms"})
+    assert [h.link.name for h in path(plan, "h1", "h2")] == ["h1-r1", "r1-r2", "r2-h2"]

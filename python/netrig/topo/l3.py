@@ -125,7 +125,7 @@ def segment_tree(adj: Adjacency, src: str, switches: set[str],
             continue
         d, h, _ = seen[n]
         for l, m, delay in adj[n]:
-            if n == src and l is not first:
+            if n == src and l.name != first.name:  # by name: a live change replaces a Link
                 continue
             if m not in seen:
                 seen[m] = (d + delay, h + 1, Hop(l, n, m, 0 if l.a == n else 1))
