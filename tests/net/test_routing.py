@@ -314,7 +314,7 @@ def test_netrig_up_that_cannot_converge_fails_and_leaves_the_lab_up(tmp_path):
         assert p.returncode == 1, p.stdout + p.stderr
         assert f"lab '{prefix}' is up" in p.stdout and "routing converged" not in p.stdout
         assert "routing did not converge in 3 s" in p.stderr
-        assert "r2 has no route to" in p.stderr or "r2's OSPF adjacencies are not all up" in p.stderr
+        assert "r2 has no route to" in p.stderr or "r2's protocols are not all up" in p.stderr
         assert "'netrig status'" in p.stderr and "'netrig down'" in p.stderr
         assert netrig("status", "--prefix", prefix).returncode == 0  # up, daemons running
         p = netrig("up", str(f), "--prefix", f"{prefix}w", "--no-wait", "-q")

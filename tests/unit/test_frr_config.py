@@ -163,6 +163,22 @@ def test_two_as_expected_routes_cross_the_as_boundary():
     assert frr.expected_adjacencies(p) == {"a1": {"eth1": 1}, "a2": {"eth0": 1}}
 
 
+def test_convergence_waits_for_every_bgp_session_not_just_a_route():
+    # a2 speaks eBGP to b1 and iBGP to a1 by loopback; a route learnt over the first
+    # session up is not yet the best one, so every session must be Established
+    p = plan(TWO_AS)
+    sessions = frr.expected_bgp_peers(p)
+    b1 = next(str(i.addr.ip) for i in p.ifaces["b1"])
+    assert sessions["a2"] == {b1: 65002, "10.255.0.1": 65001}
+    assert sessions["a1"] == {"10.255.0.2": 65001}
+    up = [{"address": b1, "as": 65002, "state": "Established", "received": 2},
+          {"address": "10.255.0.1", "as": 65001, "state": "Active", "received": 0}]
+    assert frr.not_established(sessions["a2"], up) == ["10.255.0.1 (AS 65001, Active)"]
+    assert frr.not_established(sessions["a1"], []) == ["10.255.0.2 (AS 65001, not configured)"]
+    up[1]["state"] = "Established"
+    assert frr.not_established(sessions["a2"], up) == []
+
+
 def test_a_switch_with_three_routers_expects_the_dr_and_bdr_full():
     p = plan("""
 nodes: {s: switch, r1: {kind: router, ospf: true}, r2: {kind: router, ospf: true},

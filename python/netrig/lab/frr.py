@@ -304,6 +304,27 @@ def expected_adjacencies(plan: Plan) -> dict[str, dict[str, int]]:
     return out
 
 
+def expected_bgp_peers(plan: Plan) -> dict[str, dict[str, int]]:
+    """Per BGP router: neighbour address -> its AS, for every session it configures (each
+    eBGP neighbour on a segment, each router of its own AS by loopback); once converged,
+    every one is Established."""
+    out: dict[str, dict[str, int]] = {}
+    for r in plan.topo.dynamic:
+        asn = plan.topo.routing_of(r).asn
+        if asn is None:
+            continue
+        out[r] = {str(a): x for a, x in _ebgp(plan, r)}
+        out[r].update({str(plan.loopbacks[n].ip): asn for n in _same_as(plan, r)})
+    return out
+
+
+def not_established(want: dict[str, int], peers: list[dict]) -> list[str]:
+    """The sessions of `want` (address -> AS) that `bgp_peers` does not show Established."""
+    state = {p["address"]: p["state"] for p in peers}
+    return [f"{a} (AS {x}, {state.get(a, 'not configured')})" for a, x in want.items()
+            if state.get(a) != "Established"]
+
+
 def full_by_iface(neighbours: list[dict]) -> dict[str, int]:
     """How many neighbours are Full on each interface (from `ospf_neighbours`)."""
     out: dict[str, int] = {}

@@ -328,9 +328,10 @@ class Network:
 
     def converge(self, timeout: float | None = None, poll_s: float = 0.2) -> float:
         """Waits until every FRR router has a kernel route to every prefix it should
-        (`frr.expected_routes`) and its OSPF neighbours are Full
-        (`frr.expected_adjacencies`) and no routing table changes for a moment, then until every host reaches every host (one ping a
-        pair, retried); returns the seconds that took. LabError after `timeout` (default
+        (`frr.expected_routes`), its OSPF neighbours are Full (`frr.expected_adjacencies`),
+        its BGP sessions are Established (`frr.expected_bgp_peers`: a route learnt over
+        the first session up is not yet the best one) and no routing table changes for a
+        moment, then until every host reaches every host (one ping a pair, retried); returns the seconds that took. LabError after `timeout` (default
         `frr.default_wait_s`: enough for the topology's timers), naming which router
         lacks which prefixes and which hosts do not reach each other."""
         st = self._lab()
@@ -342,24 +343,33 @@ class Network:
         want = frr.expected_routes(self.plan)
 
         adjacent = frr.expected_adjacencies(self.plan)
-        short: dict[str, list[str]] = {}  # router -> interfaces short of Full neighbours
+        sessions = frr.expected_bgp_peers(self.plan)
+        short: dict[str, list[str]] = {}  # router -> what of its protocols is not up yet
+
+        def protocols(r: str) -> list[str]:
+            d = frr.router_dir(st.dir, r)
+            out = []
+            if adjacent.get(r):
+                full = frr.full_by_iface(frr.ospf_neighbours(
+                    frr.vtysh(st.node_ns[r], d, "ospfd", "show ip ospf neighbor json")))
+                out += [f"OSPF on {i}: {full.get(i, 0)} of {k} neighbours Full"
+                        for i, k in adjacent[r].items() if full.get(i, 0) < k]
+            if sessions.get(r):
+                peers = frr.bgp_peers(frr.vtysh(st.node_ns[r], d, "bgpd", "show bgp summary json"))
+                out += [f"BGP session to {p}" for p in frr.not_established(sessions[r], peers)]
+            return out
 
         def lacks(r: str) -> tuple[str, list[ipaddress.IPv4Network]]:
             have = kernel_routes(st.node_ns[r])
             gone = [n for n in want[r] if n not in have]
             short.pop(r, None)
-            if not gone and adjacent.get(r):
-                d = frr.router_dir(st.dir, r)
+            if not gone:
                 try:
-                    full = frr.full_by_iface(frr.ospf_neighbours(
-                        frr.vtysh(st.node_ns[r], d, "ospfd", "show ip ospf neighbor json")))
+                    down = protocols(r)
                 except LabError as e:
-                    short[r] = [str(e)]
-                    return r, []
-                short[r] = [f"{i} ({full.get(i, 0)} of {k} neighbours Full)"
-                            for i, k in adjacent[r].items() if full.get(i, 0) < k]
-                if not short[r]:
-                    del short[r]
+                    down = [str(e)]
+                if down:
+                    short[r] = down
             return r, gone
 
         # Settled: every table the same over an SPF hold and a bit (an adjacency that has
@@ -494,7 +504,7 @@ def _not_converged(timeout: float, missing: dict[str, list[ipaddress.IPv4Network
     if len(missing) > 5:
         parts.append(f"and {len(missing) - 5} more routers lack routes")
     for r, ifaces in list(short.items())[:5]:
-        parts.append(f"{r}'s OSPF adjacencies are not all up: {', '.join(ifaces[:4])}")
+        parts.append(f"{r}'s protocols are not all up: {', '.join(ifaces[:4])}")
     if failing:
         parts.append("hosts that do not reach each other: "
                      + ", ".join(f"{a}->{b}" for a, b in failing[:8])
