@@ -204,6 +204,9 @@ def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, Flow
     held: dict[str, float] = {}
     where: dict[str, Any] = {}
     offered: dict[str, float] = {}  # UDP wire bits arriving at each hop
+    # where each TCP flow's max-min share is set: its queue is there (h7 -> h9 held to
+    # 15 Mbit/s on L2 does not queue at L3's 20, though L3 is its slowest link)
+    binds = _shares(plan, {n: g for n, g in concurrent.items() if g.kind in ("tcp", "udp")}, seen)[1]
 
     def cap(h, frame: float) -> float:
         full = fm.queue_delay(h.rate_bps, h.queue_packets, h.queue_bytes, frame) or 0.0
@@ -228,7 +231,7 @@ def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, Flow
                     held[k], where[k] = cap(h, r.udp.frame), h
                 rate = min(rate, h.rate_bps)
             continue
-        h = bottleneck(route)
+        h = next((x for x in route if link_key(x) == binds.get(n)), None) or bottleneck(route)
         if h is None or h.rate_bps is None:
             continue
         r = analyse(plan, src, dst)

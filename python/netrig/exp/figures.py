@@ -47,7 +47,7 @@ from netrig import safefs, units
 from netrig.errors import NetrigError
 from netrig.exp import series
 from netrig.exp.differ import labelled
-from netrig.exp.results import Results, is_number, load, mean_ci, short
+from netrig.exp.results import Results, case_name, is_number, load, mean_ci, short
 from netrig.exp.results import label as value_text
 from netrig.link import spec as linkspec
 from netrig.theory import jain
@@ -493,12 +493,17 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
                     if is_number(hi):
                         ax.bar(x, (hi - v) * info.scale, width, bottom=v * info.scale, color="k",
                                alpha=0.12)
-        ax.set_xticks(range(len(groups)), [value_text(g) for g in groups])
-        ax.set_xlabel(axis_words(key))
+        named = [case_name(key, g) for g in groups]
+        ax.set_xticks(range(len(groups)), [textwrap.fill(n, 16) if n is not None else value_text(g)
+                                           for n, g in zip(named, groups)])
+        ax.set_xlabel(words)
         ax.set_ylabel(info.axis)
         _from_zero(ax)
 
-    return _Plan(f"sweep-{flow}-{m}-by-{key}", f"{flow}: {info.label} by {axis_words(key)}",
+    # a joint key that names its points (`description,...`): "case", not its every path
+    cases = any(case_name(key, g) is not None for g in groups)
+    words, stem = ("case", "case") if cases else (axis_words(key), key)
+    return _Plan(f"sweep-{flow}-{m}-by-{stem}", f"{flow}: {info.label} by {words}",
                  f"{flow}: {info.axis} for each value of {key}: mean over the repetitions, error "
                  "bars the 95 % confidence interval (Student t); theory as a dashed line on each "
                  "bar, its range shaded." + (" Bars of each directory in order, "

@@ -168,17 +168,31 @@ def label(value: Any) -> str:
 
 def describe(params: dict[str, Any], keys: list[str], leave_out: str | None = None) -> str:
     """`aqm=pie(target=20ms), window=16KB`: sweep values as a legend shows them (but for
-    the key `leave_out`); a joint key by each path it sets (`carrier=down`)."""
+    the key `leave_out`); a joint key by each path it sets (`carrier=down`), or by its
+    `description` alone when it sets one (a case's name: `4a: h1-h4 & h2-h5`)."""
     parts = []
     for k, v in params.items():
         if k == leave_out:
             continue
         paths = k.split(",")
-        if len(paths) > 1 and isinstance(v, list) and len(v) == len(paths):
+        if (named := case_name(k, v)) is not None:
+            parts.append(named)
+        elif len(paths) > 1 and isinstance(v, list) and len(v) == len(paths):
             parts += [f"{p.strip().rsplit('.', 1)[-1]}={label(x)}" for p, x in zip(paths, v) if x is not None]
         else:
             parts.append(f"{short(k, keys)}={label(v)}")
     return ", ".join(parts)
+
+
+def case_name(key: str, value: Any) -> str | None:
+    """The name a joint sweep key gives its point, by setting `description` beside the
+    paths it moves (`description,flows.b.count: [["4a: h1-h4 & h2-h5", 0], ...]`); None
+    for a key that does not."""
+    paths = [p.strip() for p in key.split(",")]
+    if len(paths) < 2 or "description" not in paths or not isinstance(value, list) \
+            or len(value) != len(paths):
+        return None
+    return label(value[paths.index("description")])
 
 
 def short(key: str, keys: list[str]) -> str:
@@ -269,7 +283,7 @@ def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
                    "flow": name, "kind": fl["kind"], "from": fl["from"], "to": fl.get("to") or "",
                    "status": fl["summary"].get("status", "ok")}
             for k in keys:
-                row[k] = label(r["params"].get(k))
+                row[k] = case_name(k, r["params"].get(k)) or label(r["params"].get(k))
             e = fl.get("expected") or {}
             v = versus(e.get("measured"), e.get("value"), e.get("hi"), tol)
             row.update({"metric": e.get("metric", ""), "unit": unit_of(e.get("metric", "")),
