@@ -314,7 +314,7 @@ def test_a_server_output_of_the_wrong_shape_is_an_error_not_a_crash():
 def test_the_flow_asks_the_server_for_its_intervals_at_its_own_interval():
     # iperf3's client does not send its -i: the server reports at its own, so both get it
     server = server_argv(5301, 0.1)
-    assert server[1:] == ["-s", "-1", "-p", "5301", "-J", "-i", "0.1"]
+    assert server[1:] == ["-s", "-1", "-p", "5301", "-J", "-i", "0.1", "--handshake-timeout", "5"]
     client = perf_argv(spec("tcp", rate="10Mbit"), "10.0.0.2", 5301, 3.0, 0.1, 100)
     assert client[client.index("-i") + 1] == "0.1" and "--get-server-output" in client
     assert "--get-server-output" in perf_argv(spec("udp"), "10.0.0.2", 5301, 3.0, 0.1, None)

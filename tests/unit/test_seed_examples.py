@@ -3,12 +3,17 @@ theory for each case is the seed's physics (no network)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from netrig.exp.expect import expectations
+from netrig.exp.flows import Outcome, perf_argv, server_argv
+from netrig.exp.headline import Line, cells
 from netrig.exp.results import case_name, describe
-from netrig.exp.scenario import load_scenario
+from netrig.exp.scenario import FlowSpec, load_scenario
+from netrig.exp.verdict import versus
+from netrig.theory.connect import connect_chance, syn_times
 
 ROOT = Path(__file__).resolve().parents[2]
 GOODPUT = 1448 / 1514  # TCP payload per wire byte on a 1500-byte MTU link (as theory counts)
@@ -64,3 +69,75 @@ def test_a_case_named_by_a_joint_key_is_shown_by_its_name():
     assert describe({key: ["4a: h1-h4 & h2-h5", 0]}, [key]) == "4a: h1-h4 & h2-h5"
     assert describe({"x.kind,x.rate": ["udp", "1Mbit"]}, ["x.kind,x.rate"]) == "kind=udp, rate=1Mbit"
     assert case_name("flows.a.count", 1) is None
+
+
+# 003, loss 50-100 %: time-outs are results, with theory beside them.
+def perf_failed(message: str, **kw) -> Outcome:
+    o = Outcome("bulk", FlowSpec.model_validate({"kind": "tcp", "from": "h1", "to": "h2", **kw}), 0.0,
+                code=1, stdout=json.dumps({"start": {}, "intervals": [], "end": {}, "error": message}),
+                planned_s=10.0)
+    o.parse()
+    return o
+
+
+def test_a_flow_that_cannot_connect_is_a_time_out_not_a_failure():
+    s = perf_failed("unable to connect to server 10.0.0.11:5301: Connection timed out (os error 110)",
+                    connect_timeout="8s").summary()
+    assert (s["status"], s["connected"], s["throughput_bps"]) == ("timed_out", False, 0)
+    assert s["error"].startswith("never connected within its 8 s connect timeout (netrig-perf: unable")
+    # ARP's requests lost as well: no neighbour, no route
+    s = perf_failed("unable to connect to server 10.0.0.11:5301: No route to host (os error 113)").summary()
+    assert (s["status"], s["connected"]) == ("timed_out", False)
+    # connected, but the setup never got through
+    s = perf_failed("the peer closed the control connection while waiting for the server to accept "
+                    "the parameters").summary()
+    assert (s["status"], s["connected"], s["throughput_bps"]) == ("timed_out", True, 0)
+    assert s["error"].startswith("moved no data (netrig-perf: the peer closed")
+    # a refusal is not a time-out: nothing listened
+    s = perf_failed("unable to connect to server 127.0.0.1:9: Connection refused (os error 111)").summary()
+    assert (s["status"], s["connected"]) == ("error", False)
+
+
+def test_the_client_and_server_wait_as_long_as_the_flows_connect_timeout():
+    f = FlowSpec.model_validate({"kind": "tcp", "from": "h1", "to": "h2", "connect_timeout": "30s"})
+    argv = perf_argv(f, "10.0.0.2", 5301, 20.0, 0.5, None)
+    assert argv[argv.index("--connect-timeout") + 1] == "30000"
+    assert server_argv(5301, 0.5, 30.0)[-2:] == ["--handshake-timeout", "30"]
+    plain = perf_argv(FlowSpec.model_validate({"kind": "udp", "from": "h1", "to": "h2"}), "x", 1, 5, 1, None)
+    assert plain[plain.index("--connect-timeout") + 1] == "5000"
+
+
+def test_connect_chance_counts_arp_and_syn_tries_within_the_timeout():
+    assert syn_times(0.04, 5.0) == [0.0, 1.0, 3.0]  # the answer to 7 s's comes after 5 s
+    assert syn_times(10.0, 5.0) == [] and syn_times(10.0, 30.0) == [0.0, 1.0, 3.0, 7.0, 15.0]
+    assert connect_chance(0.0, 0.0, 0.04, 5.0).chance == 1.0
+    assert connect_chance(1.0, 0.0, 0.04, 5.0).chance == 0.0
+    c = connect_chance(0.5, 0.0, 0.04, 5.0)
+    # ARP answered at 0, 1 or 2 s, then 3, 3 or 2 SYN tries
+    assert c.connected == pytest.approx(0.5 * (1 - 0.5**3) + 0.25 * (1 - 0.5**3) + 0.125 * (1 - 0.5**2))
+    assert c.tries_mean == pytest.approx(2.0)
+    falling = [connect_chance(p, 0.0, 0.04, 5.0).chance for p in (0.2, 0.5, 0.65, 0.8, 1.0)]
+    assert falling == sorted(falling, reverse=True) and falling[2] < 0.5 < falling[1]
+    assert connect_chance(0.0, 0.0, 10.0, 5.0).chance == 0.0  # the SYN-ACK comes after the timeout
+
+
+def test_003_loss_high_theory_expects_time_outs_from_65_percent():
+    by_loss = {p.params["links.h1-h2.a_to_b.loss"]: expectations(p)["bulk"] for p in example("003-loss-high").points}
+    assert list(by_loss) == ["50%", "65%", "80%", "100%"]
+    assert all(e.value == 0 for e in by_loss.values())  # every range starts at a time-out
+    assert by_loss["50%"].limit == "loss (Mathis/Padhye)" and by_loss["50%"].hi > 0
+    assert by_loss["65%"].limit == by_loss["80%"].limit == "time-out"
+    assert by_loss["100%"].limit == "time-out" and by_loss["100%"].hi is None
+    assert "a time-out (no data) is certain" in by_loss["100%"].detail
+    assert by_loss["80%"].extra["connect_chance"] < by_loss["65%"].extra["connect_chance"] < 0.5
+    # a time-out is within such theory; data beyond its top is not
+    assert versus(0, 0.0, by_loss["65%"].hi).verdict == "within"
+    assert versus(0, 0.0, None).verdict == "within" and versus(5.0, 0.0, None).verdict == ""
+    assert versus(2 * by_loss["65%"].hi, 0.0, by_loss["65%"].hi).verdict == "above"
+
+
+def test_the_headline_says_timed_out():
+    line = Line("loss=80%", "bulk", "throughput_bps", [0.0, 0.0], 0.0, 395e3, 2, 0, timed_out=2)
+    assert cells(line)[2:4] == ["timed out (2/2)", "0–395 kbit/s"]
+    some = Line("loss=50%", "bulk", "throughput_bps", [0.0, 40e3], 0.0, 500e3, 2, 0, timed_out=1)
+    assert cells(some)[2].endswith("kbit/s (1 timed out)")

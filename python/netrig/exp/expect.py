@@ -19,10 +19,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from netrig.exp.flows import connect_timeout_s
 from netrig.exp.scenario import FlowSpec, Point
 from netrig.exp.verdict import versus
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
+from netrig.theory.connect import connect_chance
 from netrig.theory.path import bottleneck, hops, link_key
 from netrig.topo.plan import Plan, make_plan
 
@@ -142,10 +144,10 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         got = min(offered, fair) * (1 - r.loss_out)
         extra["expected_loss_pct"] = 100 * (1 - got / offered) if offered else None
         why = "its offered rate" if limit[name] == "demand" else f"link {limit[name]}"
-        return Expected("throughput_bps", got, "offered rate" if limit[name] == "demand" else "link",
-                        f"UDP at {offered / 1e6:.4g} Mbit/s: receives min(offered, "
-                        f"{fair / 1e6:.4g} Mbit/s share) × (1 − {r.loss_out:.3g} loss) = "
-                        f"{got / 1e6:.4g} Mbit/s ({why})", extra=extra)
+        return _may_time_out(f, r, Expected(
+            "throughput_bps", got, "offered rate" if limit[name] == "demand" else "link",
+            f"UDP at {offered / 1e6:.4g} Mbit/s: receives min(offered, {fair / 1e6:.4g} Mbit/s share) "
+            f"× (1 − {r.loss_out:.3g} loss) = {got / 1e6:.4g} Mbit/s ({why})", extra=extra))
     e = r.tcp_expected
     # a connection's own limits (window, loss), times its parallel connections
     cands = {k: v * (1 if k == "link" else f.parallel) for k, v in e.limits.items()}
@@ -191,7 +193,27 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
             detail += (f"; but the sender's buffer (tcp_wmem max {sndbuf / 1e6:.3g} MB, about half "
                        f"to all of it in flight) over RTT {r.data_rtt_s * 1e3:.4g} ms allows "
                        f"{lo_bps / 1e6:.4g}–{top_bps / 1e6:.4g} Mbit/s: send buffer")
-    return Expected("throughput_bps", value, label, detail, hi=hi, extra=extra)
+    return _may_time_out(f, r, Expected("throughput_bps", value, label, detail, hi=hi, extra=extra))
+
+
+def _may_time_out(f: FlowSpec, r, e: Expected) -> Expected:
+    """The expectation of a flow that may not connect in time (heavy loss, or an RTT
+    near the connect timeout): a range from 0 (a time-out: no data) to what it moves
+    once connected, labelled "time-out" when that is the likelier outcome; 0 alone when
+    no try can succeed in time. Unchanged when the connection is as good as certain."""
+    out, back = (r.loss_back, r.loss_out) if f.reverse else (r.loss_out, r.loss_back)
+    c = connect_chance(out, back, r.base_rtt_s, connect_timeout_s(f))
+    if c.chance >= 0.99:
+        return e
+    top = e.hi if e.hi is not None else e.value
+    extra = {**e.extra, "connect_chance": round(c.chance, 4)}
+    if c.chance <= 0 or not top:
+        return Expected(e.metric, 0.0, "time-out", f"{c.detail}: a time-out (no data) is certain",
+                        extra=extra)
+    likely = c.chance < 0.5
+    return Expected(e.metric, 0.0, "time-out" if likely else e.limit,
+                    f"{c.detail}: {'a time-out (no data) is likelier' if likely else 'it may time out (no data)'}"
+                    f" (probability {1 - c.chance:.2f}); connected, {e.detail}", hi=top, extra=extra)
 
 
 def _standing_queue(plan: Plan, route_keys: set[str], concurrent: dict[str, FlowSpec],

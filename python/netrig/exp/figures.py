@@ -430,6 +430,7 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
                 if si == 0:
                     _theory_line(ax, xs, [res.theory(p, flow, m) for p in pts], info.scale, color,
                                  f"theory {group}".strip(), ":" if compare else "--")
+                _time_outs(ax, res, flow, [(x, p, len(res.values(p, flow, m))) for x, p in zip(xs, pts)])
         ax.set_xlabel(x.label)
         ax.set_ylabel(info.axis)
         if x.log:
@@ -451,6 +452,20 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
                     + f"; theory (from {sets[0][0]}) dotted." if compare else
                     "Theory dashed, its range (when it predicts one) shaded."),
                  "sweep", draw)
+
+
+def _time_outs(ax: Axes, res: Results, flow: str, at: list[tuple[float, int, int]]) -> None:
+    """A red cross on the axis where the flow timed out (never connected, or moved no
+    data), and how many of the point's repetitions did."""
+    for x, p, n in at:
+        k = res.timed_out(p, flow)
+        if not k:
+            continue
+        shown = "timed out" in ax.get_legend_handles_labels()[1]
+        ax.plot([x], [0], ls="", marker="X", ms=11, color="tab:red", zorder=5,
+                label=None if shown else "timed out")
+        ax.annotate(f"timed out{f' {k}/{n}' if n > 1 else ''}", (x, 0), textcoords="offset points",
+                    xytext=(0, 10), ha="center", fontsize=8, color="tab:red")
 
 
 def _theory_line(ax: Axes, xs: list[float], theory: list[tuple[float | None, float | None]],

@@ -28,18 +28,33 @@ _PING = re.compile(rf"^\[({_NUM})\] .*\bicmp_seq=(\d+) .*\btime=({_NUM}) ms( \(D
 _PING_STATS = re.compile(r"^(\d+) packets transmitted, (\d+) received")
 
 
-def server_argv(port: int, interval: float) -> list[str]:
+CONNECT_TIMEOUT_S = 5.0  # netrig-perf's --connect-timeout for a flow that gives none
+# What a tcp/udp flow's failure says when it is a time-out: nothing came back in time,
+# or the neighbour could not be resolved (ARP's requests lost too), for its connection,
+# its setup or its data (not a refusal, a usage or a program error).
+_TIMED_OUT = ("timed out", "no route to host", "peer closed the control connection",
+              "did not finish within", "idle timeout", "connection reset")
+
+
+def connect_timeout_s(f: FlowSpec) -> float:
+    """How long the flow's client waits for its connection (and each setup step)."""
+    return f.seconds("connect_timeout", CONNECT_TIMEOUT_S)
+
+
+def server_argv(port: int, interval: float, handshake_s: float = CONNECT_TIMEOUT_S) -> list[str]:
     """netrig-perf's one-off server for a flow: -J, so that a client's
     --get-server-output carries the receiver's own intervals, and the client's -i (as
-    in iperf3, a server reports at its own -i: the client's is not sent to it)."""
-    return [str(binary("netrig-perf")), "-s", "-1", "-p", str(port), "-J", "-i", f"{interval:g}"]
+    in iperf3, a server reports at its own -i: the client's is not sent to it); it
+    waits for the client's handshake as long as the client waits for its connection."""
+    return [str(binary("netrig-perf")), "-s", "-1", "-p", str(port), "-J", "-i", f"{interval:g}",
+            "--handshake-timeout", f"{max(CONNECT_TIMEOUT_S, handshake_s):g}"]
 
 
 def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: float,
               tcp_info_ms: int | None) -> list[str]:
     """netrig-perf's client command line for a tcp, udp, probe or fetch flow."""
     argv = [str(binary("netrig-perf")), "-c", addr, "-p", str(port), "-J",
-            "-i", f"{interval:g}", "--connect-timeout", "5000"]
+            "-i", f"{interval:g}", "--connect-timeout", f"{connect_timeout_s(f) * 1e3:.0f}"]
     if f.kind in ("tcp", "udp"):
         # iperf's -O comes before -t's time; a scenario's omit is the first part of the
         # flow's duration, so that flows with one duration end together.
@@ -145,6 +160,14 @@ class Outcome:
         out: dict[str, Any] = {"status": "error" if self.error else "ok", "error": self.error or ""}
         if k in ("tcp", "udp"):
             out.update(self._bulk())
+            if why := self.timed_out(out):
+                # a clear row: no data, and why (not a program's failure)
+                out.update({"status": "timed_out", "error": why,
+                            "connected": not why.startswith("never connected")})
+                for key in ("throughput_bps", "bytes"):
+                    out[key] = out.get(key) or 0
+            else:
+                out["connected"] = out["status"] == "ok"
         elif k == "ping":
             rtts = [r for _, r in self.ping_samples()]
             out.update(_stats("rtt_ms", rtts))
@@ -170,6 +193,21 @@ class Outcome:
             if self.code not in (0, None) and not self.error:
                 out["status"], out["error"] = "error", f"exit code {self.code}"
         return out
+
+    def timed_out(self, measured: dict[str, Any]) -> str | None:
+        """Why a tcp or udp flow is a time-out: it never connected (netrig-perf could
+        not connect within its connect timeout, or no route: the neighbour could not be
+        resolved), its setup or its end did not get through in time, or it moved no
+        data; None when it is not one (it moved data, or failed otherwise)."""
+        err = self.error or ""
+        if err and not any(w in err.lower() for w in _TIMED_OUT):
+            return None  # a failure of another kind: an error, not a time-out
+        got = measured.get("bytes") or 0
+        if not err:
+            return None if got or not self.doc else "moved no data: the receiver counted 0 bytes"
+        if "unable to connect" in err.lower():
+            return f"never connected within its {connect_timeout_s(self.spec):g} s connect timeout ({err})"
+        return None if got else f"moved no data ({err})"
 
     def _bulk(self) -> dict[str, Any]:
         e = self.end

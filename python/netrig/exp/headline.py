@@ -40,6 +40,7 @@ class Line:
     hi: float | None
     ran: int
     far: int
+    timed_out: int = 0  # repetitions whose flow timed out (its 0 is among the values)
 
     @property
     def mean(self) -> float | None:
@@ -51,8 +52,14 @@ def lines(res: Results) -> list[Line]:
     report's rows (`netrig.exp.report.summary`), so the terminal and the page agree."""
     from netrig.exp.report import summary  # the page's module (and its figures): only here
 
-    return [Line(r.label, r.flow, r.metric, r.values, r.expected, r.hi, r.ran, r.flagged)
-            for r in summary(res)]
+    late: dict[tuple[str, str], int] = {}
+    for run in res.runs:
+        for name, f in run.get("flows", {}).items():
+            if (f.get("summary") or {}).get("status") == "timed_out":
+                key = (res.label(run["point"]), name)
+                late[key] = late.get(key, 0) + 1
+    return [Line(r.label, r.flow, r.metric, r.values, r.expected, r.hi, r.ran, r.flagged,
+                 late.get((r.label, r.flow), 0)) for r in summary(res)]
 
 
 # Units: by the metric's name, one scale per line so measured and theory read alike.
@@ -83,14 +90,18 @@ def number(v: float, digits: int = 4) -> str:
 
 def cells(x: Line, tolerance: float = 0.1) -> list[str]:
     """The line's six cells."""
-    words, u, scale = unit(x.metric, x.value if x.value is not None else x.mean)
+    words, u, scale = unit(x.metric, x.value or x.hi or x.mean)
     suffix = f" {u}" if u else ""
     if x.mean is None:
         measured = "not measured"
+    elif x.timed_out and x.timed_out >= len(x.values):
+        measured = "timed out" + (f" ({x.timed_out}/{len(x.values)})" if len(x.values) > 1 else "")
     else:
         ci = mean_ci(x.values)[1]
         pm = f" ± {number(ci * scale, 2)}" if ci is not None else ""
         measured = f"{number(x.mean * scale)}{pm}{suffix}"
+        if x.timed_out:
+            measured += f" ({x.timed_out} timed out)"
     if x.value is None:
         theory = NONE
     elif x.hi is None:

@@ -27,6 +27,7 @@ from netrig.errors import NetrigError
 from netrig.exp import why
 from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
 from netrig.exp.results import (
+    MEASURED,
     Results,
     atomic_write,
     is_number,
@@ -115,7 +116,7 @@ def summary(res: Results) -> list[Row]:
             tol = res.tolerance
             flagged = sum(versus((x.get("expected") or {}).get("measured"), e.get("value"),
                                  e.get("hi"), tol).flag for x in entries
-                          if (x.get("summary") or {}).get("status", "ok") == "ok")
+                          if (x.get("summary") or {}).get("status", "ok") in MEASURED)
             heres = [h for r in res.runs_of(i) if flow in r.get("flows", {})
                      if (h := res.here(r, flow)) is not None]
             row = Row(res.label(i), p["params"], flow, m, res.values(i, flow, m),
@@ -573,7 +574,7 @@ def _problems(res: Results) -> list[str]:
             for r in res.runs if r.get("status") == "interrupted"]
     out += [f"run {r['run']}: flow {n} failed: {f['summary'].get('error') or 'no reason given'}"
             for r in res.runs for n, f in r.get("flows", {}).items()
-            if f["summary"].get("status", "ok") != "ok"]
+            if f["summary"].get("status", "ok") not in MEASURED]
     if _planned(res) > len(res.runs):
         out.append(f"{_planned(res) - len(res.runs)} of {_planned(res)} runs did not run")
     return out

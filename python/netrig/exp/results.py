@@ -60,6 +60,9 @@ SHORT_PCT = 1.0
 # metric's numbers exactly as run.json holds them, and a reader filters by metric
 # without a lookup table. Every other column carries one unit, named in its header
 # (sent_bps, rtt_ms_mean, window_bytes, retrans_pct). Numbers are plain decimals.
+# A flow's statuses whose numbers are results: it ended well, or it timed out (it could
+# not connect or moved no data: throughput 0, which theory may expect).
+MEASURED = ("ok", "timed_out")
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
              "unit", "measured", "expected", "expected_hi", "expected_here", "ratio", "range_pos",
              "verdict", "limit", "detail"]
@@ -399,13 +402,20 @@ class Results:
         return self._series[run, name]
 
     def values(self, point: int, flow: str, metric: str) -> list[float]:
-        """The metric in each repetition of the point whose flow ended well."""
+        """The metric in each repetition of the point whose flow ended well (or timed
+        out: its throughput is 0, a result)."""
         out = []
         for r in self.runs_of(point):
             s = (r.get("flows", {}).get(flow) or {}).get("summary") or {}
-            if s.get("status", "ok") == "ok" and is_number(s.get(metric)):
+            if s.get("status", "ok") in MEASURED and is_number(s.get(metric)):
                 out.append(float(s[metric]))
         return out
+
+    def timed_out(self, point: int, flow: str) -> int:
+        """How many repetitions of the point the flow timed out in (never connected, or
+        moved no data)."""
+        return sum(((r.get("flows", {}).get(flow) or {}).get("summary") or {}).get("status") == "timed_out"
+                   for r in self.runs_of(point))
 
     def theory(self, point: int, flow: str, metric: str) -> tuple[float | None, float | None]:
         """(expected value, top of the expected range) of a flow's metric at a point."""

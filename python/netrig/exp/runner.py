@@ -43,14 +43,15 @@ from netrig.errors import NetrigError
 from netrig.exp import events as evs
 from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
-from netrig.exp.flows import _PING, Outcome, perf_argv, ping_argv, run_process, server_argv
+from netrig.exp.flows import (_PING, Outcome, connect_timeout_s, perf_argv, ping_argv, run_process,
+                              server_argv)
 from netrig.exp.progress import Display
 from netrig.exp.scenario import Point, Scenario, find_link
 from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
 from netrig.link import userspace
-from netrig.theory import outage
+from netrig.theory import analyse, outage
 from netrig.topo.plan import Plan, make_plan
 
 SERVED = ("tcp", "udp", "probe", "fetch")
@@ -111,9 +112,14 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                     error = ""
                     try:
                         doc = run_one(point, rep, seed, out, rid, shown.tick)
-                        bad = [n for n, f in doc["flows"].items() if f["summary"].get("status") != "ok"]
+                        bad = [n for n, f in doc["flows"].items()
+                               if f["summary"].get("status") not in ("ok", "timed_out")]
+                        late = [n for n, f in doc["flows"].items() if f["summary"].get("status") == "timed_out"]
+                        if late:  # a result (theory says when to expect one), not a failure
+                            note = f"run {rid}: flow(s) {', '.join(late)} timed out: " + "; ".join(
+                                doc["flows"][n]["summary"].get("error", "")[:200] for n in late)
                         if bad:
-                            note = f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
+                            note = (note + "\n" if note else "") + f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
                                 doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
                             status = "failed"
                         if doc["status"] == "failed":  # recorded whole, flows and all
@@ -217,7 +223,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                 with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log, \
                         safefs.open_new(out, f"runs/{rid}/server-{name}.json") as doc:
                     servers.append((name, port, net[f.to].popen(
-                        server_argv(port, interval), stdout=doc, stderr=log)))
+                        server_argv(port, interval, connect_timeout_s(f)), stdout=doc, stderr=log)))
         deadline = time.monotonic() + 10
         for name, port, p in servers:
             while not _tcp_listening(p.pid, port):
@@ -248,7 +254,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                 net, point, o, ports.get(name), interval, tcp_info.get(name), t0, stop)))
         for t in threads:
             t.start()
-        limit = point.length_s + 30
+        limit = point.length_s + 30 + max((setup_s(plan, f) for f in spec.flows.values()), default=0.0)
         try:
             while any(t.is_alive() for t in threads):
                 if time.monotonic() - t0 > limit + 15:
@@ -599,6 +605,19 @@ def _tcp_wmem_max(ns: str) -> float:
         return 0.0
 
 
+def setup_s(plan: Plan, f) -> float:
+    """How much longer than its duration a netrig-perf flow may take beyond the usual 30 s:
+    a connect timeout past the default, and its setup and end exchanges (about five
+    round trips) on a path whose RTT is seconds long."""
+    if f.kind not in SERVED or f.to is None:
+        return 0.0
+    try:
+        rtt = analyse(plan, f.src, f.to).base_rtt_s
+    except NetrigError:
+        rtt = 0.0
+    return max(0.0, connect_timeout_s(f) - 5.0) + 5 * rtt
+
+
 def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: float,
           tcp_info_ms: int | None, t0: float, stop: threading.Event) -> None:
     f = o.spec
@@ -609,7 +628,7 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: fl
     node = net[f.src]
     if f.kind in SERVED:
         argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
-        timeout = (dur if f.bytes is None else 3600) + 30
+        timeout = (dur if f.bytes is None else 3600) + 30 + setup_s(net.plan, f)
     elif f.kind == "ping":
         argv = ping_argv(f, net.addr(f.to), dur)
         timeout = dur + 10

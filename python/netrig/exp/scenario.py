@@ -55,8 +55,8 @@ FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "command"]
 # Which keys each kind of flow takes (besides kind, from, start, duration).
 TAKES: dict[str, set[str]] = {
     "tcp": {"to", "bytes", "cc", "window", "length", "parallel", "reverse", "rate", "nodelay",
-            "mss", "omit"},
-    "udp": {"to", "bytes", "window", "length", "parallel", "reverse", "rate", "omit"},
+            "mss", "omit", "connect_timeout"},
+    "udp": {"to", "bytes", "window", "length", "parallel", "reverse", "rate", "omit", "connect_timeout"},
     "probe": {"to", "interval", "size"},
     "ping": {"to", "interval", "size"},
     "fetch": {"to", "interval", "size", "new_conn"},
@@ -101,11 +101,12 @@ class FlowSpec(BaseModel):
     new_conn: bool = True
     command: str | None = None
     timeout: str | int | None = None
+    connect_timeout: str | int | None = None  # netrig-perf's --connect-timeout (5 s unless given)
     count: int = Field(1, ge=0, le=64)  # copies, NAME.1 ... NAME.N (0: left out)
 
     _not_negative = field_validator("start", "omit")(
         classmethod(lambda cls, v: _check(units.seconds_not_negative, v)))
-    _positive = field_validator("duration", "interval", "timeout")(
+    _positive = field_validator("duration", "interval", "timeout", "connect_timeout")(
         classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
     _sizes = field_validator("bytes", "window", "length", "size")(
         classmethod(lambda cls, v: _check(units.size_bytes, v)))

@@ -57,8 +57,12 @@ def _number(v: Any) -> bool:
 
 
 def versus(measured: Any, lo: Any, hi: Any = None, tolerance: float = 0.1) -> Versus:
-    """Measured against theory's point `lo` (or the range lo..hi), tolerance a fraction."""
-    if not _number(measured) or not _number(lo) or not lo:
+    """Measured against theory's point `lo` (or the range lo..hi), tolerance a fraction.
+    A range from 0 (a time-out, up to a rate) holds 0 too; a point of 0 (nothing can get
+    through) is met by nothing only: another measurement gets no ratio."""
+    if _number(measured) and _number(lo) and lo == 0 and not (_number(hi) and hi > 0):
+        return Versus(1.0, None, "within", 0.0) if measured == 0 else Versus(None, None, "")
+    if not _number(measured) or not _number(lo) or (not lo and not (_number(hi) and hi > 0)):
         return Versus(None, None, "")
     top = hi if _number(hi) and hi > lo else None
     if top is None:
@@ -66,7 +70,8 @@ def versus(measured: Any, lo: Any, hi: Any = None, tolerance: float = 0.1) -> Ve
     else:
         pos = (measured - lo) / (top - lo)
         nearest = lo if measured < lo else top if measured > top else measured
-    ratio = measured / nearest if nearest else None
+    inside = top is not None and lo <= measured <= top
+    ratio = 1.0 if inside else measured / nearest if nearest else None
     if ratio is None:
         return Versus(None, pos, "", lo, top)
     verdict = "above" if ratio > 1 + tolerance else "below" if ratio < 1 - tolerance else "within"
