@@ -43,8 +43,15 @@ from netrig.errors import NetrigError
 from netrig.exp import events as evs
 from netrig.exp import results as res
 from netrig.exp.expect import Expected, expectations
-from netrig.exp.flows import (_PING, Outcome, connect_timeout_s, perf_argv, ping_argv, run_process,
-                              server_argv)
+from netrig.exp.flows import (
+    _PING,
+    Outcome,
+    connect_timeout_s,
+    perf_argv,
+    ping_argv,
+    run_process,
+    server_argv,
+)
 from netrig.exp.progress import Display
 from netrig.exp.scenario import Point, Scenario, find_link
 from netrig.lab import netns, paths
