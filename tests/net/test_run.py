@@ -115,9 +115,47 @@ flows:
     assert flows["broken"]["summary"]["status"] == "error"
     assert flows["broken"]["summary"]["exit_code"] == 3
     assert "oops" in (out / "runs" / "p000-r00" / "flows" / "broken.stderr").read_text()
-    dark = flows["dark"]["summary"]
-    assert dark["status"] == "error" and "connect" in dark["error"].lower(), dark
+    dark = flows["dark"]["summary"]  # a time-out, a result: theory says it is certain
+    assert dark["status"] == "timed_out" and dark["connected"] is False, dark
+    assert "never connected" in dark["error"] and dark["throughput_bps"] == 0
+    assert flows["dark"]["expected"]["limit"] == "time-out"
     assert json.loads((out / "meta.json").read_text())["status"] == "failed"
     assert (out / "report.html").exists()
     assert lab_of(p.pid) not in namespaces()
     assert os.path.exists(out / "results.csv")
+
+
+def test_a_long_rtt_connects_within_its_connect_timeout_and_a_dark_peer_times_out(tmp_path):
+    # RTT 3.2 s: past Linux's 3 s of ARP requests (the runner lets nodes ask longer), and
+    # past the default 5 s connect timeout once ARP's round trip is added: the flow's own
+    # connect_timeout lets it connect. h3 is behind 100 % loss: a time-out, not a failure.
+    (tmp_path / "s.yaml").write_text("""\
+name: patient
+topology:
+  nodes: {h1: host, h2: host, h3: host, s1: switch}
+  links:
+    - [h1, s1]
+    - {a: s1, b: h2, delay: 1600ms}
+    - {a: s1, b: h3, a_to_b: {loss: 100%}}
+duration: 2s
+settle: 0s
+flows:
+  far: {kind: tcp, from: h1, to: h2, window: 64KB, connect_timeout: 10s}
+  dark: {kind: tcp, from: h1, to: h3}
+""")
+    out = tmp_path / "r"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q")
+    _, err = p.communicate(timeout=150)
+    assert p.returncode == 0, err[-2000:]  # complete: a time-out is a result
+    assert "dark timed out" in err
+    run = run_json(out, "p000-r00")
+    far, dark = run["flows"]["far"], run["flows"]["dark"]
+    assert far["summary"]["status"] == "ok" and far["summary"]["bytes"] > 0, far["summary"]
+    assert run["routing"]["neighbour_solicit"] == 7  # 3 + the link's 3.2 s
+    assert dark["summary"]["status"] == "timed_out" and dark["summary"]["connected"] is False
+    assert dark["expected"]["value"] == 0 and dark["expected"]["limit"] == "time-out"
+    assert json.loads((out / "meta.json").read_text())["status"] == "complete"
+    with open(out / "results.csv") as f:
+        rows = {r["flow"]: r for r in csv.DictReader(f)}
+    assert rows["dark"]["status"] == "timed_out" and rows["dark"]["verdict"] == "within"
+    assert lab_of(p.pid) not in namespaces()

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp.expect import expectations
+from netrig.exp.expect import expectations, slow_start
 from netrig.exp.flows import Outcome, perf_argv, server_argv
 from netrig.exp.headline import Line, cells
 from netrig.exp.results import case_name, describe
 from netrig.exp.scenario import FlowSpec, load_scenario
 from netrig.exp.verdict import versus
-from netrig.theory.connect import connect_chance, syn_times
+from netrig.theory.connect import arp_tries, connect_chance, syn_times
 
 ROOT = Path(__file__).resolve().parents[2]
 GOODPUT = 1448 / 1514  # TCP payload per wire byte on a 1500-byte MTU link (as theory counts)
@@ -141,3 +141,34 @@ def test_the_headline_says_timed_out():
     assert cells(line)[2:4] == ["timed out (2/2)", "0–395 kbit/s"]
     some = Line("loss=50%", "bulk", "throughput_bps", [0.0, 40e3], 0.0, 500e3, 2, 0, timed_out=1)
     assert cells(some)[2].endswith("kbit/s (1 timed out)")
+
+
+# 003, RTT 5 and 10 s: a connect timeout long enough, ARP patient enough, slow start.
+def test_slow_start_rounds_of_a_long_rtt():
+    # 10 s RTT, a 150 KB window: rounds of 14.5, 29, 58, 116, 150, 150 KB in 60 s
+    lo, hi = slow_start(150e3 * 8 / 10, 10.0, 1448, 0.0, 60.0)
+    sent = (14480 + 28960 + 57920 + 115840 + 150e3 + 150e3) * 8 / 60
+    assert lo == pytest.approx(sent) and hi == pytest.approx(sent)
+    # the last round's data (sent at 50 s) is not in by 52 s: lo leaves it out
+    lo, hi = slow_start(150e3 * 8 / 10, 10.0, 1448, 0.0, 52.0)
+    assert lo == pytest.approx((sent * 60 - 150e3 * 8) / 52) and hi == pytest.approx(sent * 60 / 52)
+    # a short RTT: slow start is over in a few rounds, the rate is the window's
+    assert slow_start(25e6, 0.04, 1448, 2.0, 10.0)[0] == pytest.approx(25e6, rel=0.01)
+
+
+def test_003_delay_long_theory_and_its_time_out():
+    pts = {tuple(p.params.values())[0][0] + "/" + tuple(p.params.values())[0][1]: p
+           for p in example("003-delay-long").points}
+    assert list(pts) == ["2500ms/30s", "5s/30s", "5s/5s"]
+    five, ten = (expectations(pts[k], windows={"bulk": 150e3})["bulk"] for k in ("2500ms/30s", "5s/30s"))
+    assert five.limit == ten.limit == "slow start"
+    assert five.value < 150e3 * 8 / 5 and ten.value < 150e3 * 8 / 10  # below W/RTT: slow start's rounds
+    assert five.value == pytest.approx(slow_start(150e3 * 8 / 5.0, 5.0, 1448, 0, 60)[0], rel=0.01)
+    late = expectations(pts["5s/5s"])["bulk"]
+    assert (late.value, late.hi, late.limit) == (0.0, None, "time-out")
+    # ARP asks long enough for a 10 s link (the runner sets it), and the connection is
+    # made after ARP's round trip and the SYN's: 20 s, within 30 s
+    assert arp_tries(0.04) == 3 and arp_tries(10.0) == 13
+    assert connect_chance(0, 0, 10.0, 30.0, arp_rtt_s=10.0, arp_asks=13).chance == 1.0
+    assert connect_chance(0, 0, 10.0, 15.0, arp_rtt_s=10.0, arp_asks=13).chance == 0.0
+    assert connect_chance(0, 0, 10.0, 30.0, arp_rtt_s=10.0, arp_asks=3).chance == 0.0  # Linux's own 3

@@ -24,7 +24,7 @@ from netrig.exp.scenario import FlowSpec, Point
 from netrig.exp.verdict import versus
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
-from netrig.theory.connect import connect_chance
+from netrig.theory.connect import arp_tries, connect_chance, max_link_rtt
 from netrig.theory.path import bottleneck, hops, link_key
 from netrig.topo.plan import Plan, make_plan
 
@@ -86,7 +86,7 @@ def expectations(point: Point, plan: Plan | None = None,
         concurrent = {n: g for n, g in flows.items()
                       if g.kind in ("tcp", "udp") and (n == name or _overlaps(point, f, g))}
         if f.kind in ("tcp", "udp"):
-            out[name] = _bulk(plan, name, f, concurrent, seen, sndbuf.get(name))
+            out[name] = _bulk(plan, name, f, concurrent, seen, sndbuf.get(name), point.flow_duration(f))
         elif f.kind in ("ping", "probe"):
             out[name] = _rtt(plan, f, concurrent, seen)
         elif f.kind == "fetch":
@@ -132,7 +132,7 @@ def _shares(plan: Plan, concurrent: dict[str, FlowSpec],
 
 
 def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
-          seen: dict[str, float], sndbuf: float | None = None) -> Expected:
+          seen: dict[str, float], sndbuf: float | None = None, dur: float = math.inf) -> Expected:
     share, limit, reports = _shares(plan, concurrent, seen)
     r = reports[name]
     eff = (r.udp if f.kind == "udp" else r.tcp).efficiency
@@ -144,7 +144,7 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         got = min(offered, fair) * (1 - r.loss_out)
         extra["expected_loss_pct"] = 100 * (1 - got / offered) if offered else None
         why = "its offered rate" if limit[name] == "demand" else f"link {limit[name]}"
-        return _may_time_out(f, r, Expected(
+        return _may_time_out(plan, f, r, Expected(
             "throughput_bps", got, "offered rate" if limit[name] == "demand" else "link",
             f"UDP at {offered / 1e6:.4g} Mbit/s: receives min(offered, {fair / 1e6:.4g} Mbit/s share) "
             f"× (1 − {r.loss_out:.3g} loss) = {got / 1e6:.4g} Mbit/s ({why})", extra=extra))
@@ -156,7 +156,8 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
     else:
         cands["link"] = fair
     if not cands:
-        return Expected("throughput_bps", None, "none", "nothing on the path limits TCP", extra=extra)
+        return _may_time_out(plan, f, r, Expected("throughput_bps", None, "none",
+                                                  "nothing on the path limits TCP", extra=extra))
     key = min(cands, key=lambda k: cands[k])
     own = {k: v for k, v in cands.items() if k != "link"}
     if limit[name] == "demand" and own:  # its own window or loss, not the link, held it
@@ -183,6 +184,14 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         hi = min(top, r.tcp_goodput_bps or math.inf)  # (the fair share is capped by Padhye's)
         detail += (f" (Padhye, T0 = RTT + 200 ms) to {hi / 1e6:.4g} Mbit/s (Mathis, "
                    "every loss recovered without a time-out)")
+    if key != "loss" and r.data_rtt_s > 0 and f.bytes is None and math.isfinite(dur):
+        lo_ss, hi_ss = slow_start(value, r.data_rtt_s, r.tcp.payload, f.seconds("omit"), dur)
+        if hi_ss < 0.95 * value:  # the run is too few round trips long for the window to open
+            value, hi, label = lo_ss, hi_ss, "slow start"
+            detail += (f"; but slow start doubles the window once per RTT ({r.data_rtt_s:.4g} s) from "
+                       f"IW{IW}: over {dur - f.seconds('omit'):g} s measured that averages "
+                       f"{lo_ss / 1e6:.4g} (data in by the end) to {hi_ss / 1e6:.4g} Mbit/s (data sent "
+                       "by then): slow start")
     if sndbuf and f.window is None and f.kind == "tcp" and r.data_rtt_s > 0:
         # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
         # flight is that less the kernel's per-packet overhead (between about half and
@@ -193,24 +202,50 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
             detail += (f"; but the sender's buffer (tcp_wmem max {sndbuf / 1e6:.3g} MB, about half "
                        f"to all of it in flight) over RTT {r.data_rtt_s * 1e3:.4g} ms allows "
                        f"{lo_bps / 1e6:.4g}–{top_bps / 1e6:.4g} Mbit/s: send buffer")
-    return _may_time_out(f, r, Expected("throughput_bps", value, label, detail, hi=hi, extra=extra))
+    return _may_time_out(plan, f, r, Expected("throughput_bps", value, label, detail, hi=hi, extra=extra))
 
 
-def _may_time_out(f: FlowSpec, r, e: Expected) -> Expected:
+def slow_start(rate_bps: float, rtt_s: float, mss: float, start_s: float, end_s: float
+               ) -> tuple[float, float]:
+    """The average rate over [start_s, end_s) of a TCP transfer from 0 whose window
+    opens from IW10 segments, doubling each RTT, up to `rate_bps` × RTT, each round's
+    data sent at its start: (counting rounds whose data is in by end_s, half an RTT
+    after they are sent; counting every round sent before end_s), bit/s."""
+    cap = rate_bps * rtt_s / 8
+    lo = hi = 0.0
+    t, w = 0.0, IW * mss
+    while t < end_s:
+        sent = min(w, cap)
+        if t >= start_s:
+            hi += sent
+            lo += sent if t + rtt_s / 2 <= end_s else 0.0
+        t, w = t + rtt_s, w * 2
+    span = end_s - start_s
+    return (lo * 8 / span, hi * 8 / span) if span > 0 else (rate_bps, rate_bps)
+
+
+def _may_time_out(plan: Plan, f: FlowSpec, r, e: Expected) -> Expected:
     """The expectation of a flow that may not connect in time (heavy loss, or an RTT
     near the connect timeout): a range from 0 (a time-out: no data) to what it moves
     once connected, labelled "time-out" when that is the likelier outcome; 0 alone when
     no try can succeed in time. Unchanged when the connection is as good as certain."""
     out, back = (r.loss_back, r.loss_out) if f.reverse else (r.loss_out, r.loss_back)
-    c = connect_chance(out, back, r.base_rtt_s, connect_timeout_s(f))
+    first = plan.topo.link_named(hops(plan, f.src, f.to)[0].link)
+    arp_rtt = sum(d.delay_s or 0.0 for d in (first.direction(0), first.direction(1)))
+    c = connect_chance(out, back, r.base_rtt_s, connect_timeout_s(f), arp_rtt,
+                       arp_tries(max_link_rtt(plan.topo)))
     if c.chance >= 0.99:
         return e
     top = e.hi if e.hi is not None else e.value
     extra = {**e.extra, "connect_chance": round(c.chance, 4)}
-    if c.chance <= 0 or not top:
+    likely = c.chance < 0.5
+    if c.chance <= 0:
         return Expected(e.metric, 0.0, "time-out", f"{c.detail}: a time-out (no data) is certain",
                         extra=extra)
-    likely = c.chance < 0.5
+    if not top:  # nothing else limits it: a time-out, or data at no rate theory can give
+        return Expected(e.metric, 0.0 if likely else e.value, "time-out" if likely else e.limit,
+                        f"{c.detail}: {'a time-out (no data) is likelier' if likely else 'it may time out'}"
+                        f" (probability {1 - c.chance:.2f}); connected, {e.detail}", extra=extra)
     return Expected(e.metric, 0.0, "time-out" if likely else e.limit,
                     f"{c.detail}: {'a time-out (no data) is likelier' if likely else 'it may time out (no data)'}"
                     f" (probability {1 - c.chance:.2f}); connected, {e.detail}", hi=top, extra=extra)

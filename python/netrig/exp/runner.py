@@ -59,6 +59,7 @@ from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
 from netrig.link import userspace
 from netrig.theory import analyse, outage
+from netrig.theory.connect import ARP_TRIES, arp_tries, max_link_rtt
 from netrig.topo.plan import Plan, make_plan
 
 SERVED = ("tcp", "udp", "probe", "fetch")
@@ -207,8 +208,11 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     firer: _EventFirer | None = None
     routes: _RouteMonitor | None = None
     try:
+        neigh = neighbour_patience(net, point)
+        if neigh:
+            routing["neighbour_solicit"] = neigh
         if point.topology.dynamic:
-            routing = converge(net, point)
+            routing = {**routing, **converge(net, point)}
             # Each flow's way as the kernel routes it, beside theory's (the report flags
             # a flow whose path is not the predicted one).
             routing["paths"] = paths.flow_paths(net, net.plan, spec.flows)
@@ -610,6 +614,25 @@ def _tcp_wmem_max(ns: str) -> float:
         return netns.run_in(ns, read)
     except (OSError, ValueError, IndexError, NetrigError):
         return 0.0
+
+
+def neighbour_patience(net: Network, point: Point) -> int | None:
+    """Linux gives up resolving a neighbour after 3 requests 1 s apart: over a link
+    whose RTT is longer no packet would ever leave (connect fails: no route to host),
+    whatever the connect timeout. Where a link's RTT exceeds that, every node asks
+    until an answer can be back (theory/connect.py's `arp_tries`, which its theory
+    counts too); the number of requests (None: the kernel's own 3 kept)."""
+    tries = arp_tries(max_link_rtt(point.topology))
+    if tries <= ARP_TRIES:
+        return None
+
+    def ask() -> None:
+        for f in Path("/proc/sys/net/ipv4/neigh").glob("*/mcast_solicit"):
+            f.write_text(str(tries))
+
+    for name in point.topology.nodes:
+        netns.run_in(net[name].ns, ask)
+    return tries
 
 
 def setup_s(plan: Plan, f) -> float:
