@@ -453,7 +453,10 @@ fn run_test(
         bytes: 0,
         blocks: 0,
         is_client: false,
-        deadline: Some(Duration::from_secs(limit) + cfg.grace),
+        // Past the test's time, the client's TEST_END is still on its way: a server that
+        // gives a slow path's handshake more than the grace (a long RTT) gives its end as
+        // much (at a 10 s RTT the TEST_END comes 10 s after the last data is due).
+        deadline: Some(Duration::from_secs(limit) + cfg.grace.max(cfg.handshake_timeout)),
         tcp_info_interval: None,
         rcv_timeout: bulk.then_some(cfg.common.rcv_timeout),
         rate_limit: if bulk { cfg.bitrate_limit } else { None },

@@ -185,13 +185,17 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         detail += (f" (Padhye, T0 = RTT + 200 ms) to {hi / 1e6:.4g} Mbit/s (Mathis, "
                    "every loss recovered without a time-out)")
     if key != "loss" and r.data_rtt_s > 0 and f.bytes is None and math.isfinite(dur):
-        lo_ss, hi_ss = slow_start(value, r.data_rtt_s, r.tcp.payload, f.seconds("omit"), dur)
-        if hi_ss < 0.95 * value:  # the run is too few round trips long for the window to open
-            value, hi, label = lo_ss, hi_ss, "slow start"
-            detail += (f"; but slow start doubles the window once per RTT ({r.data_rtt_s:.4g} s) from "
-                       f"IW{IW}: over {dur - f.seconds('omit'):g} s measured that averages "
-                       f"{lo_ss / 1e6:.4g} (data in by the end) to {hi_ss / 1e6:.4g} Mbit/s (data sent "
-                       "by then): slow start")
+        omit = f.seconds("omit")
+        avg, open_at = slow_start(value, r.data_rtt_s, r.tcp.payload, omit, dur)
+        if avg < 0.95 * value:  # the run is too few round trips long to ignore them
+            ss = open_at > omit
+            detail += (f"; but over {dur - omit:g} s measured at RTT {r.data_rtt_s:.4g} s "
+                       + (f"slow start (IW{IW}, doubling each RTT) opens the window only by "
+                          f"{open_at:.3g} s, and " if ss else "")
+                       + f"the receiver's clock runs an RTT longer than the sender's: "
+                       f"{avg / 1e6:.4g} Mbit/s" + (": slow start" if ss else ""))
+            value, hi = avg, None
+            label = "slow start" if ss else label
     if sndbuf and f.window is None and f.kind == "tcp" and r.data_rtt_s > 0:
         # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
         # flight is that less the kernel's per-packet overhead (between about half and
@@ -207,21 +211,20 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
 
 def slow_start(rate_bps: float, rtt_s: float, mss: float, start_s: float, end_s: float
                ) -> tuple[float, float]:
-    """The average rate over [start_s, end_s) of a TCP transfer from 0 whose window
-    opens from IW10 segments, doubling each RTT, up to `rate_bps` × RTT, each round's
-    data sent at its start: (counting rounds whose data is in by end_s, half an RTT
-    after they are sent; counting every round sent before end_s), bit/s."""
+    """A TCP transfer from 0 whose window opens from IW10 segments, doubling each RTT
+    (each round's data sent at its start), until it reaches `rate_bps` × RTT, from
+    when on it sends at `rate_bps`: (its average rate over [start_s, end_s) as the
+    receiver counts it, when slow start ends), bit/s and s. The receiver's time is one
+    RTT longer than the sender's: its clock starts half an RTT before the sender's, at
+    the start message, and stops half an RTT after, at the end message."""
     cap = rate_bps * rtt_s / 8
-    lo = hi = 0.0
-    t, w = 0.0, IW * mss
-    while t < end_s:
-        sent = min(w, cap)
-        if t >= start_s:
-            hi += sent
-            lo += sent if t + rtt_s / 2 <= end_s else 0.0
+    got, t, w = 0.0, 0.0, IW * mss
+    while w < cap and t < end_s:
+        got += w if t >= start_s else 0.0
         t, w = t + rtt_s, w * 2
-    span = end_s - start_s
-    return (lo * 8 / span, hi * 8 / span) if span > 0 else (rate_bps, rate_bps)
+    got += rate_bps / 8 * max(0.0, end_s - max(start_s, t))
+    span = end_s - start_s + rtt_s
+    return (got * 8 / span if end_s > start_s else rate_bps), t
 
 
 def _may_time_out(plan: Plan, f: FlowSpec, r, e: Expected) -> Expected:

@@ -166,8 +166,8 @@ class Outcome:
                             "connected": not why.startswith("never connected")})
                 for key in ("throughput_bps", "bytes"):
                     out[key] = out.get(key) or 0
-            else:
-                out["connected"] = out["status"] == "ok"
+            elif out["status"] == "ok":
+                out["connected"] = True
         elif k == "ping":
             rtts = [r for _, r in self.ping_samples()]
             out.update(_stats("rtt_ms", rtts))

@@ -7,7 +7,8 @@ reference lines beside each: what the time-series figures and `netrig plot` draw
                 it; else what the receiver counted per report interval; else (older
                 results) what the sender wrote, said so in the label
     delivered   every recorded link direction's delivered rate (all its traffic)
-    cwnd, tcp_rtt   from TCP_INFO of the flow's first connection
+    cwnd, tcp_rtt   from TCP_INFO of each of the flow's connections (`bulk #3`: the third
+                of -P's), a line each
     rtt         ping/probe RTT, one sample per reply
     queue, sojourn, drops   each recorded link direction, per 10 ms sample
 
@@ -55,10 +56,10 @@ QUANTITIES: dict[str, Quantity] = {
                           "What each recorded link direction delivered (wire bits, all its "
                           "traffic): netrig-link's 10 ms samples in 100 ms bins."),
     "cwnd": Quantity("congestion window", "cwnd (KB)",
-                     "From TCP_INFO of the flow's first connection (segments × MSS; "
-                     "1 KB = 1000 bytes of payload)."),
+                     "From TCP_INFO of each of the flow's connections, a line each (segments "
+                     "× MSS; 1 KB = 1000 bytes of payload)."),
     "tcp_rtt": Quantity("TCP RTT", "smoothed RTT (ms)",
-                        "TCP's smoothed RTT from TCP_INFO of the flow's first connection."),
+                        "TCP's smoothed RTT from TCP_INFO of each of the flow's connections."),
     "rtt": Quantity("RTT", "RTT (ms)", "One sample per reply."),
     "queue": Quantity("queue length", "queue (packets)", "netrig-link's queue, sampled at 100 Hz."),
     "sojourn": Quantity("queue sojourn time", "sojourn (ms)",
@@ -82,7 +83,7 @@ class Trace:
 class Ref:
     label: str  # legend: "BDP + queue 152 KB"
     value: float  # in the quantity's unit
-    style: str = "--"
+    style: str | tuple = "--"  # a matplotlib line style
     of: str | None = None  # the trace (link direction) it belongs to; None: every trace
 
 
@@ -258,10 +259,11 @@ def traces(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) 
             if f["kind"] != "tcp":
                 continue
             info = [r for r in res.series(run["run"], name) if is_number(r.get("cwnd_bytes"))]
-            first = min((r.get("socket") or 0 for r in info), default=0)
-            info = [r for r in info if (r.get("socket") or 0) == first]
-            if info:
-                out.append(Trace(name, [r["t"] for r in info], [_nan(r.get(col), scale) for r in info]))
+            socks = sorted({r.get("socket") or 0 for r in info})
+            for k, sock in enumerate(socks, 1):  # each connection of -P its own line
+                mine = [r for r in info if (r.get("socket") or 0) == sock]
+                out.append(Trace(name if len(socks) == 1 else f"{name} #{k}", [r["t"] for r in mine],
+                                 [_nan(r.get(col), scale) for r in mine]))
     elif q == "rtt":
         for name, f in flows.items():
             if f["kind"] in RTT_KINDS:
@@ -376,6 +378,12 @@ def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) ->
                     held = bdp + rate * target / 8 / frame
                     out.append(Ref(f"BDP + {b.aqm}'s target queue {held * mss / 1e3:.4g} KB",
                                    held * mss / 1e3, "-."))
+                n = len({x.get("socket") for x in res.series(run["run"], name) if "cwnd_bytes" in x})
+                top = held if target is not None else bdp + queue if queue is not None else None
+                if n > 1 and top is not None:  # what each of -P's connections holds, sharing
+                    out.append(Ref(f"{name}'s share per connection, 1/{n} of that: "
+                                   f"{top * mss / 1e3 / n:.3g} KB ({top / n:.2g} segments)",
+                                   top * mss / 1e3 / n, (0, (1, 3))))
             else:
                 out += _rtt_refs(r.data_rtt_s, r.queue_delay_s, target, b.aqm)
     elif q == "rtt":
