@@ -7,13 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from netrig.exp import series, why
 from netrig.exp.expect import expectations, slow_start
 from netrig.exp.flows import Outcome, perf_argv, server_argv
 from netrig.exp.headline import Line, cells
-from netrig.exp.results import case_name, describe
+from netrig.exp.results import case_name, describe, load, read_jsonl, write_jsonl
 from netrig.exp.scenario import FlowSpec, load_scenario
 from netrig.exp.verdict import versus
 from netrig.theory.connect import arp_tries, connect_chance, syn_times
+from test_report import make_results
 
 ROOT = Path(__file__).resolve().parents[2]
 GOODPUT = 1448 / 1514  # TCP payload per wire byte on a 1500-byte MTU link (as theory counts)
@@ -172,3 +174,46 @@ def test_003_delay_long_theory_and_its_time_out():
     assert connect_chance(0, 0, 10.0, 30.0, arp_rtt_s=10.0, arp_asks=13).chance == 1.0
     assert connect_chance(0, 0, 10.0, 15.0, arp_rtt_s=10.0, arp_asks=13).chance == 0.0
     assert connect_chance(0, 0, 10.0, 30.0, arp_rtt_s=10.0, arp_asks=3).chance == 0.0  # Linux's own 3
+
+
+# 004: every connection's cwnd, and the bottleneck queue swept.
+def test_every_connection_of_a_parallel_flow_has_its_own_cwnd_line(tmp_path):
+    out = make_results(tmp_path / "r")
+    runs = sorted((out / "runs").glob("p000-r0*"))
+    for run in runs:  # a second connection, socket 5, beside socket 4
+        rows = read_jsonl(run / "series" / "bulk.jsonl")
+        rows += [{"t": 0.1 * k, "cwnd_bytes": 9000 + 100 * k, "rtt_ms": 25.0, "socket": 5} for k in range(1, 50)]
+        write_jsonl(run / "series" / "bulk.jsonl", sorted(rows, key=lambda r: r["t"]))
+    res = load(out)
+    run = res.first_run(0)
+    got = {tr.label: tr for tr in series.traces(res, run, "cwnd")}
+    assert sorted(got) == ["bulk #1", "bulk #2"]
+    assert got["bulk #2"].y[0] == pytest.approx(9.1) and got["bulk #1"].y[0] == pytest.approx(20.5)
+    refs = {r.label: r.value for r in series.refs(res, run, "cwnd")}
+    full = next(v for k, v in refs.items() if k.startswith("BDP + queue"))
+    share = next(v for k, v in refs.items() if k.startswith("bulk's share per connection, 1/2"))
+    assert share == pytest.approx(full / 2)
+    # one connection: one line, named by the flow, as before
+    assert [tr.label for tr in series.traces(res, res.first_run(1), "cwnd")] == ["bulk"]
+
+
+def test_004_bufferbloat_sweeps_the_queue_and_variants_watch_every_cwnd():
+    s = example("004-bufferbloat")
+    cases = [(p.params["links.s0-h2.aqm"], p.params["links.s0-h2.queue"]) for p in s.points]
+    assert [q for _, q in cases] == [100, 20, 100, 20] and cases[0][0] == "droptail"
+    hi = {q: expectations(p)["rtt"].hi for p in s.points for a, q in [cases[p.index]] if a == "droptail"}
+    # a full drop-tail queue: 100 or 20 packets of 1514 bytes at 1.5 Mbit/s on top of the RTT
+    assert hi[100] - hi[20] == pytest.approx(80 * 1514 * 8 / 1.5e6 * 1e3, rel=0.01)
+    v = example("004-variants")
+    assert [m.flow for m in v.points[0].spec.monitors if m.kind == "tcp_info"] == ["bulk"]
+    assert {p.spec.flows["bulk"].parallel for p in v.points} == {1, 10}
+
+
+def test_a_time_out_where_theory_expected_data_is_explained():
+    ev = why.Evidence("bulk", "tcp", "throughput_bps", versus(0.0, 1e5), "loss (Mathis/Padhye)",
+                      timed_out=["never connected within its 5 s connect timeout (...)"], runs=2,
+                      connect_chance=0.7)
+    said = why.time_outs(ev)
+    assert said.startswith("It timed out in 1 of 2 runs (never connected within its 5 s")
+    assert "a 70 % chance" in said
+    assert why.time_outs(why.Evidence("bulk", "tcp", "throughput_bps", versus(0.0, 0.0, 1e5))) is None

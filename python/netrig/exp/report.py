@@ -187,7 +187,10 @@ def evidence(res: Results, point: int, r: Row) -> why.Evidence:
         ack_queues=ack_queues,
         late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain,
         path=next((p for f in entries if (p := f.get("path")) and why.path_differs(r.flow, p)),
-                  first.get("path")), outages=_outages(runs, r.flow))
+                  first.get("path")), outages=_outages(runs, r.flow),
+        timed_out=[(f.get("summary") or {}).get("error", "") for f in entries
+                   if (f.get("summary") or {}).get("status") == "timed_out"],
+        runs=len(entries), connect_chance=extra.get("connect_chance"))
 
 
 def _outages(runs: list[dict[str, Any]], flow: str) -> list[tuple[str, float, float, str]]:

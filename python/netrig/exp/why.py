@@ -108,6 +108,9 @@ class Evidence:
     path: dict[str, Any] | None = None  # run.json's `path` of the flow (netrig.lab.paths)
     # Events that cut the flow off: (what, at s, mean outage s over the runs, theory's text).
     outages: list[tuple[str, float, float, str]] = field(default_factory=list)
+    timed_out: list[str] = field(default_factory=list)  # why, per run that timed out
+    runs: int = 0
+    connect_chance: float | None = None  # theory's, that the connection is made in time
 
     @property
     def side(self) -> str:
@@ -312,13 +315,25 @@ def event_outage(ev: Evidence) -> str | None:
             "Theory's value holds only while the path is up.")
 
 
+def time_outs(ev: Evidence) -> str | None:
+    """A tcp/udp flow that timed out (never connected, or moved no data) where theory
+    expected data: its mean counts those runs' zeros."""
+    if not ev.timed_out or ev.side != "below":
+        return None
+    k, n = len(ev.timed_out), max(ev.runs, len(ev.timed_out))
+    chance = (f"; theory gave its connection a {ev.connect_chance:.0%} chance to be made and set up "
+              "in time" if ev.connect_chance is not None else "; theory expected it to connect")
+    return (f"It timed out in {k} of {n} run{'s' * (n > 1)} ({ev.timed_out[0]}), counted as 0"
+            f"{chance}.").replace("%", " %")
+
+
 def wrong_path(ev: Evidence) -> str | None:
     """The kernel took another path than theory's: every number theory gave is for that
     other path."""
     return path_differs(ev.flow, ev.path)
 
 
-RULES: tuple[Rule, ...] = (wrong_path, event_outage, queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
+RULES: tuple[Rule, ...] = (wrong_path, time_outs, event_outage, queue_measured, ack_queue, pie_low_rate, fifo_not_fair, cubic_unfair,
                            delayed_acks, slow_start, retransmissions, drops, sender_short,
                            late_emulator)
 
