@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from netrig.exp import series, why
-from netrig.exp.expect import expectations, slow_start
+from netrig.exp.expect import expectations, in_flight, slow_start
 from netrig.exp.flows import Outcome, perf_argv, server_argv
 from netrig.exp.headline import Line, cells
 from netrig.exp.results import case_name, describe, load, read_jsonl, write_jsonl
@@ -217,3 +217,33 @@ def test_a_time_out_where_theory_expected_data_is_explained():
     assert said.startswith("It timed out in 1 of 2 runs (never connected within its 5 s")
     assert "a 70 % chance" in said
     assert why.time_outs(why.Evidence("bulk", "tcp", "throughput_bps", versus(0.0, 0.0, 1e5))) is None
+
+
+# 003, window at the LAN's RTT: the window the kernel really had.
+def test_003_window_lan_theory_uses_the_window_the_kernel_gave():
+    pts = {p.params["flows.bulk.window"]: p for p in example("003-window-lan").points}
+    assert list(pts)[:2] == ["0.124KB", "0.75KB"] and list(pts)[-1] == "1000KB"
+    rtt = expectations(pts["1000KB"])["bulk"].extra["base_rtt_ms"]
+    assert 0.6 < rtt < 0.7  # the seed's 0.637 ms
+    assert expectations(pts["1000KB"])["bulk"].limit == "link"
+    # -w 124 B: Linux made SO_RCVBUF 2304 B (its minimum) and the receiver advertised 2048 B,
+    # one whole 1448-byte segment in flight per RTT
+    e = expectations(pts["0.124KB"], windows={"bulk": 2048}, buffers={"bulk": (4608, 2304)})["bulk"]
+    data_rtt = 1448 * 8 / e.value
+    assert e.limit == "window (W/RTT)" and 0.7e-3 < data_rtt < 0.75e-3
+    assert "for -w 124 B Linux gave SO_RCVBUF 2304 B, SO_SNDBUF 4608 B (doubled, and never below" in e.detail
+    assert "of which 1448 B in whole segments in flight (Nagle)" in e.detail
+    assert in_flight(1000, 1448) == 1000 and in_flight(6144, 1448) == 4 * 1448
+
+
+def test_the_kernels_buffers_are_read_back_into_the_summary():
+    doc = {"start": {"sock_bufsize": 124, "sndbuf_actual": 4608, "rcvbuf_actual": 2304},
+           "intervals": [], "end": {"sum_received": {"bytes": 10, "bits_per_second": 8.0, "seconds": 10}}}
+    o = Outcome("bulk", FlowSpec.model_validate({"kind": "tcp", "from": "h1", "to": "h2", "window": 124}),
+                0.0, code=0, stdout=json.dumps(doc), planned_s=10.0)
+    o.parse()
+    s = o.summary()
+    assert (s["sndbuf_bytes"], s["rcvbuf_bytes"]) == (4608, 2304)
+    bad = Outcome("bulk", o.spec, 0.0, code=0, stdout=json.dumps({**doc, "start": [1]}), planned_s=1.0)
+    bad.parse()
+    assert "start is an array, not an object" in bad.error

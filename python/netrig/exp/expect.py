@@ -71,10 +71,12 @@ def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
 
 def expectations(point: Point, plan: Plan | None = None,
                  windows: dict[str, float] | None = None,
-                 send_buffers: dict[str, float] | None = None) -> dict[str, Expected]:
+                 send_buffers: dict[str, float] | None = None,
+                 buffers: dict[str, tuple[float, float]] | None = None) -> dict[str, Expected]:
     """Each flow's expectation; `windows`: windows the run saw advertised, by flow;
     `send_buffers`: the largest send buffer the sender's kernel gives a TCP flow
-    without -w (tcp_wmem's maximum, by flow)."""
+    without -w (tcp_wmem's maximum, by flow); `buffers`: the (SO_SNDBUF, SO_RCVBUF)
+    the kernel gave a flow's -w, as the run read them back."""
     plan = plan or make_plan(point.topology)
     seen = windows or {}
     sndbuf = send_buffers or {}
@@ -86,7 +88,8 @@ def expectations(point: Point, plan: Plan | None = None,
         concurrent = {n: g for n, g in flows.items()
                       if g.kind in ("tcp", "udp") and (n == name or _overlaps(point, f, g))}
         if f.kind in ("tcp", "udp"):
-            out[name] = _bulk(plan, name, f, concurrent, seen, sndbuf.get(name), point.flow_duration(f))
+            out[name] = _bulk(plan, name, f, concurrent, seen, sndbuf.get(name), point.flow_duration(f),
+                              buffers)
         elif f.kind in ("ping", "probe"):
             out[name] = _rtt(plan, f, concurrent, seen)
         elif f.kind == "fetch":
@@ -97,8 +100,17 @@ def expectations(point: Point, plan: Plan | None = None,
 def _own(plan: Plan, name: str, f: FlowSpec, seen: dict[str, float]):
     src, dst = _dir(f)
     size = f.nbytes("length") if f.kind == "udp" else None
-    return analyse(plan, src, dst, window=_window(f, seen, name), proto=f.kind, udp_rate=f.rate_bps,
-                   udp_size=size)
+    w = _window(f, seen, name)
+    if w is not None and f.kind == "tcp" and not f.nodelay:
+        w = in_flight(w, analyse(plan, src, dst).tcp.payload)
+    return analyse(plan, src, dst, window=w, proto=f.kind, udp_rate=f.rate_bps, udp_size=size)
+
+
+def in_flight(window: float, mss: float) -> float:
+    """What a TCP sender keeps in flight in a window: whole segments (Nagle holds back a
+    partial one while data is unacknowledged: a 2048-byte window carries one 1448-byte
+    segment per RTT), or the window itself when it is less than one segment."""
+    return window if window < mss else (window // mss) * mss
 
 
 def _shares(plan: Plan, concurrent: dict[str, FlowSpec],
@@ -132,7 +144,8 @@ def _shares(plan: Plan, concurrent: dict[str, FlowSpec],
 
 
 def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
-          seen: dict[str, float], sndbuf: float | None = None, dur: float = math.inf) -> Expected:
+          seen: dict[str, float], sndbuf: float | None = None, dur: float = math.inf,
+          buffers: dict[str, tuple[float, float]] | None = None) -> Expected:
     share, limit, reports = _shares(plan, concurrent, seen)
     r = reports[name]
     eff = (r.udp if f.kind == "udp" else r.tcp).efficiency
@@ -175,7 +188,14 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
     if w is not None:
         src = ("advertised by the receiver in the run" if name in seen else "as given") + (
             f" (-w {f.window})" if f.window is not None else ", autotuned")
-        detail += f"; window {w / 1e3:.4g} KB {src}, RTT {r.data_rtt_s * 1e3:.4g} ms"
+        if name in (buffers or {}) and f.window is not None:
+            snd, rcv = buffers[name]
+            floor = " (doubled, and never below the kernel's minimum)" if min(snd, rcv) > 2 * (f.nbytes("window") or 0) else \
+                " (doubled)"
+            src += f"; for -w {f.nbytes('window')} B Linux gave SO_RCVBUF {rcv:.0f} B, SO_SNDBUF {snd:.0f} B{floor}"
+        w_in = in_flight(w, r.tcp.payload) if f.kind == "tcp" and not f.nodelay else w
+        carried = (f", of which {w_in:.0f} B in whole segments in flight (Nagle)" if w_in < w else "")
+        detail += f"; window {w / 1e3:.4g} KB {src}{carried}, RTT {r.data_rtt_s * 1e3:.4g} ms"
     value, hi = cands[key], None
     top = (r.mathis_bps or 0.0) * f.parallel
     if key == "loss" and top > value:

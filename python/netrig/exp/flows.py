@@ -229,6 +229,10 @@ class Outcome:
                     if isinstance(s.get("sender"), dict) and s["sender"].get("mean_rtt")]
             out["rtt_ms_mean"] = statistics.fmean(rtts) / 1e3 if rtts else None
             out["window_bytes"] = self.advertised_window()
+            start = (self.doc or {}).get("start") or {}
+            for key, col in (("sndbuf_actual", "sndbuf_bytes"), ("rcvbuf_actual", "rcvbuf_bytes")):
+                if isinstance(start.get(key), (int, float)) and start[key] > 0:
+                    out[col] = start[key]  # what the kernel made of -w (SO_SNDBUF, SO_RCVBUF read back)
         else:
             s = e.get("sum") or {}
             # The receiver's own time runs to the TEST_END message, which crosses the same
@@ -354,6 +358,7 @@ _STATS = {k: NUMBER for k in ("mean", "p50", "p99", "stddev", "min", "max")}
 _SAMPLES = {"samples": [[NUMBER]], "samples_columns": [str]}
 PERF_DOC = {
     "error": str,
+    "start": {"sndbuf_actual": NUMBER, "rcvbuf_actual": NUMBER},
     "end": {"sum_received": _SUM, "sum_sent": _SUM, "sum": _SUM,
             "streams": [{"sender": {"mean_rtt": NUMBER, "pacing": _PACING}, "udp": {"pacing": _PACING}}],
             "probe": {"rtt_ms": _STATS, "loss_percent": NUMBER, **_SAMPLES},

@@ -301,7 +301,9 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         watch.check(t0, "after its flows ended")  # the last look, before teardown stops it
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
-    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
+    bufs = {n: (s["sndbuf_bytes"], s["rcvbuf_bytes"]) for n, o in outcomes.items() if o.spec.window is not None
+            and "sndbuf_bytes" in (s := o.summary()) and "rcvbuf_bytes" in s}
+    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b}, bufs)
     events = measure_events(point, plan, firer.records if firer else [], outcomes,
                             routing.get("changes"), interval, t0_wall) if spec.events else []
     if spec.events:
