@@ -197,6 +197,14 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         carried = (f", of which {w_in:.0f} B in whole segments in flight (Nagle)" if w_in < w else "")
         detail += f"; window {w / 1e3:.4g} KB {src}{carried}, RTT {r.data_rtt_s * 1e3:.4g} ms"
     value, hi = cands[key], None
+    if key == "window" and others:
+        # the others' standing queue lengthens its RTT: W / RTT from the loaded RTT up
+        route = {link_key(h) for h in hops(plan, *_dir(f)) + hops(plan, *_dir(f)[::-1])}
+        _, q = _standing_queue(plan, route, {n: g for n, g in concurrent.items() if n != name}, seen)
+        if q > 0:
+            value, hi = value * r.data_rtt_s / (r.data_rtt_s + q), value
+            detail += (f"; the other flows' standing queue adds up to {q * 1e3:.3g} ms to its RTT: "
+                       f"W/RTT from {value / 1e6:.4g} Mbit/s")
     top = (r.mathis_bps or 0.0) * f.parallel
     if key == "loss" and top > value:
         # Padhye counts every loss burst's time-out; with SACK, RACK and tail-loss probes
@@ -206,7 +214,7 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
                    "every loss recovered without a time-out)")
     if key != "loss" and r.data_rtt_s > 0 and f.bytes is None and math.isfinite(dur):
         omit = f.seconds("omit")
-        avg, open_at = slow_start(value, r.data_rtt_s, r.tcp.payload, omit, dur)
+        avg, open_at = slow_start(value, r.data_rtt_s, r.tcp.payload, omit, dur, f.parallel)
         if avg < 0.95 * value:  # the run is too few round trips long to ignore them
             ss = open_at > omit
             detail += (f"; but over {dur - omit:g} s measured at RTT {r.data_rtt_s:.4g} s "
@@ -229,16 +237,17 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
     return _may_time_out(plan, f, r, Expected("throughput_bps", value, label, detail, hi=hi, extra=extra))
 
 
-def slow_start(rate_bps: float, rtt_s: float, mss: float, start_s: float, end_s: float
-               ) -> tuple[float, float]:
-    """A TCP transfer from 0 whose window opens from IW10 segments, doubling each RTT
+def slow_start(rate_bps: float, rtt_s: float, mss: float, start_s: float, end_s: float,
+               connections: int = 1) -> tuple[float, float]:
+    """A TCP transfer from 0 (of `connections`, each opening its own window) whose window
+    opens from IW10 segments, doubling each RTT
     (each round's data sent at its start), until it reaches `rate_bps` × RTT, from
     when on it sends at `rate_bps`: (its average rate over [start_s, end_s) as the
     receiver counts it, when slow start ends), bit/s and s. The receiver's time is one
     RTT longer than the sender's: its clock starts half an RTT before the sender's, at
     the start message, and stops half an RTT after, at the end message."""
     cap = rate_bps * rtt_s / 8
-    got, t, w = 0.0, 0.0, IW * mss
+    got, t, w = 0.0, 0.0, IW * mss * connections
     while w < cap and t < end_s:
         got += w if t >= start_s else 0.0
         t, w = t + rtt_s, w * 2

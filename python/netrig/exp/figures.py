@@ -639,28 +639,42 @@ def _timeseries(res: Results) -> list[_Plan]:
             info = series.QUANTITIES[q]
             items = list(dict.fromkeys(tr.label for _, trs, _ in per_run for tr in trs
                                        if q not in ("queue", "sojourn") or tr.label in queued))
-            for group in [items] if one else [[item] for item in items]:
-                lines = [(tr.label if one else res.label(i) or tr.label,
+            # a flow's connections (`bulk #2`) share its figure when there are several points:
+            # each point's in its colour, named once
+            flow_of = {x: x.split(" #")[0] for x in items}
+            groups = [items] if one else [[x for x in items if flow_of[x] == f]
+                                          for f in dict.fromkeys(flow_of.values())]
+            for group in groups:
+                named: set[int] = set()
+                lines = [(tr.label if one else _named_once(named, i, res.label(i) or flow_of[tr.label]),
                           _color(items.index(tr.label) if one else i), tr)
                          for i, trs, _ in per_run for tr in trs if tr.label in group]
                 if not lines:
                     continue
                 refs = [(ref, None if one else res.label(i), _color(i) if not one else "k")
                         for i, _, rs in per_run for ref in rs if ref.of in (None, *group)]
-                of = ", ".join(group)
+                of = ", ".join(dict.fromkeys(flow_of[x] for x in group))
                 where = f" ({res.label(chunk[0])})" if one and res.label(chunk[0]) else ""
                 every = "the point" if one else "each point, one line per point"
                 drawn = {tr.label.split(":")[0] for _, _, tr in lines}  # "bulk: delivered by ..."
                 shown = [(m, "0.25" if one else _color(i)) for i, run in runs
                          for m in series.marks(run, drawn)]
                 plans.append(_Plan(
-                    f"ts-{q}-{'all' if one else group[0].split(':')[0]}-p{chunk[0]:03d}",
+                    f"ts-{q}-{'all' if one else flow_of[group[0]].split(':')[0]}-p{chunk[0]:03d}",
                     f"{info.what} of {of}{where}",
                     f"{info.what[0].upper()}{info.what[1:]} of {of} against time since the run's "
                     f"start, in the first repetition of {every}. {info.how} Theory's references "
                     "dashed or dotted, named in the legend." + (MARKS_CAPTION if shown else ""),
                     "timeseries", _lines(lines, refs, info.ylabel, shown), [m for m, _ in shown]))
     return plans
+
+
+def _named_once(named: set[int], point: int, label: str) -> str:
+    """A point's legend label for its first line; matplotlib leaves out the rest."""
+    if point in named:
+        return f"_{label}"
+    named.add(point)
+    return label
 
 
 MARKS_CAPTION = (" Each event of the scenario is a vertical line at the time it happened, "

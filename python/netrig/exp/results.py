@@ -181,7 +181,10 @@ def describe(params: dict[str, Any], keys: list[str], leave_out: str | None = No
         if (named := case_name(k, v)) is not None:
             parts.append(named)
         elif len(paths) > 1 and isinstance(v, list) and len(v) == len(paths):
-            parts += [f"{p.strip().rsplit('.', 1)[-1]}={label(x)}" for p, x in zip(paths, v) if x is not None]
+            tails = [p.strip().rsplit(".", 1)[-1] for p in paths]
+            if len(set(tails)) < len(tails):  # `video.length=576, voice.length=80`
+                tails = [".".join(p.strip().split(".")[-2:]) for p in paths]
+            parts += [f"{t}={label(x)}" for t, x in zip(tails, v) if x is not None]
         else:
             parts.append(f"{short(k, keys)}={label(v)}")
     return ", ".join(parts)
