@@ -247,3 +247,23 @@ def test_the_kernels_buffers_are_read_back_into_the_summary():
     bad = Outcome("bulk", o.spec, 0.0, code=0, stdout=json.dumps({**doc, "start": [1]}), planned_s=1.0)
     bad.parse()
     assert "start is an array, not an object" in bad.error
+
+
+# 000, real-time: datagram sizes and the web window, each against 3-12 bulk connections.
+def test_000_realtime_sweeps_sizes_and_the_web_window_against_parallel_bulk():
+    size = example("000-realtime-size")
+    got = sorted({(p.spec.flows["video"].nbytes("length"), p.spec.flows["voice"].nbytes("length"),
+                   p.spec.flows["bulk"].parallel) for p in size.points})
+    assert got == sorted((v, a, n) for v, a in ((576, 80), (1000, 160), (1470, 320)) for n in (3, 6, 9, 12))
+    for p in size.points:  # far below any share: each receives its whole rate
+        e = expectations(p)
+        assert e["video"].value == pytest.approx(128e3) and e["voice"].value == pytest.approx(8e3)
+    web = {(p.params["flows.web.window"], p.params["flows.bulk.parallel"]): p for p in example("000-realtime-web").points}
+    assert sorted({w for w, _ in web}) == ["128KB", "16KB", "32KB", "64KB"] and len(web) == 16
+    assert all(p.spec.flows["bulk"].window == "85KB" for p in web.values())
+    small, crowded = expectations(web["16KB", 3])["web"], expectations(web["128KB", 12])["web"]
+    # -w 16KB (16000 B, 11 whole segments) at 120 ms: W/RTT ~1 Mbit/s, down to W/(RTT + a full queue)
+    assert small.limit == "window (W/RTT)" and small.hi == pytest.approx(11 * 1448 * 8 / 0.1213, rel=0.01)
+    assert small.value == pytest.approx(small.hi * 0.1213 / (0.1213 + 50 * 1514 * 8 / 10e6), rel=0.01)
+    # 128 KB beside 12 connections: one 13th of the link
+    assert crowded.limit == "fair share" and crowded.value == pytest.approx(10e6 / 13 * GOODPUT, rel=0.01)
