@@ -143,16 +143,25 @@ def queue_sojourn_ms(run_dir: Path) -> list[float]:
 def test_004_pie_holds_the_queue_far_below_drop_tail(tmp_path):
     out = tmp_path / "r"
     rows = run_example("004-bufferbloat", out)
-    rtt = {r["links.s0-h2.aqm"]: float(r["rtt_ms_p50"]) for r in rows if r["flow"] == "rtt"}
-    assert set(rtt) == {"droptail", "pie(target=20ms)"}
-    # drop-tail: a full 100-packet queue at 1.5 Mbit/s is ~0.8 s; PIE aims at 20 ms
-    assert rtt["pie(target=20ms)"] < rtt["droptail"] / 3, rtt
-    droptail, pie = (statistics.median(queue_sojourn_ms(out / "runs" / f"p00{i}-r00")) for i in (0, 1))
+    # points: (droptail, 100), (droptail, 20), (pie, 100), (pie, 20) packets of queue
+    rtt = {(r["links.s0-h2.aqm"], r["links.s0-h2.queue"]): float(r["rtt_ms_p50"])
+           for r in rows if r["flow"] == "rtt"}
+    assert set(rtt) == {(a, q) for a in ("droptail", "pie(target=20ms)") for q in ("100", "20")}
+    # drop-tail: a full 100-packet queue at 1.5 Mbit/s is ~0.8 s, 20 packets ~0.16 s; PIE
+    # aims at 20 ms whatever the queue's size
+    assert rtt["pie(target=20ms)", "100"] < rtt["droptail", "100"] / 3, rtt
+    assert rtt["droptail", "20"] < rtt["droptail", "100"] / 2, rtt
+    droptail, pie = (statistics.median(queue_sojourn_ms(out / "runs" / f"p00{i}-r00")) for i in (0, 2))
     assert pie < droptail / 3 and droptail > 200, (pie, droptail)
-    bulk = next(r for r in rows if r["flow"] == "bulk" and r["links.s0-h2.aqm"] == "droptail")
-    assert_near_theory(bulk, "bulk")
-    fetch = {r["links.s0-h2.aqm"]: float(r["fetch_s_mean"]) for r in rows if r["flow"] == "web"}
-    assert fetch["pie(target=20ms)"] < fetch["droptail"], fetch
+    short = statistics.median(queue_sojourn_ms(out / "runs" / "p001-r00"))
+    assert short < 20 * 1514 * 8 / 1.5e6 * 1e3 * 1.1 < droptail, (short, droptail)  # at most 20 packets
+    for q in ("100", "20"):  # 20 packets are still over 5 BDPs: TCP fills the link
+        bulk = next(r for r in rows if r["flow"] == "bulk" and r["links.s0-h2.aqm"] == "droptail"
+                    and r["links.s0-h2.queue"] == q)
+        assert_near_theory(bulk, f"bulk, queue {q}")
+    fetch = {(r["links.s0-h2.aqm"], r["links.s0-h2.queue"]): float(r["fetch_s_mean"])
+             for r in rows if r["flow"] == "web"}
+    assert fetch["pie(target=20ms)", "100"] < fetch["droptail", "100"], fetch
 
 
 def test_000_wan_failover_reroutes_by_ospfs_dead_interval_on_the_path_theory_chose(tmp_path):

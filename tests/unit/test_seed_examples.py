@@ -267,3 +267,21 @@ def test_000_realtime_sweeps_sizes_and_the_web_window_against_parallel_bulk():
     assert small.value == pytest.approx(small.hi * 0.1213 / (0.1213 + 50 * 1514 * 8 / 10e6), rel=0.01)
     # 128 KB beside 12 connections: one 13th of the link
     assert crowded.limit == "fair share" and crowded.value == pytest.approx(10e6 / 13 * GOODPUT, rel=0.01)
+
+
+def test_after_omit_intervals_and_tcp_info_keep_the_runs_clock():
+    # netrig-perf's clock starts again after -O 2 (as iperf3's): its intervals after
+    # the omitted ones, and its TCP_INFO samples, go on from 2 s, not back to 0
+    iv = [{"sum": {"start": a, "end": a + 1.0, "bits_per_second": 1e6, "omitted": a < 2}} for a in (0.0, 1.0)]
+    iv += [{"sum": {"start": a, "end": a + 1.0, "bits_per_second": 2e6, "omitted": False}} for a in (0.0, 1.0)]
+    info = [{"t": t, "snd_cwnd_bytes": 1000 * k, "rtt_us": 20000, "socket": 4, "sender": True}
+            for k, t in enumerate((0.5, 1.0, 1.5, 0.5, 1.0, 1.5))]
+    doc = {"start": {}, "intervals": iv, "end": {"sum_received": {"bytes": 1, "seconds": 2}},
+           "netrig": {"tcp_info": info}}
+    o = Outcome("bulk", FlowSpec.model_validate({"kind": "tcp", "from": "h1", "to": "h2", "omit": "2s"}),
+                10.0, code=0, stdout=json.dumps(doc), planned_s=4.0)
+    o.parse()
+    rows = o.series()
+    assert [r["t"] for r in rows if "bps" in r] == [13.0, 14.0]
+    cwnd = [(r["t"], r["cwnd_bytes"]) for r in rows if "cwnd_bytes" in r]
+    assert cwnd == [(10.5, 0), (11.0, 1000), (11.5, 2000), (12.5, 3000), (13.0, 4000), (13.5, 5000)]

@@ -271,11 +271,14 @@ class Outcome:
         k, t0 = self.spec.kind, self.start_s
         out: list[dict[str, Any]] = []
         if k in ("tcp", "udp") and self.doc:
+            # As iperf3's, netrig-perf's clock starts again after -O's omitted seconds: the
+            # intervals (and TCP_INFO samples) after them are shifted by the omitted time.
+            mine = _omitted_s(self.doc.get("intervals", []))
             for iv in self.doc.get("intervals", []):
                 s = iv.get("sum") or {}
                 if s.get("omitted"):
                     continue
-                row = {"t": t0 + s.get("end", 0), "bps": s.get("bits_per_second")}
+                row = {"t": t0 + mine + s.get("end", 0), "bps": s.get("bits_per_second")}
                 if s.get("sender") is False:  # -R: the client received
                     row["recv_bps"] = s.get("bits_per_second")
                 if "retransmits" in s:
@@ -288,12 +291,18 @@ class Outcome:
             # The server's intervals (with --get-server-output and a -J server): what
             # the receiver counted, not what was written into the socket.
             theirs = self.doc.get("server_output_json") or {}
-            for iv in theirs.get("intervals", []) if isinstance(theirs, dict) else []:
+            ivs = theirs.get("intervals", []) if isinstance(theirs, dict) else []
+            shift = _omitted_s(ivs)
+            for iv in ivs:
                 s = iv.get("sum") or {}
                 if not s.get("omitted") and s.get("sender") is False and s.get("end") is not None:
-                    out.append({"t": t0 + s["end"], "recv_bps": s.get("bits_per_second")})
+                    out.append({"t": t0 + shift + s["end"], "recv_bps": s.get("bits_per_second")})
+            after, last = False, -1.0  # a sample's t going back: the clock restarted after -O
             for x in self.doc.get("netrig", {}).get("tcp_info", []) or []:
-                out.append({"t": t0 + x["t"], "cwnd_bytes": x.get("snd_cwnd_bytes", x.get("snd_cwnd")),
+                after = after or x["t"] < last - 1e-6
+                last = x["t"]
+                out.append({"t": t0 + x["t"] + (mine if after else 0.0),
+                            "cwnd_bytes": x.get("snd_cwnd_bytes", x.get("snd_cwnd")),
                             "rtt_ms": x.get("rtt_us", 0) / 1e3, "socket": x.get("socket")})
         elif k == "ping":
             out = [{"t": t, "rtt_ms": r} for t, r in self.ping_samples()]
@@ -325,6 +334,13 @@ class Outcome:
             return []
         first_wall = rows[0][0]
         return [(self.start_s + (w - first_wall), r) for w, r in rows]
+
+
+def _omitted_s(intervals: list[dict[str, Any]]) -> float:
+    """How long -O's omitted intervals lasted (their last end), 0 without any."""
+    ends = [(iv.get("sum") or {}).get("end") or 0.0 for iv in intervals
+            if isinstance(iv, dict) and (iv.get("sum") or {}).get("omitted")]
+    return float(max(ends, default=0.0))
 
 
 def ping_counts(text: str) -> tuple[int, int] | None:
