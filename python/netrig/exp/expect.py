@@ -240,18 +240,20 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
 def slow_start(rate_bps: float, rtt_s: float, mss: float, start_s: float, end_s: float,
                connections: int = 1) -> tuple[float, float]:
     """A TCP transfer from 0 (of `connections`, each opening its own window) whose window
-    opens from IW10 segments, doubling each RTT
-    (each round's data sent at its start), until it reaches `rate_bps` × RTT, from
-    when on it sends at `rate_bps`: (its average rate over [start_s, end_s) as the
-    receiver counts it, when slow start ends), bit/s and s. The receiver's time is one
-    RTT longer than the sender's: its clock starts half an RTT before the sender's, at
-    the start message, and stops half an RTT after, at the end message."""
+    opens from IW10 segments, doubling each RTT (each round's data sent at its start),
+    until it reaches `rate_bps` × RTT, from when on it sends at `rate_bps`: (its average
+    rate as the receiver counts it over the sender's [start_s, end_s), when slow start
+    ends), bit/s and s. The receiver's clock starts half an RTT before the sender's (at
+    the start message) and stops half an RTT after (at the end message): it counts the
+    data sent from start_s − RTT to end_s over end_s − start_s + RTT, which is the rate
+    when the pipe was full at start_s, and less when it was still empty (no omit)."""
     cap = rate_bps * rtt_s / 8
+    first = max(0.0, start_s - rtt_s)
     got, t, w = 0.0, 0.0, IW * mss * connections
     while w < cap and t < end_s:
-        got += w if t >= start_s else 0.0
+        got += w if t >= first else 0.0
         t, w = t + rtt_s, w * 2
-    got += rate_bps / 8 * max(0.0, end_s - max(start_s, t))
+    got += rate_bps / 8 * max(0.0, end_s - max(first, t))
     span = end_s - start_s + rtt_s
     return (got * 8 / span if end_s > start_s else rate_bps), t
 
