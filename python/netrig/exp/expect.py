@@ -214,15 +214,16 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
                    "every loss recovered without a time-out)")
     if key != "loss" and r.data_rtt_s > 0 and f.bytes is None and math.isfinite(dur):
         omit = f.seconds("omit")
-        avg, open_at = slow_start(value, r.data_rtt_s, r.tcp.payload, omit, dur, f.parallel)
-        if avg < 0.95 * value:  # the run is too few round trips long to ignore them
+        lo_ss, hi_ss, open_at = slow_start(value, r.data_rtt_s, r.tcp.payload, omit, dur, f.parallel)
+        if hi_ss < 0.95 * value:  # the run is too few round trips long to ignore them
             ss = open_at > omit
             detail += (f"; but over {dur - omit:g} s measured at RTT {r.data_rtt_s:.4g} s "
                        + (f"slow start (IW{IW}, doubling each RTT) opens the window only by "
                           f"{open_at:.3g} s, and " if ss else "")
-                       + f"the receiver's clock runs an RTT longer than the sender's: "
-                       f"{avg / 1e6:.4g} Mbit/s" + (": slow start" if ss else ""))
-            value, hi = avg, None
+                       + "the receiver's clock runs an RTT longer than the sender's: "
+                       f"{lo_ss / 1e6:.4g} (the last round trip's data after the end) to "
+                       f"{hi_ss / 1e6:.4g} Mbit/s" + (": slow start" if ss else ""))
+            value, hi = lo_ss, hi_ss if hi_ss > lo_ss * 1.001 else None
             label = "slow start" if ss else label
     if sndbuf and f.window is None and f.kind == "tcp" and r.data_rtt_s > 0:
         # Autotuning grows the send buffer to tcp_wmem's maximum at most; the data in
@@ -238,24 +239,33 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
 
 
 def slow_start(rate_bps: float, rtt_s: float, mss: float, start_s: float, end_s: float,
-               connections: int = 1) -> tuple[float, float]:
+               connections: int = 1) -> tuple[float, float, float]:
     """A TCP transfer from 0 (of `connections`, each opening its own window) whose window
     opens from IW10 segments, doubling each RTT (each round's data sent at its start),
     until it reaches `rate_bps` × RTT, from when on it sends at `rate_bps`: (its average
-    rate as the receiver counts it over the sender's [start_s, end_s), when slow start
-    ends), bit/s and s. The receiver's clock starts half an RTT before the sender's (at
-    the start message) and stops half an RTT after (at the end message): it counts the
-    data sent from start_s − RTT to end_s over end_s − start_s + RTT, which is the rate
-    when the pipe was full at start_s, and less when it was still empty (no omit)."""
+    rate as the receiver counts it over the sender's [start_s, end_s) without, and
+    with, the last round trip's data; when slow start ends), bit/s and s. The receiver's
+    clock starts half an RTT before the sender's (at the start message) and stops half
+    an RTT after (at the end message): it counts the data sent from start_s − RTT to
+    end_s over end_s − start_s + RTT, which is the rate when the pipe was full at
+    start_s, and less when it was still empty (no omit). Whether the last round's data
+    comes in before the end message depends on where the rounds fall: the low end
+    leaves it out (a whole window at a long RTT; nothing much at a short one)."""
     cap = rate_bps * rtt_s / 8
     first = max(0.0, start_s - rtt_s)
-    got, t, w = 0.0, 0.0, IW * mss * connections
+    got = last = t = 0.0
+    w = IW * mss * connections
     while w < cap and t < end_s:
-        got += w if t >= first else 0.0
+        if t >= first:
+            got, last = got + w, w
         t, w = t + rtt_s, w * 2
-    got += rate_bps / 8 * max(0.0, end_s - max(first, t))
+    if end_s > max(first, t):
+        got += rate_bps / 8 * (end_s - max(first, t))
+        last = min(cap, rate_bps / 8 * (end_s - max(first, t)))
     span = end_s - start_s + rtt_s
-    return (got * 8 / span if end_s > start_s else rate_bps), t
+    if end_s <= start_s:
+        return rate_bps, rate_bps, t
+    return (got - last) * 8 / span, got * 8 / span, t
 
 
 def _may_time_out(plan: Plan, f: FlowSpec, r, e: Expected) -> Expected:

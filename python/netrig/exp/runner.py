@@ -639,15 +639,16 @@ def neighbour_patience(net: Network, point: Point) -> int | None:
 
 def setup_s(plan: Plan, f) -> float:
     """How much longer than its duration a netrig-perf flow may take beyond the usual 30 s:
-    a connect timeout past the default, and its setup and end exchanges (about five
-    round trips) on a path whose RTT is seconds long."""
+    a connect timeout past the default, and its setup and end exchanges (ARP, two
+    connections, the parameters, the start, the results: about ten round trips, 60 s of
+    setup and 30 s of end were seen at a 10 s RTT) on a path whose RTT is seconds long."""
     if f.kind not in SERVED or f.to is None:
         return 0.0
     try:
         rtt = analyse(plan, f.src, f.to).base_rtt_s
     except NetrigError:
         rtt = 0.0
-    return max(0.0, connect_timeout_s(f) - 5.0) + 5 * rtt
+    return max(0.0, connect_timeout_s(f) - 5.0) + 10 * rtt
 
 
 def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: float,
