@@ -164,3 +164,12 @@ def test_the_conftest_refuses_a_marker_that_disagrees_with_the_directory(tmp_pat
     assert p.returncode == 4, p.stdout + p.stderr  # a usage error: nothing ran
     assert "unit/test_unit.py::test_x: marked net but under tests/unit" in p.stderr, p.stderr
     assert "perf/test_perf.py::test_y: under tests/perf but not marked net" in p.stderr, p.stderr
+
+
+def test_tcpdump_compiling_a_filter_is_pure_but_capturing_is_not():
+    from netguard import why_network
+
+    assert why_network(["tcpdump", "-ddd", "-y", "EN10MB", "tcp port 80"]) is None
+    assert why_network(["tcpdump", "-ddd", "-i", "eth0", "tcp"]) is not None
+    assert why_network(["tcpdump", "-w", "x.pcap"]) is not None
+    assert why_network(["ip", "netns", "exec", "n1", "dumpcap", "-i", "eth0"]) is not None

@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from netrig import safefs, units
+from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp import events as evs
 from netrig.exp import results as res
@@ -193,6 +194,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     t0_wall = time.time()  # the flows' t0 on the wall clock (again when they start)
     firer: _EventFirer | None = None
     routes: _RouteMonitor | None = None
+    captures: list[tuple[int, capture.Capture]] = []
     try:
         if point.topology.dynamic:
             routing = converge(net, point)
@@ -226,6 +228,10 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                                                 for e in ("log", "json")) if x)
                     raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
+        if any(m.kind == "capture" for m in spec.monitors):
+            captures = capture.for_monitors(net, spec.monitors, safefs.makedirs(out, f"runs/{rid}/capture"))
+            for _, c in captures:
+                c.start()
         stop = threading.Event()
         links = _LinkRecorder(net, point, spec.monitors)
         imon = [_IfaceMonitor(net, m, i) for i, m in enumerate(spec.monitors) if m.kind == "iface"]
@@ -272,11 +278,15 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         if routes is not None:
             routing["changes"] = routes.stop(t0_wall)
         queues, link_stats = links.collect(time.monotonic() - t0)
+        for _, c in captures:
+            c.stop()
         monitors = queues + [row for m in imon for row in m.rows]
         emulator = _emulator_timing(net)
     finally:
         if routes is not None:
             routes.stop(None)  # stopped by its PIDs whatever happened (a second stop: nothing)
+        for _, c in captures:
+            c.stop()  # (a second stop: the first one's summary)
         for _, _, p in servers:
             if p.poll() is None:
                 p.kill()
@@ -291,10 +301,17 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         routing["t0_unix_s"] = round(t0_wall, 6)
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
-                     emulator, watch.died, link_stats, events, routing)
+                     emulator, watch.died, link_stats, events, routing,
+                     [capture_entry(i, c.stop(), rdir) for i, c in captures])
     if interrupted:
         raise KeyboardInterrupt
     return doc
+
+
+def capture_entry(index: int, summary: dict[str, Any], rdir: Path) -> dict[str, Any]:
+    """A capture monitor's summary as run.json keeps it: its files relative to the run."""
+    files = [os.path.relpath(f, rdir) for f in summary.get("files", [])]
+    return {"monitor": index, **summary, "files": files}
 
 
 def converge(net: Network, point: Point) -> dict[str, Any]:
@@ -786,7 +803,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                emulator_died: dict[str, Any] | None = None,
                link_stats: list[dict[str, Any]] | None = None,
                events: list[dict[str, Any]] | None = None,
-               routing: dict[str, Any] | None = None) -> dict[str, Any]:
+               routing: dict[str, Any] | None = None,
+               captures: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
@@ -838,6 +856,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
             doc["routing"].update({"route_changes": len(changes), "series": "routes"})
     if events:
         doc["events"] = events
+    if captures:
+        doc["captures"] = captures
     if emulator_died is not None:
         doc["error"] = emulator_died["reason"]
         doc["emulator_died"] = emulator_died

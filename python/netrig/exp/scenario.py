@@ -127,19 +127,29 @@ class FlowSpec(BaseModel):
 
 class MonitorSpec(BaseModel):
     """`queue` of a link (both directions, or `dir`), `tcp_info` of a tcp flow, or
-    `iface` counters of a node's interface, every `interval`."""
+    `iface` counters of a node's interface, every `interval`; or a `capture` of a link
+    (`dir` of it) or a node's interface to pcapng files (capture/lab.py): `filter` (BPF,
+    tcpdump's syntax), `snaplen` (bytes), `size` (all its files together; default 1GB),
+    `files` (1: stop at the size; N: a ring of N files), `drops` (netrig-link's dropped
+    frames, with their cause; default true)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["queue", "tcp_info", "iface"]
+    kind: Literal["queue", "tcp_info", "iface", "capture"]
     link: str | None = None
     dir: Literal["a_to_b", "b_to_a", "both"] = "both"
     flow: str | None = None
     node: str | None = None
     iface: str | None = None
     interval: str | int | None = None
+    filter: str | None = None
+    snaplen: int | None = Field(None, ge=1, le=262_144)
+    size: str | int | None = None
+    files: int | None = Field(None, ge=1, le=1000)
+    drops: bool | None = None
 
     _positive = field_validator("interval")(
         classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
+    _sizes = field_validator("size")(classmethod(lambda cls, v: _check(units.size_bytes, v)))
 
 
 class EventSpec(BaseModel):
@@ -552,6 +562,44 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
         elif m.kind == "iface":
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
+        elif m.kind == "capture":
+            out += _check_capture(m, ("monitors", i), topo)
+        if m.kind != "capture":
+            out += [Problem(("monitors", i, k), f"{k}: is a capture's key, not a {m.kind} monitor's")
+                    for k in CAPTURE_KEYS if getattr(m, k) is not None]
+    return out
+
+
+CAPTURE_KEYS = ("filter", "snaplen", "size", "files", "drops")
+
+
+def _check_capture(m: MonitorSpec, where: Key, topo: Topology) -> list[Problem]:
+    """A capture: of a link the topology has, or of a node and (if it has several) one
+    of its interfaces; a filter tcpdump compiles; files of at least 10 kB each."""
+    from netrig.capture import bpf  # runs tcpdump: only for a scenario that captures
+
+    out: list[Problem] = []
+    if (m.link is None) == (m.node is None):
+        out.append(Problem(where, "a capture needs link: (a link's name, or a-b), or node: "
+                                  "(and iface: if it has several)"))
+    elif m.link is not None:
+        try:
+            find_link(topo, m.link)
+        except TopologyError:
+            out.append(Problem((*where, "link"), f"no link '{m.link}' in the topology"))
+    elif m.node not in topo.nodes:
+        out.append(Problem((*where, "node"), f"no node named '{m.node}'"))
+    elif m.dir != "both":
+        out.append(Problem((*where, "dir"), "a node's interface is captured both ways "
+                                            "(name a link to capture one direction)"))
+    if m.filter is not None:
+        try:
+            bpf.compile_bpf(m.filter)
+        except NetrigError as e:
+            out.append(Problem((*where, "filter"), str(e)))
+    size, files = units.size_bytes(m.size or "1GB"), m.files or 1
+    if size < 10_000 * files:
+        out.append(Problem((*where, "size"), f"{m.size} over {files} files leaves under 10 kB a file"))
     return out
 
 
