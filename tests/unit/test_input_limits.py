@@ -26,7 +26,7 @@ duration: 5s
 flows:
   bulk: {kind: tcp, from: h1, to: h2%s}
 """
-FLOW_KINDS = "(expected 'tcp', 'udp', 'probe', 'ping', 'fetch' or 'command')"
+FLOW_KINDS = "(expected 'tcp', 'udp', 'probe', 'ping', 'fetch', 'web' or 'command')"
 
 
 def errors(text: str) -> list[str]:

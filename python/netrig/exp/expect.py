@@ -271,23 +271,56 @@ def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[st
 
 
 def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float]) -> Expected:
-    assert f.to is not None
     size = f.nbytes("size") or 100_000
-    # the response flows to -> from
-    r = analyse(plan, f.to, f.src)
-    rtt = r.data_rtt_s
-    mss = r.tcp.payload
-    rounds = math.ceil(math.log2(size / (IW * mss) + 1))
-    rate = r.tcp_goodput_bps
-    transfer = size * 8 / rate if rate else 0.0
-    t = rtt * ((1 if f.new_conn else 0) + rounds) + transfer
-    detail = (f"{'handshake + ' if f.new_conn else ''}{rounds} round(s) of slow start from IW{IW} × "
-              f"RTT {rtt * 1e3:.4g} ms + {size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s = "
-              f"{t * 1e3:.4g} ms on an idle path")
+    return _responses(plan, f, concurrent, seen, [_Fetch(size, 1 if f.new_conn else 0)],
+                      "handshake + " if f.new_conn else "")
+
+
+@dataclass
+class _Fetch:
+    """One request/response as theory sees it: the bytes that come back, the round
+    trips before the request goes (TCP's handshake, TLS's), the congestion window it
+    starts with (segments), and how many fetches of a flow are like it."""
+
+    size: int
+    setup_rtts: int
+    cwnd: int = IW
+    n: int = 1
+
+
+def _rounds(size: float, mss: float, cwnd: int = IW) -> int:
+    """Round trips of slow start that carry `size` bytes from a window of `cwnd`
+    segments (the request's round trip is the first)."""
+    return max(1, math.ceil(math.log2(size / (cwnd * mss) + 1)))
+
+
+def _responses(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float],
+               fetches: list[_Fetch], setup: str, note: str = "") -> Expected:
+    """The mean time of a flow's fetches (weighted by each kind's `n`): each takes its
+    setup round trips + its slow-start rounds × RTT + its bytes at TCP's goodput, on an
+    idle path; with a standing queue on the way, up to that queue's delay more per
+    round trip and the transfer shared with the concurrent flows. The first byte comes
+    one RTT after the setup (in `extra`)."""
+    assert f.to is not None
+    r = analyse(plan, f.to, f.src)  # the response flows to -> from
+    rtt, mss, rate = r.data_rtt_s, r.tcp.payload, r.tcp_goodput_bps
     keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
     queued, extra_rtt = _standing_queue(plan, keys, concurrent, seen)
-    hi = None
+    n = sum(x.n for x in fetches)
+    t = hi = first = 0.0
+    for x in fetches:
+        rounds = _rounds(x.size, mss, x.cwnd)
+        transfer = x.size * 8 / rate if rate else 0.0
+        one = rtt * (x.setup_rtts + rounds) + transfer
+        t += one * x.n / n
+        hi += (one + extra_rtt * (x.setup_rtts + rounds) + transfer * len(concurrent)) * x.n / n
+        first += rtt * (x.setup_rtts + 1) * x.n / n
+    x = fetches[0]
+    rounds = _rounds(x.size, mss, x.cwnd)
+    detail = (f"{setup}{rounds} round(s) of slow start from IW{x.cwnd} × "
+              f"RTT {rtt * 1e3:.4g} ms + {x.size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s"
+              f"{note} = {t * 1e3:.4g} ms on an idle path")
     if queued:
-        hi = t + extra_rtt * ((1 if f.new_conn else 0) + rounds) + transfer * len(concurrent)
         detail += f"; with the queue and {len(concurrent)} flow(s) sharing, up to {hi * 1e3:.4g} ms"
-    return Expected("fetch_s_mean", t, "loaded path" if queued else "idle path", detail, hi=hi)
+    return Expected("fetch_s_mean", t, "loaded path" if queued else "idle path", detail,
+                    hi=hi if queued else None, extra={"first_byte_s": first, "base_rtt_ms": rtt * 1e3})

@@ -102,6 +102,7 @@ _METRICS = {
     "fetch_s_mean": Metric("mean fetch time", "ms", 1e3),
     "fetch_s_p50": Metric("median fetch time", "ms", 1e3),
     "fetch_s_max": Metric("longest fetch time", "ms", 1e3),
+    "first_byte_s_mean": Metric("mean time to first byte", "ms", 1e3),
     "loss_pct": Metric("loss", "%", 1.0),
     "jitter_ms": Metric("jitter", "ms", 1.0),
     "retrans_pct": Metric("retransmitted segments", "%", 1.0),
@@ -566,7 +567,7 @@ def _fairness(res: Results) -> list[_Plan]:
 def _cdfs(res: Results) -> list[_Plan]:
     plans = []
     for flow, f in res.flows().items():
-        if f["kind"] not in (*RTT_KINDS, "fetch"):
+        if f["kind"] not in (*RTT_KINDS, "fetch", "web"):
             continue
         col, scale, what = ("rtt_ms", 1.0, "RTT") if f["kind"] in RTT_KINDS else \
             ("fetch_s", 1e3, "fetch time")

@@ -440,7 +440,7 @@ class Results:
             if acks:
                 hops = path(plan, b, a) if f["kind"] == "tcp" else []
             else:
-                hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch") else [])
+                hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch", "web") else [])
         except NetrigError:
             return []
         rows = [x for m in [*run.get("monitors", []), "link-stats"] for x in self.series(run["run"], m)

@@ -43,6 +43,7 @@ from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp import events as evs
 from netrig.exp import results as res
+from netrig.exp import web, webserver
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import _PING, Outcome, perf_argv, ping_argv, run_process, server_argv
 from netrig.exp.progress import Display
@@ -189,6 +190,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     watch = _EmulatorWatch(net)
     t0 = time.monotonic()  # again when the flows start: what "noticed N s into it" counts from
     servers = []
+    webs = webserver.WebServers(net.state.dir, out, f"runs/{rid}") if net.state else None
     send_buffers: dict[str, float] = {}
     routing: dict[str, Any] = {}
     t0_wall = time.time()  # the flows' t0 on the wall clock (again when they start)
@@ -228,6 +230,9 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                                                 for e in ("log", "json")) if x)
                     raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
+        for node, (sizes, tls) in web.servers_needed(spec.flows).items():
+            assert webs is not None
+            webs.start(node, net[node].ns, sizes, tls)  # nginx, one per destination node
         if any(m.kind == "capture" for m in spec.monitors):
             captures = capture.for_monitors(net, spec.monitors, safefs.makedirs(out, f"runs/{rid}/capture"))
             for _, c in captures:
@@ -291,6 +296,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=5)
+        if webs is not None:
+            webs.stop()
         watch.check(t0, "after its flows ended")  # the last look, before teardown stops it
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
@@ -627,6 +634,13 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: fl
     if f.kind in SERVED:
         argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
         timeout = (dur if f.bytes is None else 3600) + 30
+    elif f.kind == "web":
+        o.start_s = time.monotonic() - t0
+        lines, o.error = web.run(node.ns, web.url(net.addr(f.to), web.object_size(f), f.http, f.tls), f.http,
+                                 f.tls, f.new_conn, dur, f.seconds("interval", 1.0), t0 + o.start_s, stop)
+        o.end_s, o.stdout = time.monotonic() - t0, "".join(x + "\n" for x in lines)
+        o.parse()
+        return
     elif f.kind == "ping":
         argv = ping_argv(f, net.addr(f.to), dur)
         timeout = dur + 10
@@ -809,8 +823,9 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
     tol = units.fraction(point.spec.tolerance)
     flows = {}
     for name, o in outcomes.items():
-        raw = o.stdout if o.spec.kind in ("ping", "command") else o.stdout or "{}"
-        res.atomic_write(rdir / "flows" / f"{name}.{'txt' if o.spec.kind in ('ping', 'command') else 'json'}",
+        raw = o.stdout if o.spec.kind in ("ping", "command", "web") else o.stdout or "{}"
+        ext = {"ping": "txt", "command": "txt", "web": "jsonl"}.get(o.spec.kind, "json")
+        res.atomic_write(rdir / "flows" / f"{name}.{ext}",
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():
             res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netrig import suggest, units
 from netrig.errors import NetrigError
+from netrig.exp import webtools
 from netrig.topo import load as tload
 from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
 
@@ -51,7 +52,7 @@ Key = tuple[str | int, ...]
 SCHEMA = 1
 MAX_POINTS = 1000  # sweep points: each is checked before anything runs, and each runs
 
-FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "command"]
+FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "web", "command"]
 # Which keys each kind of flow takes (besides kind, from, start, duration).
 TAKES: dict[str, set[str]] = {
     "tcp": {"to", "bytes", "cc", "window", "length", "parallel", "reverse", "rate", "nodelay",
@@ -60,6 +61,7 @@ TAKES: dict[str, set[str]] = {
     "probe": {"to", "interval", "size"},
     "ping": {"to", "interval", "size"},
     "fetch": {"to", "interval", "size", "new_conn"},
+    "web": {"to", "interval", "size", "new_conn", "http", "tls"},  # nginx and curl (exp/web.py)
     "command": {"command", "timeout"},
 }
 COMMON = {"kind", "src", "start", "duration", "count"}
@@ -99,6 +101,8 @@ class FlowSpec(BaseModel):
     interval: str | int | None = None
     size: str | int | None = None
     new_conn: bool = True
+    http: str | int | float = "1.1"  # a web flow's HTTP version: 1.1 or 2
+    tls: bool = False
     command: str | None = None
     timeout: str | int | None = None
     count: int = Field(1, ge=0, le=64)  # copies, NAME.1 ... NAME.N (0: left out)
@@ -110,6 +114,16 @@ class FlowSpec(BaseModel):
     _sizes = field_validator("bytes", "window", "length", "size")(
         classmethod(lambda cls, v: _check(units.size_bytes, v)))
     _rates = field_validator("rate")(classmethod(lambda cls, v: _check(units.rate_bps, v)))
+
+    @field_validator("http")
+    @classmethod
+    def _http(cls, v: str | int | float) -> str:
+        """1.1 or 2, written as a number or a string ("1.1", 2, "2.0")."""
+        text = str(v).strip()
+        for version in ("1.1", "2"):
+            if text in (version, f"{version}.0") and not isinstance(v, bool):
+                return version
+        raise ValueError(f"{v!r} is not an HTTP version a web flow speaks: 1.1 or 2")
 
     # Resolved numbers.
     def seconds(self, key: str, default: float = 0.0) -> float:
@@ -531,6 +545,8 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                                    f"this kernel has{suggest.unknown(f.cc, sorted(valid), 'it has')}"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
+        if f.kind == "web":
+            out += _check_web(name, f)
     if not 0.1 <= units.seconds(spec.interval) <= 10:
         out.append(Problem(("interval",), "between 100ms and 10s (the flows' report interval)"))
     if not any(f.count for f in spec.flows.values()):
@@ -601,6 +617,23 @@ def _check_capture(m: MonitorSpec, where: Key, topo: Topology) -> list[Problem]:
     if size < 10_000 * files:
         out.append(Problem((*where, "size"), f"{m.size} over {files} files leaves under 10 kB a file"))
     return out
+
+
+def _check_web(name: str, f: FlowSpec) -> list[Problem]:
+    """A web flow runs nginx and curl (exp/web.py): they must be installed, and curl must
+    be able to do what the flow asks."""
+    missing = webtools.missing(f.tls)
+    if missing:
+        return [Problem(("flows", name, "kind"), "a web flow needs " + " and ".join(missing)
+                        + ", which this machine lacks")]
+    if f.http == "2" and not f.tls and not f.new_conn:
+        version = webtools.curl_version()
+        if version is not None and version < webtools.H2C_REUSE_FIXED:
+            return [Problem(("flows", name, "new_conn"), f"curl {'.'.join(map(str, version))} cannot "
+                             "reuse a cleartext HTTP/2 connection (every fetch after the first fails: "
+                             "curl issue #10634, fixed in 8.0): give tls: true (HTTP/2 over TLS, as "
+                             "browsers speak it) or new_conn: true")]
+    return []
 
 
 def _check_events(spec: ScenarioFile, topo: Topology) -> list[Problem]:
