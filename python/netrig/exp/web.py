@@ -172,11 +172,13 @@ def parse(text: str) -> tuple[list[Fetch], list[str]]:
         if "said" in d:
             problems.append(f"curl said: {d['said']}")
             continue
-        bad = [k for k in _NUMBERS if not _is_num(d.get(k))] + \
-              [k for k in ("http_version",) if not isinstance(d.get(k), str)]
-        if bad:
-            problems.append(f"line {n}: curl's {', '.join(bad)} missing or not "
-                            f"{'a number' if bad[0] in _NUMBERS else 'a string'}")
+        numbers = [k for k in _NUMBERS if not _is_num(d.get(k))]
+        strings = [k for k in ("http_version",) if not isinstance(d.get(k), str)]
+        if numbers or strings:
+            problems.append(f"line {n}: curl's " + "; ".join(
+                f"{', '.join(ks)} missing or not {what}" for ks, what in
+                ((numbers, "numbers" if len(numbers) > 1 else "a number"),
+                 (strings, "a string")) if ks))
             continue
         fetches.append(Fetch(t=float(d["t"]), total_s=float(d["time_total"]),
                              first_byte_s=float(d["time_starttransfer"]),
