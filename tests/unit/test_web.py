@@ -268,7 +268,7 @@ def test_slow_start_until_the_window_holds_the_bdp_then_the_rest_at_the_rate():
 
 
 def test_keep_alive_saves_the_handshake_and_tls_costs_one_round_trip():
-    new, keep = expectations(point()), expectations(point(", new_conn: false"))
+    new, keep = expectations(point()), expectations(point(", new_conn: false"), default_cc="cubic")
     rtt = new["page"].extra["base_rtt_ms"] / 1e3
     n = web.fetch_count(20, 2)
     # a fetch every 2 s idles for several RTOs: Linux's window is back to IW10, so only
@@ -276,6 +276,13 @@ def test_keep_alive_saves_the_handshake_and_tls_costs_one_round_trip():
     assert new["page"].value - keep["page"].value == pytest.approx(rtt * (n - 1) / n)
     tls = expectations(point(", tls: true"))
     assert tls["page"].value - new["page"].value == pytest.approx(rtt)
+
+
+def test_bbr_keeps_its_window_over_the_idle_gap():
+    cubic, bbr = (expectations(point(", new_conn: false"), default_cc=cc)["page"] for cc in ("cubic", "bbr"))
+    assert "window of 10 segments" in cubic.detail and "RTO" in cubic.detail
+    assert "window of 80 segments" in bbr.detail and "kept by bbr" in bbr.detail
+    assert bbr.value < cubic.value
 
 
 def test_keep_alive_fetches_close_together_keep_their_window():

@@ -73,10 +73,13 @@ def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
 
 def expectations(point: Point, plan: Plan | None = None,
                  windows: dict[str, float] | None = None,
-                 send_buffers: dict[str, float] | None = None) -> dict[str, Expected]:
+                 send_buffers: dict[str, float] | None = None,
+                 default_cc: str | None = None) -> dict[str, Expected]:
     """Each flow's expectation; `windows`: windows the run saw advertised, by flow;
     `send_buffers`: the largest send buffer the sender's kernel gives a TCP flow
-    without -w (tcp_wmem's maximum, by flow)."""
+    without -w (tcp_wmem's maximum, by flow); `default_cc`: the congestion control a
+    socket gets without asking (the host's, which a new namespace inherits; None:
+    Linux's default, cubic), which a web server's connections use."""
     plan = plan or make_plan(point.topology)
     seen = windows or {}
     sndbuf = send_buffers or {}
@@ -94,7 +97,7 @@ def expectations(point: Point, plan: Plan | None = None,
         elif f.kind == "fetch":
             out[name] = _fetch(plan, f, concurrent, seen)
         elif f.kind == "web":
-            out[name] = _web(plan, f, concurrent, seen, point.flow_duration(f))
+            out[name] = _web(plan, f, concurrent, seen, point.flow_duration(f), default_cc or "cubic")
     return out
 
 
@@ -360,17 +363,21 @@ HTTP1_HEADER = 250
 H2_HEADERS = 100
 H2_FRAME, H2_CHUNK = 9, 8192
 RTO_MIN = 0.2  # Linux's tcp_rto_min: an RTO is about the RTT + 200 ms
+KEEPS_WINDOW_IDLE = ("bbr", "bbr2", "bbr3")  # a cong_control of its own: no restart after idle
 
 
 def _web(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float],
-         duration: float) -> Expected:
+         duration: float, cc: str) -> Expected:
     """A web flow (nginx and curl): fetch's theory with HTTP's bytes, TLS 1.3's round
     trip, and keep-alive. A new connection per fetch pays TCP's handshake (and TLS's)
     every time and slow-starts from IW10. Keep-alive pays them once, on the first fetch;
-    each later fetch starts with the window the last one left, as Linux keeps it after
-    an idle gap (tcp_slow_start_after_idle=1, the default, which theory assumes): halved
-    for each RTO (RTT + 200 ms) the connection idled, never below IW10 — so with a gap
-    of several RTOs (a fetch every 2 s) keep-alive saves the handshake only."""
+    each later fetch starts with the window the server's last response left (a segment
+    more per segment acknowledged in slow start), as Linux keeps it over the idle gap:
+    with tcp_slow_start_after_idle=1 (a new namespace's default, which theory assumes)
+    halved for each RTO (RTT + 200 ms) idle, never below IW10 — so with a gap of several
+    RTOs (a fetch every 2 s) keep-alive saves the handshake only — except under BBR,
+    whose own control (cong_control) Linux's restart after idle skips: it keeps its
+    window, and later fetches need one round trip and the rest at the rate."""
     size = web.object_size(f)
     wire = size + (H2_HEADERS + H2_FRAME * math.ceil(size / H2_CHUNK) if f.http == "2" else HTTP1_HEADER)
     setup = 1 + (1 if f.tls else 0)
@@ -384,12 +391,15 @@ def _web(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[st
     took, _ = _response_s(wire, mss, IW, rtt, rate)
     idle = f.seconds("interval", 1.0) - took - rtt * setup
     rto = rtt + RTO_MIN
-    halvings = max(0, math.ceil(idle / rto) - 1) if idle > rto else 0
+    restarts = cc not in KEEPS_WINDOW_IDLE
+    halvings = max(0, math.ceil(idle / rto) - 1) if idle > rto and restarts else 0
     # slow start grew the window by a segment per segment acknowledged
     cwnd = max(IW, (IW + math.ceil(wire / mss)) >> min(halvings, 62))
     later = _Fetch(wire, 0, cwnd, n - 1)
     note = (f" ({how}; keep-alive: the handshake{'s' if f.tls else ''} on the first of {n} fetches only, "
             f"then {_response_s(wire, mss, cwnd, rtt, rate)[1]} round trip(s) from a window of {cwnd} segments after "
-            f"{max(idle, 0) * 1e3:.4g} ms idle, RTO {rto * 1e3:.4g} ms; mean over the {n})")
+            f"{max(idle, 0) * 1e3:.4g} ms idle, "
+            + (f"RTO {rto * 1e3:.4g} ms" if restarts else f"kept by {cc}, which Linux does not restart after idle")
+            + f"; mean over the {n})")
     fetches = [_Fetch(wire, setup), later] if n > 1 else [_Fetch(wire, setup)]
     return _responses(plan, f, concurrent, seen, fetches, setup_txt, note)

@@ -301,7 +301,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         watch.check(t0, "after its flows ended")  # the last look, before teardown stops it
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
-    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b})
+    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b},
+                            _default_cc())
     events = measure_events(point, plan, firer.records if firer else [], outcomes,
                             routing.get("changes"), interval, t0_wall) if spec.events else []
     if spec.events:
@@ -609,6 +610,15 @@ def _emulator_timing(net: Network) -> dict[str, Any] | None:
     return {"packets": late.get("count", 0), "late_p50_us": late.get("p50_us"),
             "late_p99_us": late.get("p99_us"), "late_max_us": late.get("max_us"),
             "over_budget": late.get("over_budget", 0), "budget_ms": res.LATE_BUDGET_MS}
+
+
+def _default_cc() -> str | None:
+    """The congestion control a socket gets without asking: the host's, which every new
+    namespace inherits (None if it cannot be read)."""
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def _tcp_wmem_max(ns: str) -> float:
