@@ -37,8 +37,9 @@ NETWORK_PROGRAMS = frozenset({
     "ip", "tc", "ping", "ping6", "iperf3", "nsenter", "unshare", "tcpdump", "dumpcap", "ethtool",
     "chromium", "chromium-browser", "google-chrome",
 })
-# netrig's own binaries: network tools, except for these pure invocations.
-NETRIG_BINARIES = frozenset({"netrig-perf", "netrig-link"})
+# netrig's own binaries, and the web flow's client and server: network tools, except for
+# these pure invocations.
+NETRIG_BINARIES = frozenset({"netrig-perf", "netrig-link", "curl", "nginx"})
 INFO_FLAGS = frozenset({"--version", "-V", "-v", "--help", "-h"})
 PURE_SUBCOMMANDS = {"netrig-link": frozenset({"schema"})}
 # Subcommands of the `netrig` CLI that build, enter or change a lab, or run traffic.

@@ -32,6 +32,8 @@ TESTS = Path(__file__).resolve().parents[1]
     ["netrig", "link", "set", "a", "b", "delay=1ms"],
     [sys.executable, "-m", "netrig", "perf", "-c", "127.0.0.1"],
     ["chromium", "--headless", "--dump-dom", "file:///x.html"],
+    ["/usr/bin/curl", "-s", "http://10.0.0.2:8080/obj-100000.bin"],
+    ["/usr/sbin/nginx", "-c", "nginx.conf", "-g", "daemon off;"],
 ])
 def test_network_commands_are_named(argv):
     assert why_network(argv), argv
@@ -40,6 +42,7 @@ def test_network_commands_are_named(argv):
 @pytest.mark.parametrize("argv", [
     ["netrig-link", "schema"],
     ["netrig-perf", "--version"],
+    ["/usr/bin/curl", "--version"],
     [sys.executable, "-m", "netrig", "perf", "--version"],
     [sys.executable, "-m", "netrig", "explain", "topo.yaml", "h1", "h2"],
     [sys.executable, "-m", "netrig", "status", "--prefix", "p"],
