@@ -72,6 +72,13 @@ def test_a_bad_size_names_the_file_line_and_key():
     assert p.startswith("s.yaml:9: flows.page.size: ") and "100 parsecs" in p
 
 
+@pytest.mark.parametrize("size", ["0", "200MB"])
+def test_an_object_nginx_would_not_serve_is_refused(size):
+    assert problems((SCENARIO % "").replace("size: 100KB", f"size: {size}")) == [
+        f"s.yaml:9: flows.page.size: {size} is not an object nginx serves here: from 1 B to 100 MB "
+        "(it is written in the lab's directory, in memory)"]
+
+
 def test_a_key_of_another_kind_is_refused():
     assert problems(SCENARIO % ", cc: cubic") == [
         "s.yaml:9: flows.page.cc: 'cc' does not apply to a web flow (it takes http, interval, "

@@ -345,8 +345,9 @@ def _responses(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: d
         first += rtt * (x.setup_rtts + 1) * x.n / n
     x = fetches[0]
     _, rounds = _response_s(x.size, mss, x.cwnd, rtt, rate)
-    bdp = f", the window reaching the BDP ({rate * rtt / 8 / mss:.3g} segments) or the response's end" if rate else ""
-    detail = (f"{setup}{rounds} round trip(s) of slow start from IW{x.cwnd}{bdp} × "
+    bdp = f" (until the window holds the path's BDP, {rate * rtt / 8 / mss:.3g} segments, or the response)" \
+        if rate else ""
+    detail = (f"{setup}{rounds} round trip{'s' * (rounds > 1)} of slow start from IW{x.cwnd}{bdp} at "
               f"RTT {rtt * 1e3:.4g} ms, the rest of {x.size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s"
               f"{note} = {t * 1e3:.4g} ms on an idle path")
     if queued:

@@ -190,7 +190,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     watch = _EmulatorWatch(net)
     t0 = time.monotonic()  # again when the flows start: what "noticed N s into it" counts from
     servers = []
-    webs = webserver.WebServers(net.state.dir, out, f"runs/{rid}") if net.state else None
+    assert net.state is not None
+    webs = webserver.WebServers(net.state.dir, out, f"runs/{rid}")  # nginx, for web flows
     send_buffers: dict[str, float] = {}
     routing: dict[str, Any] = {}
     t0_wall = time.time()  # the flows' t0 on the wall clock (again when they start)
@@ -231,8 +232,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                     raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
         for node, (sizes, tls) in web.servers_needed(spec.flows).items():
-            assert webs is not None
-            webs.start(node, net[node].ns, sizes, tls)  # nginx, one per destination node
+            webs.start(node, net[node].ns, sizes, tls)  # one per destination node
         if any(m.kind == "capture" for m in spec.monitors):
             captures = capture.for_monitors(net, spec.monitors, safefs.makedirs(out, f"runs/{rid}/capture"))
             for _, c in captures:
@@ -296,8 +296,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=5)
-        if webs is not None:
-            webs.stop()
+        webs.stop()
         watch.check(t0, "after its flows ended")  # the last look, before teardown stops it
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}

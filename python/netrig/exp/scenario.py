@@ -626,6 +626,10 @@ def _check_web(name: str, f: FlowSpec) -> list[Problem]:
     if missing:
         return [Problem(("flows", name, "kind"), "a web flow needs " + " and ".join(missing)
                         + ", which this machine lacks")]
+    size = f.nbytes("size")
+    if size is not None and not 1 <= size <= webtools.MAX_OBJECT:
+        return [Problem(("flows", name, "size"), f"{f.size} is not an object nginx serves here: from 1 B to "
+                        f"{webtools.MAX_OBJECT // 10**6} MB (it is written in the lab's directory, in memory)")]
     if f.http == "2" and not f.tls and not f.new_conn:
         version = webtools.curl_version()
         if version is not None and version < webtools.H2C_REUSE_FIXED:

@@ -40,7 +40,6 @@ from netrig.exp import webserver, webtools
 from netrig.exp.scenario import FlowSpec
 
 DEFAULT_SIZE = 100_000
-HTTP_VERSIONS = ("1.1", "2")
 # curl -w's variables that a fetch reads, and the type each must have.
 _NUMBERS = ("time_namelookup", "time_connect", "time_appconnect", "time_pretransfer",
             "time_starttransfer", "time_total", "size_download", "response_code", "num_connects",
@@ -270,6 +269,7 @@ def _one(argv: list[str], lines: list[str], started: float, deadline: float,
         for line in p.stderr:
             lines.append(record(line, time.monotonic() - started))
 
+    before = len(lines)
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     problem = None
@@ -287,6 +287,6 @@ def _one(argv: list[str], lines: list[str], started: float, deadline: float,
             p.kill()
             p.wait()
     reader.join(timeout=5)
-    if p.returncode not in (0, None) and p.returncode > 0 and not lines:
+    if p.returncode and p.returncode > 0 and len(lines) == before:
         problem = problem or f"curl exited {p.returncode} without a report"
     return problem
