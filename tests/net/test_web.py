@@ -155,3 +155,30 @@ def test_a_run_stopped_mid_way_leaves_no_nginx(tmp_path):
     assert not Path(f"/run/netrig/labs/{lab}").exists()
     page = json.loads((out / "runs" / "p000-r00" / "run.json").read_text())["flows"]["page"]["summary"]
     assert page["fetches"] >= 2 and page["fetches_failed"] == 0  # what it fetched before, kept
+
+
+def test_stop_ends_a_worker_that_outlived_its_master(tmp_path):
+    """nginx's worker goes on serving when its master is killed (SIGKILL): stop() ends
+    it by the PID (and start time) it recorded."""
+    needs_root()
+    ns = f"nrtw{os.getpid() % 100000}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    w = webserver.WebServer("h2", ns, tmp_path / "lab", tmp_path / "logs", {1000})
+    (tmp_path / "logs").mkdir()
+    try:
+        w.start()
+        assert w.proc is not None and len(w.workers) == 1, w.pids()
+        os.kill(w.proc.pid, signal.SIGKILL)
+        w.proc.wait(timeout=5)
+        (worker,) = w.workers
+        assert webserver._start_time(worker) is not None  # still there, orphaned
+        w.stop()
+        deadline = time.monotonic() + 5
+        while webserver._start_time(worker) is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert webserver._start_time(worker) is None
+    finally:
+        for pid, started in w.workers.items():  # whatever happened above: none left
+            if webserver._start_time(pid) == started:
+                os.kill(pid, signal.SIGKILL)
+        subprocess.run(["ip", "netns", "del", ns], check=False)
