@@ -133,20 +133,26 @@ def nginx_of(lab: str) -> list[str]:
     return out
 
 
-def test_a_run_stopped_mid_way_leaves_no_nginx(tmp_path):
+def start_serving(tmp: Path) -> tuple[subprocess.Popen, str, Path]:
+    """`netrig run` of a 30 s keep-alive web flow, once nginx has served 3 fetches: the
+    process, its lab's prefix and the results directory."""
     needs_root()
-    (tmp_path / "s.yaml").write_text(TOPOLOGY.replace("duration: 6s", "duration: 30s")
-                                     + "  page: {kind: web, from: h1, to: h2, interval: 500ms, new_conn: false}\n")
-    out = tmp_path / "r"
-    p = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(tmp_path / "s.yaml"), "--out", str(out), "-q"],
+    (tmp / "s.yaml").write_text(TOPOLOGY.replace("duration: 6s", "duration: 30s")
+                                + "  page: {kind: web, from: h1, to: h2, interval: 500ms, new_conn: false}\n")
+    out = tmp / "r"
+    p = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(tmp / "s.yaml"), "--out", str(out), "-q"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lab = f"nx{p.pid % 100000}"
     log = out / "runs" / "p000-r00" / "web-h2" / "access.log"
     deadline = time.monotonic() + 60
     while not (log.exists() and log.read_text().count("\n") >= 3):  # nginx serving, curl fetching
         assert p.poll() is None, p.communicate()[1][-2000:]
         assert time.monotonic() < deadline, "nginx never served a fetch"
         time.sleep(0.05)
+    return p, f"nx{p.pid % 100000}", out
+
+
+def test_a_run_stopped_mid_way_leaves_no_nginx(tmp_path):
+    p, lab, out = start_serving(tmp_path)
     assert nginx_of(lab)  # it runs now, and is found by its lab's directory
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
@@ -182,3 +188,23 @@ def test_stop_ends_a_worker_that_outlived_its_master(tmp_path):
             if webserver._start_time(pid) == started:
                 os.kill(pid, signal.SIGKILL)
         subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def test_netrig_down_ends_the_nginx_of_a_killed_run(tmp_path):
+    """A run killed outright (SIGKILL) cannot stop anything; `netrig down` of its lab
+    (what `netrig clean` does to every lab whose builder died) ends its nginx with the
+    rest of the lab, and leaves no lab directory behind."""
+    p, lab, _ = start_serving(tmp_path)
+    try:
+        p.kill()
+        p.communicate(timeout=30)
+        assert nginx_of(lab)  # orphaned
+        d = subprocess.run([sys.executable, "-m", "netrig", "down", "--prefix", lab], capture_output=True,
+                           text=True, timeout=120)
+        assert d.returncode == 0, d.stderr[-2000:]
+        assert nginx_of(lab) == []
+        assert not Path(f"/run/netrig/labs/{lab}").exists()
+    finally:
+        if Path(f"/run/netrig/labs/{lab}/state.json").exists():
+            subprocess.run([sys.executable, "-m", "netrig", "down", "--prefix", lab], capture_output=True,
+                           timeout=120)

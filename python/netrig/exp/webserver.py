@@ -193,6 +193,7 @@ class WebServers:
 
     def start(self, node: str, ns: str, sizes: set[int], tls: bool) -> WebServer:
         logs = safefs.makedirs(self.results, f"{self.run_rel}/web-{node}")
+        self.dir.mkdir(mode=0o700, exist_ok=True)
         w = WebServer(node, ns, self.dir / node, logs, sizes, tls)
         self.servers.append(w)  # before it starts: stop() ends it whatever happens
         w.start()
