@@ -1,0 +1,107 @@
+"""netrig-analyze's TCP analysis against tshark's on real captures.
+
+Two hosts joined by netrig-link with loss, reordering, duplication (and all three), a
+bounded TCP transfer (netrig-perf, a few MB) across it, and tcpdump on both hosts' veths:
+the sender's capture shows retransmissions and duplicate ACKs, the receiver's shows
+out-of-order and lost segments. For every file, each `tcp.analysis.*` frame set and the
+ack_rtt of every frame must equal tshark's (see tests/tsharkdiff.py)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from netlab import emulated_pair
+from netrig import binary
+from tsharkdiff import TSHARK, differences
+
+pytestmark = pytest.mark.net
+MS = 1_000_000
+
+# 40 Mbit/s, 5 ms each way, and what goes wrong on the way (both directions: ACKs too).
+BASE = {"rate_bps": 40_000_000, "delay_ns": 5 * MS, "queue": {"limit_packets": 200}}
+CASES = {
+    "loss": BASE | {"loss": {"random": {"p": 0.02}}},
+    "reorder": BASE | {"reorder": {"p": 0.05, "gap": 3}},
+    "duplicate": BASE | {"duplicate": {"p": 0.03}},
+    "combined": BASE | {"loss": {"random": {"p": 0.01}}, "reorder": {"p": 0.03, "gap": 2},
+                        "duplicate": {"p": 0.01}},
+}
+# What each case must show somewhere, so the comparison is never of two empty sets.
+MUST_SHOW = {
+    "loss": ("retransmission", "duplicate_ack", "lost_segment"),
+    "reorder": ("out_of_order", "duplicate_ack"),
+    "duplicate": ("retransmission", "duplicate_ack"),
+    "combined": ("retransmission", "out_of_order", "duplicate_ack", "lost_segment"),
+}
+
+
+def start_tcpdump(ns: str, dev: str, out: Path) -> subprocess.Popen:
+    # -s 128: headers only, as a long capture would be taken; the analysis must use the
+    # IP length, not the captured length.
+    p = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-n", "-i", dev, "-s", "128", "-w", str(out),
+                          "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    line = ""
+    while "listening on" not in line:
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            raise RuntimeError(f"tcpdump on {dev} did not start: {line}{p.stderr.read()}")
+        line = p.stderr.readline()
+    return p
+
+
+def stop(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
+def analyze(pcap: Path) -> dict:
+    p = subprocess.run([str(binary("netrig-analyze")), "tcp", str(pcap), "--frames"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
+@pytest.mark.parametrize("case", list(CASES))
+def test_flags_and_rtt_equal_tshark_on_a_lossy_transfer(tmp_path, case):
+    spec = CASES[case]
+    files = {"sender": tmp_path / "sender.pcap", "receiver": tmp_path / "receiver.pcap"}
+    with emulated_pair(tmp_path, spec) as pair:
+        srv = pair.popen_b(str(binary("netrig-perf")), "-s", "-1", "-p", "5201",
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dumps = []
+        try:
+            dumps = [start_tcpdump(pair.a_ns, f"{pair.prefix}a0", files["sender"]),
+                     start_tcpdump(pair.b_ns, f"{pair.prefix}b0", files["receiver"])]
+            time.sleep(0.3)
+            run = pair.in_a(str(binary("netrig-perf")), "-c", pair.b_ip, "-n", "4M", "-C", "cubic", "-J",
+                            timeout=60)
+            assert run.returncode == 0, run.stderr + run.stdout[-1000:]
+            time.sleep(0.3)  # the last ACKs and FINs reach the captures
+        finally:
+            for d in dumps:
+                stop(d)
+            srv.terminate()
+            srv.wait(timeout=10)
+    problems = []
+    seen: dict[str, int] = {}
+    for side, pcap in files.items():
+        doc = analyze(pcap)
+        assert doc["file"]["tcp_packets"] > 1000, (side, doc["file"])
+        for name in MUST_SHOW[case]:
+            seen[name] = seen.get(name, 0) + doc["totals"][name]
+        problems += differences(pcap, doc)
+    assert not problems, "\n".join(problems)
+    missing = [n for n in MUST_SHOW[case] if not seen[n]]
+    assert not missing, f"{case}: the transfer showed no {missing} ({seen}): the comparison proves little"
