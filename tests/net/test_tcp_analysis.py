@@ -88,12 +88,14 @@ def test_flags_and_rtt_equal_tshark_on_a_lossy_transfer(tmp_path, case):
             run = pair.in_a(str(binary("netrig-perf")), "-c", pair.b_ip, "-n", "4M", "-C", "cubic", "-J",
                             timeout=60)
             assert run.returncode == 0, run.stderr + run.stdout[-1000:]
+            srv.wait(timeout=30)  # -1: the server exits once the transfer is received
             time.sleep(0.3)  # the last ACKs and FINs reach the captures
         finally:
             for d in dumps:
                 stop(d)
-            srv.terminate()
-            srv.wait(timeout=10)
+            if srv.poll() is None:
+                srv.terminate()
+                srv.wait(timeout=10)
     problems = []
     seen: dict[str, int] = {}
     for side, pcap in files.items():
