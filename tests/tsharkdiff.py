@@ -30,18 +30,23 @@ def _run(args: list[str], timeout: float = 600) -> str:
     return p.stdout
 
 
-def tshark_view(pcap: Path) -> tuple[dict[str, set[int]], dict[int, float]]:
-    """tshark's frame set for each field, and its ack_rtt (s) by frame."""
-    cols = [f"tcp.analysis.{f}" for f in FIELDS] + ["tcp.analysis.ack_rtt"]
-    args = [TSHARK, "-n", "-r", str(pcap), "-Y", "tcp.analysis.flags || tcp.analysis.ack_rtt",
+def tshark_args(pcap: Path) -> list[str]:
+    """One tshark pass printing, for every frame with an analysis flag or an ack_rtt, its
+    number, each field (1 where present) and the ack_rtt."""
+    args = [TSHARK or "tshark", "-n", "-r", str(pcap), "-Y", "tcp.analysis.flags || tcp.analysis.ack_rtt",
             "-T", "fields", "-E", "occurrence=f", "-e", "frame.number"]
-    for c in cols:
-        args += ["-e", c]
+    for f in FIELDS:
+        args += ["-e", f"tcp.analysis.{f}"]
+    return args + ["-e", "tcp.analysis.ack_rtt"]
+
+
+def parse_view(text: str) -> tuple[dict[str, set[int]], dict[int, float]]:
+    """tshark_args' output as each field's frame set and the ack_rtt (s) by frame."""
     sets: dict[str, set[int]] = {f: set() for f in FIELDS}
     rtt: dict[int, float] = {}
-    for line in _run(args).splitlines():
+    for line in text.splitlines():
         parts = line.split("\t")
-        if len(parts) != len(cols) + 1 or not parts[0].isdigit():
+        if len(parts) != len(FIELDS) + 2 or not parts[0].isdigit():
             continue
         frame = int(parts[0])
         for name, v in zip(FIELDS, parts[1:]):
@@ -50,6 +55,11 @@ def tshark_view(pcap: Path) -> tuple[dict[str, set[int]], dict[int, float]]:
         if parts[-1]:
             rtt[frame] = float(parts[-1])
     return sets, rtt
+
+
+def tshark_view(pcap: Path) -> tuple[dict[str, set[int]], dict[int, float]]:
+    """tshark's frame set for each field, and its ack_rtt (s) by frame."""
+    return parse_view(_run(tshark_args(pcap)))
 
 
 def tshark_filter(pcap: Path, field: str) -> set[int]:
