@@ -37,19 +37,20 @@ def tshark_args(pcap: Path) -> list[str]:
             "-T", "fields", "-E", "occurrence=f", "-e", "frame.number"]
     for f in FIELDS:
         args += ["-e", f"tcp.analysis.{f}"]
-    return args + ["-e", "tcp.analysis.ack_rtt"]
+    return args + ["-e", "tcp.analysis.flags", "-e", "tcp.analysis.ack_rtt"]
 
 
 def parse_view(text: str) -> tuple[dict[str, set[int]], dict[int, float]]:
-    """tshark_args' output as each field's frame set and the ack_rtt (s) by frame."""
-    sets: dict[str, set[int]] = {f: set() for f in FIELDS}
+    """tshark_args' output as each field's frame set ("flags": any flag) and the ack_rtt
+    (s) by frame."""
+    sets: dict[str, set[int]] = {f: set() for f in (*FIELDS, "flags")}
     rtt: dict[int, float] = {}
     for line in text.splitlines():
         parts = line.split("\t")
-        if len(parts) != len(FIELDS) + 2 or not parts[0].isdigit():
+        if len(parts) != len(FIELDS) + 3 or not parts[0].isdigit():
             continue
         frame = int(parts[0])
-        for name, v in zip(FIELDS, parts[1:]):
+        for name, v in zip((*FIELDS, "flags"), parts[1:]):
             if v:
                 sets[name].add(frame)
         if parts[-1]:
@@ -71,12 +72,14 @@ def tshark_filter(pcap: Path, field: str) -> set[int]:
 
 def netrig_view(doc: dict) -> tuple[dict[str, set[int]], dict[int, float]]:
     """The same view from `netrig-analyze tcp --frames` output."""
-    sets: dict[str, set[int]] = {f: set() for f in FIELDS}
+    sets: dict[str, set[int]] = {f: set() for f in (*FIELDS, "flags")}
     rtt: dict[int, float] = {}
     for s in doc["streams"]:
         for fr in s["frames"]:
             for name in fr["flags"]:
                 sets[name].add(fr["frame"])
+            if fr["flags"]:
+                sets["flags"].add(fr["frame"])
             if "ack_rtt_s" in fr:
                 rtt[fr["frame"]] = fr["ack_rtt_s"]
     return sets, rtt
@@ -102,7 +105,7 @@ def differences(pcap: Path, doc: dict) -> list[str]:
     want_sets, want_rtt = tshark_view(pcap)
     got_sets, got_rtt = netrig_view(doc)
     problems = []
-    for f in FIELDS:
+    for f in (*FIELDS, "flags"):
         if want_sets[f] != got_sets[f]:
             only_t = want_sets[f] - got_sets[f]
             only_n = got_sets[f] - want_sets[f]
@@ -122,6 +125,9 @@ def differences(pcap: Path, doc: dict) -> list[str]:
     if abs(tsum - nsum) > 1e-6 * max(1, len(want_rtt)) or len(want_rtt) != len(got_rtt):
         problems.append(f"{pcap.name}: ack_rtt n/sum: tshark {len(want_rtt)}/{tsum:.6f} s, "
                         f"netrig {len(got_rtt)}/{nsum:.6f} s")
+    if doc["totals"]["flagged"] != len(got_sets["flags"]):
+        problems.append(f"{pcap.name}: totals.flagged {doc['totals']['flagged']} but {len(got_sets['flags'])} "
+                        "flagged frames listed")
     total = doc["totals"]["rtt"]
     if total["n"] != len(got_rtt) or (got_rtt and abs(total["sum_s"] - nsum) > 1e-6 * len(got_rtt)):
         problems.append(f"{pcap.name}: the RTT summary ({total}) disagrees with the frame list")

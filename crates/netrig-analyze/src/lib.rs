@@ -11,6 +11,7 @@ pub mod decode;
 pub mod report;
 pub mod tcp;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 pub use capture::CaptureError;
@@ -28,8 +29,16 @@ pub struct Options {
     pub interface: Option<usize>,
 }
 
+/// The report: file facts and totals, then the streams (serialized as one JSON object).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub head: serde_json::Map<String, Value>,
+    pub streams: Vec<report::StreamOut>,
+}
+
 /// Analyses every TCP flow of the capture at `path`.
-pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Value, CaptureError> {
+pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Report, CaptureError> {
     let mut rd = capture::Reader::open(path)?;
     let mut an = tcp::Analyzer::new();
     let mut col = report::Collector::new(report::Options {
@@ -96,7 +105,7 @@ pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Value, CaptureError> {
         .collect();
     let (streams, totals) = col.finish(&an.streams);
     let secs = |t: Option<i64>| t.map(|x| x as f64 / 1e9);
-    Ok(json!({
+    let head = json!({
         "schema": SCHEMA,
         "netrig_version": env!("CARGO_PKG_VERSION"),
         "file": {
@@ -113,6 +122,9 @@ pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Value, CaptureError> {
         },
         "interface": opts.interface,
         "totals": totals,
-        "streams": streams,
-    }))
+    });
+    let Value::Object(head) = head else {
+        unreachable!("json! of an object")
+    };
+    Ok(Report { head, streams })
 }

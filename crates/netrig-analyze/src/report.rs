@@ -2,10 +2,12 @@
 //! ack_rtt summaries, flagged frames, and the time series (throughput, goodput, and the
 //! tcptrace "Stevens" points). Built as typed data first, rendered to JSON once.
 
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::decode::{addr_to_string, TcpHeader, ACK, SYN};
-use crate::tcp::{flag, flag_names, FrameResult, Stream, FIELDS};
+use crate::tcp::{flag, FrameResult, Stream, FIELDS};
 
 /// Counts for a stream or one of its directions. `fields[i]` counts the frames matching
 /// `tcp.analysis.FIELDS[i]`.
@@ -243,7 +245,7 @@ impl Collector {
     }
 
     /// The streams' part of the report, and the totals over all streams.
-    pub fn finish(mut self, streams: &[Stream]) -> (Vec<Value>, Value) {
+    pub fn finish(mut self, streams: &[Stream]) -> (Vec<StreamOut>, Value) {
         let t0 = self.t0.unwrap_or(0);
         let secs = |ns: i64| (ns - t0) as f64 / 1e9;
         let mut total = Counts::default();
@@ -265,7 +267,7 @@ impl Collector {
                 c["rtt"] = rtt_summary(&mut st.rtt[d]);
                 dirs.insert(name.into(), c);
             }
-            let mut v = json!({
+            let info = json!({
                 "stream": sid,
                 "a": end(0),
                 "b": end(1),
@@ -277,49 +279,131 @@ impl Collector {
                 "irtt_s": s.irtt_ns().map(|x| x as f64 / 1e9),
                 "directions": dirs,
             });
-            if self.opts.frames {
-                v["frames"] = st
-                    .frames
-                    .iter()
-                    .map(|&(frame, dir, flags, rtt)| {
-                        let mut f = json!({
-                            "frame": frame,
-                            "dir": if dir == 0 { "a_to_b" } else { "b_to_a" },
-                            "flags": flag_names(flags),
-                        });
-                        if let Some(r) = rtt {
-                            f["ack_rtt_s"] = json!(r as f64 / 1e9);
-                        }
-                        f
+            let Value::Object(info) = info else {
+                unreachable!("json! of an object")
+            };
+            let frames = self.opts.frames.then(|| {
+                std::mem::take(&mut st.frames)
+                    .into_iter()
+                    .map(|(frame, dir, flags, rtt)| FrameOut {
+                        frame,
+                        dir: DIRS[dir],
+                        flags: FlagNames(flags),
+                        ack_rtt_s: rtt.map(|r| r as f64 / 1e9),
                     })
-                    .collect();
-            }
-            if let (Some(iv), Some(series)) = (interval, st.series.take()) {
-                let mut m = Map::new();
-                m.insert("interval_s".into(), json!(iv as f64 / 1e9));
-                for (d, name) in [(0, "a_to_b"), (1, "b_to_a")] {
-                    let s = &series[d];
-                    let per_s = 8.0 * 1e9 / iv as f64;
-                    m.insert(
-                        name.into(),
-                        json!({
-                            "throughput": {
-                                "t_s": (0..s.bytes.len()).map(|i| i as f64 * iv as f64 / 1e9).collect::<Vec<_>>(),
-                                "bps": s.bytes.iter().map(|&b| b as f64 * per_s).collect::<Vec<_>>(),
-                                "goodput_bps": s.new_bytes.iter().map(|&b| b as f64 * per_s).collect::<Vec<_>>(),
-                            },
-                            "segments": {"t_s": s.seg_t, "start": s.seg_start, "end": s.seg_end, "kind": s.seg_kind},
-                            "acks": {"t_s": s.ack_t, "ack": s.ack, "window_edge": s.window_edge},
-                        }),
-                    );
-                }
-                v["series"] = Value::Object(m);
-            }
-            out.push(v);
+                    .collect()
+            });
+            let series = match (interval, st.series.take()) {
+                (Some(iv), Some([a, b])) => Some(SeriesOut {
+                    interval_s: iv as f64 / 1e9,
+                    a_to_b: DirSeries::new(a, iv),
+                    b_to_a: DirSeries::new(b, iv),
+                }),
+                _ => None,
+            };
+            out.push(StreamOut { info, frames, series });
         }
         let mut t = total.to_json();
         t["rtt"] = rtt_summary(&mut all_rtt);
         (out, t)
+    }
+}
+
+const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
+
+/// One stream of the report: its facts and counts, then (if asked) its flagged frames
+/// and its series. Serialized straight to the output (frames and series can be large).
+#[derive(Debug, Serialize)]
+pub struct StreamOut {
+    #[serde(flatten)]
+    pub info: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames: Option<Vec<FrameOut>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<SeriesOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FrameOut {
+    pub frame: u64,
+    pub dir: &'static str,
+    pub flags: FlagNames,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack_rtt_s: Option<f64>,
+}
+
+/// A frame's flags, serialized as the list of the `tcp.analysis` fields they match.
+#[derive(Debug, Clone, Copy)]
+pub struct FlagNames(pub u32);
+
+impl Serialize for FlagNames {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let names = FIELDS.iter().filter(|(_, m)| self.0 & m != 0);
+        let mut seq = s.serialize_seq(Some(names.clone().count()))?;
+        for (n, _) in names {
+            seq.serialize_element(n)?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct SeriesOut {
+    pub interval_s: f64,
+    pub a_to_b: DirSeries,
+    pub b_to_a: DirSeries,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DirSeries {
+    pub throughput: Throughput,
+    pub segments: SegmentPoints,
+    pub acks: AckPoints,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    pub t_s: Vec<f64>,
+    pub bps: Vec<f64>,
+    pub goodput_bps: Vec<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SegmentPoints {
+    pub t_s: Vec<f64>,
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    pub kind: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AckPoints {
+    pub t_s: Vec<f64>,
+    pub ack: Vec<i64>,
+    pub window_edge: Vec<i64>,
+}
+
+impl DirSeries {
+    fn new(s: Series, iv: i64) -> DirSeries {
+        let per_s = 8.0 * 1e9 / iv as f64;
+        DirSeries {
+            throughput: Throughput {
+                t_s: (0..s.bytes.len()).map(|i| i as f64 * iv as f64 / 1e9).collect(),
+                bps: s.bytes.iter().map(|&b| b as f64 * per_s).collect(),
+                goodput_bps: s.new_bytes.iter().map(|&b| b as f64 * per_s).collect(),
+            },
+            segments: SegmentPoints {
+                t_s: s.seg_t,
+                start: s.seg_start,
+                end: s.seg_end,
+                kind: s.seg_kind,
+            },
+            acks: AckPoints {
+                t_s: s.ack_t,
+                ack: s.ack,
+                window_edge: s.window_edge,
+            },
+        }
     }
 }
 

@@ -73,8 +73,12 @@ fn main() -> ExitCode {
     };
     match analyze_tcp(&file, &opts) {
         Ok(doc) => {
-            let mut out = std::io::stdout().lock();
-            if serde_json::to_writer(&mut out, &doc).is_err() || writeln!(out).is_err() {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+            if serde_json::to_writer(&mut out, &doc).is_err()
+                || writeln!(out).is_err()
+                || out.flush().is_err()
+            {
+                eprintln!("netrig-analyze: cannot write the report to stdout");
                 return ExitCode::from(1);
             }
             ExitCode::SUCCESS
