@@ -98,6 +98,8 @@ def test_pcapng_interfaces_are_named_and_selectable(fixtures):
     one = analyze(fixtures["d.pcapng"], frames=True, interface=1)
     assert one["totals"]["packets"] == 1 and one["totals"]["retransmission"] == 0
     assert one["streams"][0]["first_frame"] == 2  # frames keep the file's numbering
+    with pytest.raises(CaptureFileError, match=r"d\.pcapng: --interface 2: the file has 2 interface"):
+        analyze(fixtures["d.pcapng"], interface=2)
 
 
 def _pcap(link: int, records: list[bytes]) -> bytes:

@@ -21,6 +21,9 @@ pub enum CaptureError {
     Io { path: String, source: io::Error },
     #[error("{path}: byte offset {offset}: {what}")]
     Format { path: String, offset: u64, what: String },
+    /// A request the file cannot answer (an interface it does not have).
+    #[error("{path}: {what}")]
+    Request { path: String, what: String },
 }
 
 /// How a pcapng interface counts time: units of 10^-n or 2^-n seconds.

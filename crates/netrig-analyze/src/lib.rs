@@ -90,6 +90,15 @@ pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Report, CaptureError> {
             col.add(frame, ts, &h, &r, &an.streams[r.stream as usize]);
         }
     }
+    if let Some(want) = opts.interface {
+        let have = rd.interfaces().len();
+        if want >= have {
+            return Err(CaptureError::Request {
+                path: path.into(),
+                what: format!("--interface {want}: the file has {have} interface(s), numbered from 0"),
+            });
+        }
+    }
     let format = match rd.format {
         capture::Format::Pcap { nanos: false } => "pcap",
         capture::Format::Pcap { nanos: true } => "pcap-ns",
