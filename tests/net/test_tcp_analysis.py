@@ -103,6 +103,8 @@ def test_flags_and_rtt_equal_tshark_on_a_lossy_transfer(tmp_path, case):
         assert doc["file"]["tcp_packets"] > 1000, (side, doc["file"])
         for name in MUST_SHOW[case]:
             seen[name] = seen.get(name, 0) + doc["totals"][name]
+        shown = {k: v for k, v in doc["totals"].items() if isinstance(v, int) and v and k != "packets"}
+        print(f"{case} {side}: {doc['file']['packets']} packets, {shown}, ack_rtt n={doc['totals']['rtt']['n']}")
         problems += differences(pcap, doc)
     assert not problems, "\n".join(problems)
     missing = [n for n in MUST_SHOW[case] if not seen[n]]

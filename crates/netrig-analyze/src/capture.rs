@@ -343,7 +343,7 @@ impl<R: Read> Reader<R> {
             let be = self.big_endian;
             let btype = u32_at(&self.buf[self.start..], be);
             let len = u32_at(&self.buf[self.start + 4..], be) as usize;
-            if len < 12 || len % 4 != 0 || len > MAX_RECORD {
+            if len < 12 || len & 3 != 0 || len > MAX_RECORD {
                 return Err(self.err(
                     offset,
                     &format!("pcapng block (type 0x{btype:x}) has a bad length {len}"),
