@@ -42,7 +42,7 @@ T_EXPECTED = {
 }
 T_RTT_FRAMES = {2, 3, 7, 11, 12, 18, 24, 25, 30, 31}
 T_VARIANTS = ("t.pcap", "t-us-be.pcap", "t-raw.pcap", "t-sll.pcap", "t-sll2.pcap", "t-vlan.pcap",
-              "t-ng.pcapng")
+              "t-ipv6.pcap", "t-ng.pcapng")
 
 
 @pytest.mark.parametrize("name", T_VARIANTS)
