@@ -43,7 +43,8 @@ MUST_SHOW = {
 def start_tcpdump(ns: str, dev: str, out: Path) -> subprocess.Popen:
     # -s 128: headers only, as a long capture would be taken; the analysis must use the
     # IP length, not the captured length.
-    p = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-n", "-i", dev, "-s", "128", "-w", str(out),
+    p = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-n", "-i", dev, "-s", "128", "-B", "8192", "--immediate-mode",
+                          "-w", str(out),
                           "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     line = ""
@@ -55,7 +56,8 @@ def start_tcpdump(ns: str, dev: str, out: Path) -> subprocess.Popen:
     return p
 
 
-def stop(p: subprocess.Popen) -> None:
+def stop(p: subprocess.Popen) -> str:
+    """Stops tcpdump (it writes out what it holds) and returns its closing report."""
     if p.poll() is None:
         p.send_signal(signal.SIGINT)
         try:
@@ -63,6 +65,33 @@ def stop(p: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(timeout=5)
+    return " ".join(p.stderr.read().split()) if p.stderr else ""
+
+
+# A receiver that stops reading for a while: its window closes (zero window, window full,
+# zero-window probes and their ACKs), then it reads everything. Bounded: 1.5 MB, 20 s.
+SLOW_READER = """
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.bind(("0.0.0.0", 5202)); s.listen(1); s.settimeout(20)
+c, _ = s.accept(); c.settimeout(20)
+time.sleep(1.5)
+n = 0
+while n < 1_500_000:
+    b = c.recv(65536)
+    if not b:
+        break
+    n += len(b)
+    if n < 400_000:
+        time.sleep(0.01)
+c.close()
+"""
+SENDER = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], 5202), timeout=20)
+c.sendall(b"x" * 1_500_000)
+c.close()
+"""
 
 
 def analyze(pcap: Path) -> dict:
@@ -109,3 +138,36 @@ def test_flags_and_rtt_equal_tshark_on_a_lossy_transfer(tmp_path, case):
     assert not problems, "\n".join(problems)
     missing = [n for n in MUST_SHOW[case] if not seen[n]]
     assert not missing, f"{case}: the transfer showed no {missing} ({seen}): the comparison proves little"
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
+def test_flags_equal_tshark_when_the_receiver_window_closes(tmp_path):
+    files = {"sender": tmp_path / "sender.pcap", "receiver": tmp_path / "receiver.pcap"}
+    with emulated_pair(tmp_path, BASE) as pair:
+        srv = pair.popen_b("python3", "-c", SLOW_READER, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        dumps = []
+        try:
+            dumps = [start_tcpdump(pair.a_ns, f"{pair.prefix}a0", files["sender"]),
+                     start_tcpdump(pair.b_ns, f"{pair.prefix}b0", files["receiver"])]
+            time.sleep(0.3)
+            run = pair.in_a("python3", "-c", SENDER, pair.b_ip, timeout=30)
+            assert run.returncode == 0, run.stderr
+            srv.wait(timeout=30)
+            time.sleep(0.3)
+        finally:
+            for d in dumps:
+                print("tcpdump:", stop(d))
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait(timeout=10)
+    problems = []
+    seen = {"zero_window": 0, "window_full": 0}
+    for side, pcap in files.items():
+        doc = analyze(pcap)
+        for name in seen:
+            seen[name] += doc["totals"][name]
+        shown = {k: v for k, v in doc["totals"].items() if isinstance(v, int) and v and k != "packets"}
+        print(f"window {side}: {doc['file']['packets']} packets, {shown}")
+        problems += differences(pcap, doc)
+    assert not problems, "\n".join(problems)
+    assert all(seen.values()), f"the window never closed: {seen}"
