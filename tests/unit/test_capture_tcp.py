@@ -147,3 +147,10 @@ def test_series_and_the_stevens_figure(fixtures, tmp_path):
         stevens_figure(analyze(fixtures["t.pcap"]), 1, tmp_path / "x.png")
     with pytest.raises(FigureError, match="no TCP stream 9"):
         stevens_figure(doc, 9, tmp_path / "x.png")
+
+
+def test_bad_arguments_are_refused_before_running(fixtures):
+    with pytest.raises(ValueError, match="series: the interval must be a positive number"):
+        analyze(fixtures["t.pcap"], series=0)
+    with pytest.raises(ValueError, match="interface: -1 is not an interface index"):
+        analyze(fixtures["t.pcap"], interface=-1)

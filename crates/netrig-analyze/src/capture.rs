@@ -625,6 +625,20 @@ mod tests {
     }
 
     #[test]
+    fn simple_packet_blocks_use_interface_0_and_count_as_frames() {
+        let mut v = pcapng(false);
+        let mut spb = 5u32.to_le_bytes().to_vec();
+        spb.extend(b"hello\0\0\0");
+        v.extend(block(false, 3, &spb));
+        v.extend(block(false, 5, &[0; 8])); // an interface statistics block: skipped
+        let mut r = Reader::new("x.pcapng", &v[..]).unwrap();
+        r.next_packet().unwrap().unwrap();
+        let p = r.next_packet().unwrap().unwrap();
+        assert_eq!((p.frame, p.iface, p.orig_len, p.data), (2, 0, 5, &b"hello"[..]));
+        assert!(r.next_packet().unwrap().is_none());
+    }
+
+    #[test]
     fn pcapng_block_cut_short() {
         let mut v = pcapng(false);
         v.truncate(v.len() - 3);
