@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use netrig_core::link::direction::{Counters, Direction};
+use netrig_core::link::direction::{Counters, Direction, Dropped};
 use netrig_core::link::packet::{Ecn, Packet};
 use netrig_core::link::schema::LATE_BUDGET_NS;
 use netrig_core::link::spec::DirectionSpec;
@@ -25,6 +25,7 @@ use netrig_core::wire::pcap::PcapWriter;
 use serde_json::{json, Value};
 
 use crate::afpacket::{self, PacketSocket};
+use crate::capture::{Capture, CaptureRequest};
 use crate::config::{dir_index, Config};
 use crate::control::{Control, Request};
 use crate::stats::Lateness;
@@ -67,15 +68,34 @@ pub struct DirState {
     pub dir: Direction,
     pub spec: DirectionSpec,
     pub pcap: Option<PcapWriter<BufWriter<File>>>,
+    /// The link's pcapng capture, if it covers this direction (shared by both).
+    pub capture: Option<SharedCapture>,
     pub lateness: Lateness,
     window: Lateness,
     last: Counters,
 }
 
 type Shared = Arc<Mutex<DirState>>;
+/// Lock order: a direction's state (a_to_b before b_to_a), then its capture.
+type SharedCapture = Arc<Mutex<Capture>>;
 
-fn lock(s: &Shared) -> MutexGuard<'_, DirState> {
+fn lock<T>(s: &Mutex<T>) -> MutexGuard<'_, T> {
     s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl DirState {
+    /// Hands the frames the direction dropped (and kept) to its capture; their buffers
+    /// are left in `spent` for the caller to reuse.
+    fn capture_drops(&mut self, d: usize, vnet: usize, spent: &mut Vec<Dropped>) {
+        let start = spent.len();
+        self.dir.take_dropped(spent);
+        if let Some(c) = &self.capture {
+            let mut c = lock(c);
+            for x in &spent[start..] {
+                c.dropped(d, x.at_ns, x.pkt.data.get(vnet..).unwrap_or(&[]), x.reason);
+            }
+        }
+    }
 }
 
 pub struct Link {
@@ -88,6 +108,8 @@ struct Worker {
     rx: PacketSocket,
     tx: PacketSocket,
     state: Shared,
+    /// The direction this worker moves (0: a_to_b).
+    dir: usize,
     vnet: usize,
     margin_ns: u64,
     oversleep_ns: f64,
@@ -95,6 +117,8 @@ struct Worker {
     /// Spent small buffers, and spent receive buffers ([`afpacket::SLOT`] bytes).
     pool: Vec<Vec<u8>>,
     big_pool: Vec<Vec<u8>>,
+    /// Dropped frames, written to a capture, whose buffers wait to be reused.
+    spent: Vec<Dropped>,
 }
 
 /// Frames up to this size are copied out of the receive buffer; larger ones (offload
@@ -194,6 +218,11 @@ impl Worker {
                 };
                 st.dir.arrive(arrived, pkt);
             }
+            if st.dir.has_dropped() {
+                st.capture_drops(self.dir, self.vnet, &mut self.spent);
+            }
+            drop(st);
+            self.recycle_spent();
             if n < BATCH {
                 return Ok(());
             }
@@ -204,7 +233,8 @@ impl Worker {
     fn release(&mut self, now: u64, out: &mut Vec<(u64, Packet)>) -> Option<u64> {
         out.clear();
         let wake = {
-            let mut st = lock(&self.state);
+            let mut guard = lock(&self.state);
+            let st = &mut *guard;
             st.dir.poll(now, out);
             // Lateness is taken as the frames are handed to the kernel (the send itself
             // may run the receiver's stack: veth delivers synchronously).
@@ -221,8 +251,18 @@ impl Worker {
                     let _ = w.write(wall_ns(), &pkt.data[vnet..]);
                 }
             }
+            if let Some(c) = &st.capture {
+                let mut c = lock(c);
+                for (_, p) in out.iter() {
+                    c.delivered(self.dir, at, &p.data[vnet..], p.duplicated, p.corrupted);
+                }
+            }
+            if st.dir.has_dropped() {
+                st.capture_drops(self.dir, vnet, &mut self.spent);
+            }
             st.dir.next_wakeup()
         };
+        self.recycle_spent();
         if !out.is_empty() {
             // A full device queue drops frames, as a wire would.
             let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
@@ -236,6 +276,12 @@ impl Worker {
 }
 
 impl Worker {
+    fn recycle_spent(&mut self) {
+        while let Some(x) = self.spent.pop() {
+            self.recycle(x.pkt.data);
+        }
+    }
+
     fn recycle(&mut self, mut buf: Vec<u8>) {
         if buf.capacity() >= afpacket::SLOT {
             if self.big_pool.len() < BIG_POOL_MAX {
@@ -275,6 +321,10 @@ pub struct Daemon {
     stats_out: Option<BufWriter<File>>,
     stats_interval_ns: u64,
     pub control: Option<Control>,
+    /// The pcapng captures running, one per link at most.
+    captures: Vec<SharedCapture>,
+    /// Bytes of virtio-net header in front of each frame.
+    vnet: usize,
     start_ns: u64,
     pub events: bool,
     seed: u64,
@@ -326,6 +376,7 @@ impl Daemon {
                     dir,
                     spec,
                     pcap: None,
+                    capture: None,
                     lateness: Lateness::new(LATE_BUDGET_NS),
                     window: Lateness::new(LATE_BUDGET_NS),
                     last: Counters::default(),
@@ -334,12 +385,14 @@ impl Daemon {
                     rx: PacketSocket::open(ends[d], BATCH, vnet)?,
                     tx: PacketSocket::sender(ends[1 - d], vnet)?,
                     state: state.clone(),
+                    dir: d,
                     vnet: vnet_len,
                     margin_ns: 60_000,
                     oversleep_ns: 0.0,
                     realtime: cfg.realtime,
                     pool: vec![],
                     big_pool: vec![],
+                    spent: vec![],
                 });
                 shared.push(state);
             }
@@ -366,6 +419,8 @@ impl Daemon {
                 Some(p) => Some(Control::bind(p)?),
                 None => None,
             },
+            captures: vec![],
+            vnet: vnet_len,
             start_ns,
             events: cfg.events,
             seed: cfg.seed,
@@ -374,7 +429,83 @@ impl Daemon {
         for p in &cfg.pcap {
             daemon.start_pcap(&p.link, dir_index(&p.dir).unwrap_or(0), Some(&p.path))?;
         }
+        for c in &cfg.captures {
+            daemon.start_capture(c).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("capture of {}: {e}", c.link))
+            })?;
+        }
         Ok(daemon)
+    }
+
+    /// Starts a pcapng capture of a link (one at a time per link). The reply holds its
+    /// status and the link's counters at the moment it started, taken under the same
+    /// locks, so that what the capture shows can be checked against them.
+    pub fn start_capture(&mut self, req: &CaptureRequest) -> Result<Value, String> {
+        let opts = req.check()?;
+        let i = self
+            .link_index(&req.link)
+            .ok_or_else(|| format!("no link '{}'", req.link))?;
+        if let Some(c) = self.captures.iter().find(|c| lock(c).link() == req.link) {
+            let path = lock(c).status()["path"].clone();
+            return Err(format!(
+                "link '{}' already has a capture (to {path}): stop it first",
+                req.link
+            ));
+        }
+        let l = &self.links[i];
+        let (mut a, mut b) = (lock(&l.dirs[0]), lock(&l.dirs[1]));
+        let cap = Capture::start(&req.link, opts, [&a.spec, &b.spec], monotonic_ns(), wall_ns())
+            .map_err(|e| e.to_string())?;
+        let status = cap.status();
+        let cap = Arc::new(Mutex::new(cap));
+        for (d, st) in [&mut a, &mut b].into_iter().enumerate() {
+            if lock(&cap).covers(d) {
+                st.capture = Some(cap.clone());
+                st.dir.set_keep_dropped(true);
+            }
+        }
+        let counters = json!({ "a_to_b": a.dir.counters, "b_to_a": b.dir.counters });
+        self.captures.push(cap);
+        Ok(json!({ "ok": true, "capture": status, "link_counters": counters }))
+    }
+
+    /// Stops a link's capture: what the link dropped and has not handed over yet is
+    /// written, the file flushed and closed. The reply holds its final status and the
+    /// link's counters at the moment it stopped.
+    pub fn stop_capture(&mut self, link: &str) -> Result<Value, String> {
+        let pos = self
+            .captures
+            .iter()
+            .position(|c| lock(c).link() == link)
+            .ok_or_else(|| format!("link '{link}' has no capture"))?;
+        let cap = self.captures.remove(pos);
+        let i = self.link_index(link).ok_or_else(|| format!("no link '{link}'"))?;
+        let l = &self.links[i];
+        let (mut a, mut b) = (lock(&l.dirs[0]), lock(&l.dirs[1]));
+        let mut spent = vec![];
+        for (d, st) in [&mut a, &mut b].into_iter().enumerate() {
+            if st.capture.is_some() {
+                st.capture_drops(d, self.vnet, &mut spent);
+                st.capture = None;
+                st.dir.set_keep_dropped(false);
+            }
+        }
+        let counters = json!({ "a_to_b": a.dir.counters, "b_to_a": b.dir.counters });
+        drop((a, b));
+        // No direction holds it now: this is the last reference.
+        let status = match Arc::try_unwrap(cap) {
+            Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()).finish(),
+            Err(shared) => {
+                let mut c = lock(&shared);
+                let _ = c.flush();
+                c.status()
+            }
+        };
+        Ok(json!({ "ok": true, "capture": status, "link_counters": counters }))
+    }
+
+    fn capture_status(&self) -> Vec<Value> {
+        self.captures.iter().map(|c| lock(c).status()).collect()
     }
 
     fn link_index(&self, name: &str) -> Option<usize> {
@@ -550,6 +681,9 @@ impl Daemon {
             let mut per = vec![];
             for d in 0..2 {
                 let mut st = lock(&l.dirs[d]);
+                if st.capture.is_some() {
+                    st.capture_drops(d, self.vnet, &mut vec![]);
+                }
                 all.merge(&st.lateness);
                 per.push(self.direction_json(l, d, &st, now, None));
                 if let Some(p) = st.pcap.as_mut() {
@@ -558,8 +692,11 @@ impl Daemon {
             }
             links.push(json!({ "link": l.name, "a_to_b": per[0], "b_to_a": per[1] }));
         }
+        for c in &self.captures {
+            lock(c).flush()?;
+        }
         let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": all.summary(),
-            "seed": self.seed, "realtime": self.realtime } });
+            "seed": self.seed, "realtime": self.realtime, "captures": self.capture_status() } });
         self.emit(&[v.to_string()])?;
         Ok(v)
     }
@@ -603,7 +740,8 @@ impl Daemon {
                         "b_to_a": self.direction_json(l, 1, &b, now, None),
                         "spec": { "a_to_b": a.spec, "b_to_a": b.spec } }));
                 }
-                json!({ "ok": true, "links": links, "lateness": all.summary() })
+                json!({ "ok": true, "links": links, "lateness": all.summary(),
+                        "captures": self.capture_status() })
             }
             Request::Subscribe => {
                 control.subscribe(client);
@@ -637,6 +775,9 @@ impl Daemon {
                         return json!({ "ok": false, "error": format!("{}: {e}", DIRS[d]) });
                     }
                     st.spec = s;
+                    if let Some(c) = &st.capture {
+                        lock(c).set_spec(d, &st.spec);
+                    }
                 }
                 let l = &self.links[i];
                 let (a, b) = (lock(&l.dirs[0]).spec.clone(), lock(&l.dirs[1]).spec.clone());
@@ -662,6 +803,12 @@ impl Daemon {
                     Err(e) => json!({ "ok": false, "error": e.to_string() }),
                 }
             }
+            Request::CaptureStart(c) => self
+                .start_capture(&c)
+                .unwrap_or_else(|e| json!({ "ok": false, "error": format!("capture_start: {e}") })),
+            Request::CaptureStop { link } => self
+                .stop_capture(&link)
+                .unwrap_or_else(|e| json!({ "ok": false, "error": format!("capture_stop: {e}") })),
             Request::Shutdown => {
                 *stop = true;
                 json!({ "ok": true, "stopping": true })
