@@ -302,6 +302,10 @@ impl Capture {
         &self.link
     }
 
+    pub fn path(&self) -> &Path {
+        &self.opts.path
+    }
+
     pub fn covers(&self, dir: usize) -> bool {
         self.opts.dirs[dir]
     }

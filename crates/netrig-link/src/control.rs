@@ -14,8 +14,10 @@
 //!                                                       one direction's deliveries
 //! {"cmd": "capture_start", "link": L, "dir": "a_to_b"|"b_to_a"|"both", "path": P,
 //!  "snaplen": 262144, "bpf": [[code, jt, jf, k], ...]|null, "drops": true,
-//!  "file_size": N|null, "files": 1}                     a pcapng capture (see `capture`)
-//! {"cmd": "capture_stop", "link": L}                    flush and close it; its counters
+//!  "file_size": N|null, "files": 1}                     a pcapng capture (see `capture`);
+//!                                                       several may run, to distinct paths
+//! {"cmd": "capture_stop", "link": L, "path": P|absent}  flush and close it (the link's
+//!                                                       only one, or the one to P)
 //! {"cmd": "shutdown"}
 //! ```
 
@@ -64,6 +66,8 @@ enum Wire {
     #[serde(rename = "capture_stop")]
     CaptureStop {
         link: String,
+        #[serde(default)]
+        path: Option<String>,
     },
     Shutdown,
 }
@@ -88,8 +92,10 @@ pub enum Request {
         path: Option<String>,
     },
     CaptureStart(CaptureRequest),
+    /// The capture writing to `path`, or the link's only one.
     CaptureStop {
         link: String,
+        path: Option<String>,
     },
     Shutdown,
 }
@@ -134,7 +140,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
         Wire::Up { link } => Request::Up { link, up: true },
         Wire::Pcap { link, dir, path } => Request::Pcap { link, dir, path },
         Wire::CaptureStart(c) => Request::CaptureStart(c),
-        Wire::CaptureStop { link } => Request::CaptureStop { link },
+        Wire::CaptureStop { link, path } => Request::CaptureStop { link, path },
         Wire::Shutdown => Request::Shutdown,
     })
 }

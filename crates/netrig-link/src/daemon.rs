@@ -25,10 +25,12 @@ use netrig_core::wire::pcap::PcapWriter;
 use serde_json::{json, Value};
 
 use crate::afpacket::{self, PacketSocket};
-use crate::capture::{Capture, CaptureRequest};
+use crate::capture::Capture;
 use crate::config::{dir_index, Config};
 use crate::control::{Control, Request};
 use crate::stats::Lateness;
+
+mod captures;
 
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 const BATCH: usize = 64;
@@ -68,8 +70,9 @@ pub struct DirState {
     pub dir: Direction,
     pub spec: DirectionSpec,
     pub pcap: Option<PcapWriter<BufWriter<File>>>,
-    /// The link's pcapng capture, if it covers this direction (shared by both).
-    pub capture: Option<SharedCapture>,
+    /// The pcapng captures that cover this direction (a capture of both directions is
+    /// shared by both).
+    pub captures: Vec<SharedCapture>,
     pub lateness: Lateness,
     window: Lateness,
     last: Counters,
@@ -81,21 +84,6 @@ type SharedCapture = Arc<Mutex<Capture>>;
 
 fn lock<T>(s: &Mutex<T>) -> MutexGuard<'_, T> {
     s.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl DirState {
-    /// Hands the frames the direction dropped (and kept) to its capture; their buffers
-    /// are left in `spent` for the caller to reuse.
-    fn capture_drops(&mut self, d: usize, vnet: usize, spent: &mut Vec<Dropped>) {
-        let start = spent.len();
-        self.dir.take_dropped(spent);
-        if let Some(c) = &self.capture {
-            let mut c = lock(c);
-            for x in &spent[start..] {
-                c.dropped(d, x.at_ns, x.pkt.data.get(vnet..).unwrap_or(&[]), x.reason);
-            }
-        }
-    }
 }
 
 pub struct Link {
@@ -251,7 +239,7 @@ impl Worker {
                     let _ = w.write(wall_ns(), &pkt.data[vnet..]);
                 }
             }
-            if let Some(c) = &st.capture {
+            for c in &st.captures {
                 let mut c = lock(c);
                 for (_, p) in out.iter() {
                     c.delivered(self.dir, at, &p.data[vnet..], p.duplicated, p.corrupted);
@@ -321,7 +309,7 @@ pub struct Daemon {
     stats_out: Option<BufWriter<File>>,
     stats_interval_ns: u64,
     pub control: Option<Control>,
-    /// The pcapng captures running, one per link at most.
+    /// The pcapng captures running.
     captures: Vec<SharedCapture>,
     /// Bytes of virtio-net header in front of each frame.
     vnet: usize,
@@ -376,7 +364,7 @@ impl Daemon {
                     dir,
                     spec,
                     pcap: None,
-                    capture: None,
+                    captures: vec![],
                     lateness: Lateness::new(LATE_BUDGET_NS),
                     window: Lateness::new(LATE_BUDGET_NS),
                     last: Counters::default(),
@@ -435,77 +423,6 @@ impl Daemon {
             })?;
         }
         Ok(daemon)
-    }
-
-    /// Starts a pcapng capture of a link (one at a time per link). The reply holds its
-    /// status and the link's counters at the moment it started, taken under the same
-    /// locks, so that what the capture shows can be checked against them.
-    pub fn start_capture(&mut self, req: &CaptureRequest) -> Result<Value, String> {
-        let opts = req.check()?;
-        let i = self
-            .link_index(&req.link)
-            .ok_or_else(|| format!("no link '{}'", req.link))?;
-        if let Some(c) = self.captures.iter().find(|c| lock(c).link() == req.link) {
-            let path = lock(c).status()["path"].clone();
-            return Err(format!(
-                "link '{}' already has a capture (to {path}): stop it first",
-                req.link
-            ));
-        }
-        let l = &self.links[i];
-        let (mut a, mut b) = (lock(&l.dirs[0]), lock(&l.dirs[1]));
-        let cap = Capture::start(&req.link, opts, [&a.spec, &b.spec], monotonic_ns(), wall_ns())
-            .map_err(|e| e.to_string())?;
-        let status = cap.status();
-        let cap = Arc::new(Mutex::new(cap));
-        for (d, st) in [&mut a, &mut b].into_iter().enumerate() {
-            if lock(&cap).covers(d) {
-                st.capture = Some(cap.clone());
-                st.dir.set_keep_dropped(true);
-            }
-        }
-        let counters = json!({ "a_to_b": a.dir.counters, "b_to_a": b.dir.counters });
-        self.captures.push(cap);
-        Ok(json!({ "ok": true, "capture": status, "link_counters": counters }))
-    }
-
-    /// Stops a link's capture: what the link dropped and has not handed over yet is
-    /// written, the file flushed and closed. The reply holds its final status and the
-    /// link's counters at the moment it stopped.
-    pub fn stop_capture(&mut self, link: &str) -> Result<Value, String> {
-        let pos = self
-            .captures
-            .iter()
-            .position(|c| lock(c).link() == link)
-            .ok_or_else(|| format!("link '{link}' has no capture"))?;
-        let cap = self.captures.remove(pos);
-        let i = self.link_index(link).ok_or_else(|| format!("no link '{link}'"))?;
-        let l = &self.links[i];
-        let (mut a, mut b) = (lock(&l.dirs[0]), lock(&l.dirs[1]));
-        let mut spent = vec![];
-        for (d, st) in [&mut a, &mut b].into_iter().enumerate() {
-            if st.capture.is_some() {
-                st.capture_drops(d, self.vnet, &mut spent);
-                st.capture = None;
-                st.dir.set_keep_dropped(false);
-            }
-        }
-        let counters = json!({ "a_to_b": a.dir.counters, "b_to_a": b.dir.counters });
-        drop((a, b));
-        // No direction holds it now: this is the last reference.
-        let status = match Arc::try_unwrap(cap) {
-            Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()).finish(),
-            Err(shared) => {
-                let mut c = lock(&shared);
-                let _ = c.flush();
-                c.status()
-            }
-        };
-        Ok(json!({ "ok": true, "capture": status, "link_counters": counters }))
-    }
-
-    fn capture_status(&self) -> Vec<Value> {
-        self.captures.iter().map(|c| lock(c).status()).collect()
     }
 
     fn link_index(&self, name: &str) -> Option<usize> {
@@ -681,7 +598,7 @@ impl Daemon {
             let mut per = vec![];
             for d in 0..2 {
                 let mut st = lock(&l.dirs[d]);
-                if st.capture.is_some() {
+                if !st.captures.is_empty() {
                     st.capture_drops(d, self.vnet, &mut vec![]);
                 }
                 all.merge(&st.lateness);
@@ -775,7 +692,7 @@ impl Daemon {
                         return json!({ "ok": false, "error": format!("{}: {e}", DIRS[d]) });
                     }
                     st.spec = s;
-                    if let Some(c) = &st.capture {
+                    for c in &st.captures {
                         lock(c).set_spec(d, &st.spec);
                     }
                 }
@@ -806,8 +723,8 @@ impl Daemon {
             Request::CaptureStart(c) => self
                 .start_capture(&c)
                 .unwrap_or_else(|e| json!({ "ok": false, "error": format!("capture_start: {e}") })),
-            Request::CaptureStop { link } => self
-                .stop_capture(&link)
+            Request::CaptureStop { link, path } => self
+                .stop_capture(&link, path.as_deref())
                 .unwrap_or_else(|e| json!({ "ok": false, "error": format!("capture_stop: {e}") })),
             Request::Shutdown => {
                 *stop = true;
