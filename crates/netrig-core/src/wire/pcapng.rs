@@ -413,4 +413,91 @@ mod tests {
         };
         assert!(PcapngWriter::new(Vec::new(), "t", &[zero]).is_err());
     }
+
+    /// tshark reads what the writer wrote: interface names and descriptions, comments,
+    /// direction flags and drop counts (the fields research16 section 6 names for tshark
+    /// 4.0). Skipped if tshark is not installed.
+    #[test]
+    fn tshark_reads_interfaces_comments_flags_and_drop_counts() {
+        use std::process::{Command, Stdio};
+        let installed = Command::new("tshark")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !installed {
+            eprintln!("tshark is not installed; skipping");
+            return;
+        }
+        let ifaces = [iface("r12-r21 a->b"), iface("r12-r21 b->a")];
+        let mut w = PcapngWriter::new(Vec::new(), "netrig-link test", &ifaces).unwrap();
+        let frame = [0u8; 60];
+        let t0 = 1_700_000_000_000_000_000u64;
+        w.write_packet(
+            0,
+            t0 + 1,
+            &frame,
+            &PacketOptions {
+                flags: Some(FLAG_OUTBOUND),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let dropped = PacketOptions {
+            comment: Some("netrig-link dropped this frame: link down"),
+            flags: Some(FLAG_INBOUND),
+            dropcount: None,
+        };
+        w.write_packet(1, t0 + 2, &frame, &dropped).unwrap();
+        w.write_packet(
+            1,
+            t0 + 3,
+            &frame,
+            &PacketOptions {
+                dropcount: Some(7),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let path = std::env::temp_dir().join(format!("netrig-pcapng-test-{}.pcapng", std::process::id()));
+        std::fs::write(&path, w.into_inner()).unwrap();
+        let out = Command::new("tshark")
+            .args(["-n", "-r"])
+            .arg(&path)
+            .args(["-T", "fields", "-E", "separator=|"])
+            .args(["-e", "frame.interface_name", "-e", "frame.interface_description"])
+            .args([
+                "-e",
+                "frame.packet_flags",
+                "-e",
+                "frame.drop_count",
+                "-e",
+                "frame.comment",
+            ])
+            .args(["-e", "frame.time_epoch"])
+            .output()
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('|').collect()).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert_eq!(
+            rows[0][..5],
+            ["r12-r21 a->b", "rate 10 Mbit/s", "0x00000002", "", ""]
+        );
+        assert_eq!(
+            rows[1][..5],
+            [
+                "r12-r21 b->a",
+                "rate 10 Mbit/s",
+                "0x00000001",
+                "",
+                "netrig-link dropped this frame: link down"
+            ]
+        );
+        assert_eq!(rows[2][3], "7");
+        assert_eq!(rows[2][5], "1700000000.000000003", "nanoseconds: {text}");
+    }
 }
