@@ -20,25 +20,34 @@
 //! after the last, the first is overwritten. Each file is a whole pcapng (its own header
 //! and interfaces). So a ring never holds more than `files` × `file_size` bytes.
 //!
-//! Writes go through a buffer; a write error (a full disk) ends the capture's writing,
-//! not the link, and is reported in its status.
+//! Frames are written to a buffer; full buffers go to the capture's own writer thread,
+//! so a slow disk never holds up forwarding (if the writer falls 64 MiB behind, frames
+//! are lost to the capture and counted). A write error (a full disk) ends the capture's
+//! writing, not the link, and is reported in its status.
 
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use netrig_core::link::direction::DropReason;
 use netrig_core::link::explain;
 use netrig_core::link::spec::DirectionSpec;
 use netrig_core::wire::bpf::{Insn, Program};
 use netrig_core::wire::pcapng::{
-    Interface, PacketOptions, PcapngWriter, FLAG_INBOUND, FLAG_OUTBOUND, LINKTYPE_ETHERNET,
+    self, Interface, PacketOptions, FLAG_INBOUND, FLAG_OUTBOUND, LINKTYPE_ETHERNET,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
-const BUFFER_BYTES: usize = 1 << 20;
+/// A buffer of blocks is handed to the writer thread when it holds this much.
+const CHUNK_BYTES: usize = 1 << 20;
+/// Buffers the writer may fall behind by (64 MiB) before frames are lost.
+pub const QUEUE_CHUNKS: usize = 64;
 /// Room for one frame's block beyond its bytes: fixed fields, padding and options
 /// (comments are short).
 const BLOCK_ROOM: u64 = 1024;
@@ -196,6 +205,8 @@ pub struct Counters {
     pub bytes: u64,
     /// Times a full file was closed and the next begun.
     pub files_rotated: u64,
+    /// Frames not kept because the file writer fell behind (and not in `frames`).
+    pub lost: u64,
 }
 
 /// What a frame's comment says, per direction, from its spec.
@@ -235,6 +246,71 @@ impl Comments {
     }
 }
 
+/// What the producer (a link's worker) asks of the capture's writer thread.
+enum Job {
+    /// Bytes to append to the current file: whole blocks.
+    Data(Vec<u8>),
+    /// Close the current file and start this one (truncated) with this header.
+    Open { path: PathBuf, header: Vec<u8> },
+}
+
+/// The writer thread's failure, shared with the producer.
+#[derive(Default)]
+struct Failure {
+    failed: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+impl Failure {
+    fn set(&self, e: String) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(e);
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Option<String> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The writer thread: writes what it is sent, in order; hands spent buffers back.
+fn write_files(
+    mut file: File,
+    mut path: PathBuf,
+    jobs: Receiver<Job>,
+    spent: Sender<Vec<u8>>,
+    failure: Arc<Failure>,
+) {
+    for job in jobs {
+        if failure.failed.load(Ordering::Relaxed) {
+            continue; // drain, so the producer never blocks on a dead writer
+        }
+        let result = match job {
+            Job::Data(mut buf) => {
+                let r = file.write_all(&buf);
+                buf.clear();
+                let _ = spent.send(buf);
+                r
+            }
+            Job::Open { path: next, header } => {
+                path = next;
+                File::create(&path).and_then(|f| {
+                    file = f;
+                    file.write_all(&header)
+                })
+            }
+        };
+        if let Err(e) = result {
+            failure.set(format!("{}: {e}", path.display()));
+        }
+    }
+}
+
+/// One capture: the producer's side. Frames become blocks in a buffer; full buffers
+/// (and the start of each file of a ring) go to a writer thread, so that file I/O
+/// (and a kernel throttling a writer of dirty pages) never holds up forwarding. If the
+/// writer falls [`QUEUE_CHUNKS`] buffers behind, a full buffer is thrown away and its
+/// frames counted as `lost`, as a kernel drops what a slow tcpdump does not read.
 pub struct Capture {
     link: String,
     opts: Options,
@@ -243,7 +319,16 @@ pub struct Capture {
     if_id: [Option<u32>; 2],
     comments: [Comments; 2],
     userappl: String,
-    writer: Option<PcapngWriter<BufWriter<File>>>,
+    buf: Vec<u8>,
+    /// Frames and drops in `buf`.
+    buf_frames: u64,
+    buf_drops: u64,
+    jobs: Option<SyncSender<Job>>,
+    spent: Receiver<Vec<u8>>,
+    thread: Option<JoinHandle<()>>,
+    failure: Arc<Failure>,
+    /// Bytes of the current file, what is still in `buf` included.
+    in_file: u64,
     index: u32,
     files_used: u32,
     counters: Counters,
@@ -251,14 +336,14 @@ pub struct Capture {
     unwritten_drops: [u64; 2],
     /// Wall clock minus the monotonic clock, at the start (ns).
     wall_offset_ns: i128,
-    error: Option<String>,
 }
 
 const DIR_NAMES: [&str; 2] = ["a->b", "b->a"];
 
 impl Capture {
-    /// Opens the first file. `specs` are the link's two directions now; `mono_ns` and
-    /// `wall_ns` the two clocks read together.
+    /// Opens the first file (an error here is the caller's) and starts the writer.
+    /// `specs` are the link's two directions now; `mono_ns` and `wall_ns` the two
+    /// clocks read together.
     pub fn start(
         link: &str,
         opts: Options,
@@ -279,23 +364,44 @@ impl Capture {
                 });
             }
         }
-        let mut c = Capture {
+        let userappl = format!("netrig-link {}", env!("CARGO_PKG_VERSION"));
+        let path = ring_path(&opts.path, 0);
+        let mut file =
+            File::create(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let header = file_header(&userappl, &interfaces);
+        file.write_all(&header)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let (jobs, job_rx) = sync_channel(QUEUE_CHUNKS);
+        let (spent_tx, spent) = channel();
+        let failure = Arc::new(Failure::default());
+        let f = failure.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("capture-{link}"))
+            .spawn(move || write_files(file, path, job_rx, spent_tx, f))?;
+        Ok(Capture {
             link: link.to_string(),
             interfaces,
             if_id,
             comments: [Comments::new(specs[0]), Comments::new(specs[1])],
-            userappl: format!("netrig-link {}", env!("CARGO_PKG_VERSION")),
-            writer: None,
+            userappl,
+            buf: Vec::with_capacity(CHUNK_BYTES + 2 * BLOCK_ROOM as usize),
+            buf_frames: 0,
+            buf_drops: 0,
+            jobs: Some(jobs),
+            spent,
+            thread: Some(thread),
+            failure,
+            in_file: header.len() as u64,
             index: 0,
-            files_used: 0,
-            counters: Counters::default(),
+            files_used: 1,
+            counters: Counters {
+                bytes: header.len() as u64,
+                ..Counters::default()
+            },
             unwritten_drops: [0, 0],
             wall_offset_ns: wall_ns as i128 - mono_ns as i128,
-            error: None,
             opts,
-        };
-        c.open(0)?;
-        Ok(c)
+        })
     }
 
     pub fn link(&self) -> &str {
@@ -310,22 +416,6 @@ impl Capture {
         self.opts.dirs[dir]
     }
 
-    fn open(&mut self, index: u32) -> io::Result<()> {
-        let path = ring_path(&self.opts.path, index);
-        let f =
-            File::create(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        let w = PcapngWriter::new(
-            BufWriter::with_capacity(BUFFER_BYTES, f),
-            &self.userappl,
-            &self.interfaces,
-        )?;
-        self.counters.bytes += w.written();
-        self.writer = Some(w);
-        self.index = index;
-        self.files_used = self.files_used.max(index + 1);
-        Ok(())
-    }
-
     /// A live change: later comments, and the interfaces of later files, say the new
     /// shaping.
     pub fn set_spec(&mut self, dir: usize, spec: &DirectionSpec) {
@@ -337,9 +427,10 @@ impl Capture {
 
     /// A frame the direction delivered (handed to the kernel at `mono_ns`).
     pub fn delivered(&mut self, dir: usize, mono_ns: u64, frame: &[u8], duplicated: bool, corrupted: bool) {
+        let comments = &self.comments[dir];
         let comment = match (duplicated, corrupted) {
-            (true, _) => Some(self.comments[dir].duplicated.clone()),
-            (_, true) => Some(self.comments[dir].corrupted.clone()),
+            (true, _) => Some(comments.duplicated.clone()),
+            (_, true) => Some(comments.corrupted.clone()),
             _ => None,
         };
         self.write(dir, mono_ns, frame, comment.as_deref(), FLAG_OUTBOUND, false);
@@ -368,8 +459,8 @@ impl Capture {
         drop: bool,
     ) {
         let Some(if_id) = self.if_id[dir] else { return };
-        if self.writer.is_none() {
-            return; // stopped by an error
+        if self.jobs.is_none() || self.failure.failed.load(Ordering::Relaxed) {
+            return;
         }
         if let Some(p) = &self.opts.filter {
             if !p.matches(frame, frame.len() as u32) {
@@ -383,42 +474,79 @@ impl Capture {
             flags: Some(flags),
             dropcount: (dropcount > 0).then_some(dropcount),
         };
-        let ts = (mono_ns as i128 + self.wall_offset_ns).max(0) as u64;
-        if let Err(e) = self.write_block(if_id, ts, frame, &opts) {
-            self.error = Some(format!(
-                "{}: {e}",
-                ring_path(&self.opts.path, self.index).display()
-            ));
-            self.writer = None;
-            return;
+        let len = pcapng::enhanced_packet_len(frame.len(), self.opts.snaplen, &opts) as u64;
+        if self.opts.file_size.is_some_and(|size| self.in_file + len > size) {
+            self.rotate();
         }
+        let ts = (mono_ns as i128 + self.wall_offset_ns).max(0) as u64;
+        pcapng::enhanced_packet(&mut self.buf, if_id, ts, frame, self.opts.snaplen, &opts);
+        self.in_file += len;
+        self.counters.bytes += len;
         self.counters.frames += 1;
+        self.buf_frames += 1;
         if drop {
             self.counters.drops += 1;
+            self.buf_drops += 1;
+        }
+        if self.buf.len() >= CHUNK_BYTES {
+            self.send_buf();
         }
     }
 
-    fn write_block(&mut self, if_id: u32, ts: u64, frame: &[u8], opts: &PacketOptions) -> io::Result<()> {
-        let w = self.writer.as_mut().expect("checked by write");
-        let len = w.packet_len(if_id, frame.len(), opts) as u64;
-        if let Some(size) = self.opts.file_size {
-            if w.written() + len > size {
-                w.flush()?;
-                self.writer = None;
-                self.counters.files_rotated += 1;
-                self.open((self.index + 1) % self.opts.files)?;
+    /// Closes the current file of the ring and starts the next.
+    fn rotate(&mut self) {
+        self.send_buf();
+        self.index = (self.index + 1) % self.opts.files;
+        self.files_used = self.files_used.max(self.index + 1);
+        self.counters.files_rotated += 1;
+        let header = file_header(&self.userappl, &self.interfaces);
+        self.in_file = header.len() as u64;
+        self.counters.bytes += header.len() as u64;
+        let job = Job::Open {
+            path: ring_path(&self.opts.path, self.index),
+            header,
+        };
+        if let Some(jobs) = &self.jobs {
+            // Rare and small: worth waiting for, or the ring's files would be mixed up.
+            if jobs.send(job).is_err() {
+                self.failure.set("the capture's writer thread ended".into());
             }
         }
-        let w = self.writer.as_mut().expect("just opened");
-        self.counters.bytes += w.write_packet(if_id, ts, frame, opts)? as u64;
-        Ok(())
     }
 
-    pub fn flush(&mut self) -> io::Result<()> {
-        match self.writer.as_mut() {
-            Some(w) => w.flush(),
-            None => Ok(()),
+    /// Hands the buffer to the writer, or throws it away (counted) if the writer is
+    /// too far behind.
+    fn send_buf(&mut self) {
+        if self.buf.is_empty() {
+            return;
         }
+        let fresh = self
+            .spent
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(self.buf.capacity()));
+        let full = std::mem::replace(&mut self.buf, fresh);
+        let Some(jobs) = &self.jobs else { return };
+        let (frames, drops) = (
+            std::mem::take(&mut self.buf_frames),
+            std::mem::take(&mut self.buf_drops),
+        );
+        match jobs.try_send(Job::Data(full)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(Job::Data(lost))) => {
+                self.counters.lost += frames;
+                self.counters.frames -= frames;
+                self.counters.drops -= drops;
+                self.counters.bytes -= lost.len() as u64;
+                self.in_file -= lost.len() as u64;
+            }
+            Err(_) => self.failure.set("the capture's writer thread ended".into()),
+        }
+    }
+
+    /// Hands what is buffered to the writer (the daemon calls this a few times a second,
+    /// so that a file keeps up with a slow link).
+    pub fn flush(&mut self) {
+        self.send_buf();
     }
 
     /// The files written, oldest first (the one being written last).
@@ -445,21 +573,47 @@ impl Capture {
             "file_size": self.opts.file_size,
             "ring_files": self.opts.files,
             "counters": self.counters,
-            "error": self.error,
+            "error": self.failure.get(),
         })
     }
 
-    /// Flushes and closes the file; the final status.
+    /// Writes what is buffered, waits for the writer to finish and close the file; the
+    /// final status.
     pub fn finish(mut self) -> Value {
-        if let Some(mut w) = self.writer.take() {
-            if let Err(e) = w.flush() {
-                self.error.get_or_insert(format!(
-                    "{}: {e}",
-                    ring_path(&self.opts.path, self.index).display()
-                ));
+        if let Some(jobs) = self.jobs.take() {
+            if !self.buf.is_empty() {
+                let _ = jobs.send(Job::Data(std::mem::take(&mut self.buf)));
+            }
+        }
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                self.failure.set("the capture's writer thread panicked".into());
             }
         }
         self.status()
+    }
+}
+
+fn file_header(userappl: &str, interfaces: &[Interface]) -> Vec<u8> {
+    let mut h = vec![];
+    pcapng::section_header(&mut h, userappl);
+    for i in interfaces {
+        pcapng::interface_description(&mut h, i);
+    }
+    h
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        // The writer ends when its channel closes; what is buffered is written first.
+        if let Some(jobs) = self.jobs.take() {
+            if !self.buf.is_empty() {
+                let _ = jobs.send(Job::Data(std::mem::take(&mut self.buf)));
+            }
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

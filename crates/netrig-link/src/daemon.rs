@@ -41,6 +41,9 @@ const MIN_MARGIN_NS: u64 = 30_000;
 const MAX_MARGIN_NS: u64 = 150_000;
 /// A worker looks at its state at least this often (spec changes, stop).
 const MAX_SLEEP_NS: u64 = 10_000_000;
+/// How often what captures have buffered goes to their files (a slow link's capture
+/// keeps up with it).
+const CAPTURE_FLUSH_NS: u64 = 200_000_000;
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -462,6 +465,7 @@ impl Daemon {
             })
             .collect::<io::Result<_>>()?;
         let mut next_stats = self.start_ns + self.stats_interval_ns;
+        let mut next_capture_flush = self.start_ns + CAPTURE_FLUSH_NS;
         let mut last_sample = self.start_ns;
         let mut result = Ok(());
         while !STOP.load(Ordering::Relaxed) {
@@ -479,6 +483,12 @@ impl Daemon {
                 if next_stats <= now {
                     next_stats = now + self.stats_interval_ns;
                 }
+            }
+            if now >= next_capture_flush {
+                for c in &self.captures {
+                    lock(c).flush();
+                }
+                next_capture_flush = now + CAPTURE_FLUSH_NS;
             }
             match self.serve_control(now) {
                 Ok(true) => break,
@@ -610,7 +620,7 @@ impl Daemon {
             links.push(json!({ "link": l.name, "a_to_b": per[0], "b_to_a": per[1] }));
         }
         for c in &self.captures {
-            lock(c).flush()?;
+            lock(c).flush();
         }
         let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": all.summary(),
             "seed": self.seed, "realtime": self.realtime, "captures": self.capture_status() } });

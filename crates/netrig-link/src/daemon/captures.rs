@@ -107,7 +107,7 @@ impl Daemon {
             Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()).finish(),
             Err(shared) => {
                 let mut c = lock(&shared);
-                let _ = c.flush();
+                c.flush();
                 c.status()
             }
         };
