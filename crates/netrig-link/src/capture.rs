@@ -46,6 +46,8 @@ use serde_json::{json, Value};
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
 /// A buffer of blocks is handed to the writer thread when it holds this much.
 const CHUNK_BYTES: usize = 1 << 20;
+/// The writer thread's nice value (the workers run at 0, or real-time).
+const WRITER_NICE: libc::c_int = 10;
 /// Buffers the writer may fall behind by (64 MiB) before frames are lost.
 pub const QUEUE_CHUNKS: usize = 64;
 /// Room for one frame's block beyond its bytes: fixed fields, padding and options
@@ -281,6 +283,13 @@ fn write_files(
     spent: Sender<Vec<u8>>,
     failure: Arc<Failure>,
 ) {
+    // Below the link workers: on a busy host, forwarding comes first and the writer
+    // catches up in the slack its buffers give it.
+    // SAFETY: gettid takes no arguments; setpriority on this thread's id changes only it.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, WRITER_NICE);
+    }
     for job in jobs {
         if failure.failed.load(Ordering::Relaxed) {
             continue; // drain, so the producer never blocks on a dead writer
