@@ -182,3 +182,19 @@ def test_without_drops_the_next_frame_counts_them(tmp_path):
     assert drops > 100 and drops - 5 <= counted <= drops, (counted, drops)
     assert stop["capture"]["counters"]["drops"] == 0
 
+
+
+def test_drops_by_a_down_link_and_by_a_live_change_say_so(tmp_path):
+    cap = tmp_path / "l1.pcapng"
+    with emulated_pair(tmp_path, {"delay_ns": 1 * MS}) as pair:
+        start = capture_start(pair.control, "l1", cap, dir="a_to_b")
+        assert pair.request({"cmd": "down", "link": "l1"})["ok"]
+        assert pair.ping(count=3, interval=0.05) == []
+        assert pair.request({"cmd": "up", "link": "l1"})["ok"]
+        lossy = {"delay_ns": 1 * MS, "loss": {"random": {"p": 1.0}}}
+        assert pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": lossy})["ok"]
+        assert pair.ping(count=2, interval=0.05) == []
+        stop = capture_stop(pair.control, "l1")
+    comments = Counter(r[0] for r in tshark(cap, "frame.comment") if r[0])
+    assert comments[f"{DROPPED}: link down"] == diff(start, stop, "a_to_b", "drops_down") >= 3, comments
+    assert comments[f"{DROPPED}: random loss (loss 100%)"] == diff(start, stop, "a_to_b", "lost") >= 2, comments
