@@ -303,7 +303,7 @@ fn write_files(
             }
             Job::Open { path: next, header } => {
                 path = next;
-                File::create(&path).and_then(|f| {
+                create(&path).and_then(|f| {
                     file = f;
                     file.write_all(&header)
                 })
@@ -376,7 +376,7 @@ impl Capture {
         let userappl = format!("netrig-link {}", env!("CARGO_PKG_VERSION"));
         let path = ring_path(&opts.path, 0);
         let mut file =
-            File::create(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            create(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         let header = file_header(&userappl, &interfaces);
         file.write_all(&header)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
@@ -603,6 +603,18 @@ impl Capture {
     }
 }
 
+/// Creates (or truncates) a capture file; a symbolic link at its name is refused, not
+/// written through (the daemon runs as root; a ring rewrites its files).
+fn create(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 fn file_header(userappl: &str, interfaces: &[Interface]) -> Vec<u8> {
     let mut h = vec![];
     pcapng::section_header(&mut h, userappl);
@@ -643,6 +655,23 @@ mod tests {
 
     fn spec() -> DirectionSpec {
         serde_json::from_str(r#"{"queue": {"limit_packets": 100}, "loss": {"random": {"p": 0.05}}}"#).unwrap()
+    }
+
+    #[test]
+    fn a_symbolic_link_at_the_capture_path_is_refused() {
+        let dir = tmpdir("symlink");
+        let target = dir.join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        let link = dir.join("cap.pcapng");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let req = format!(r#"{{"link":"l1","path":"{}"}}"#, link.display());
+        let s = spec();
+        let err = Capture::start("l1", request(&req).check().unwrap(), [&s, &s], 0, 0)
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("cap.pcapng"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
