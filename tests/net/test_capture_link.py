@@ -209,3 +209,19 @@ def test_drops_by_a_down_link_and_by_a_live_change_say_so(tmp_path):
     comments = Counter(r[0] for r in tshark(cap, "frame.comment") if r[0])
     assert comments[f"{DROPPED}: link down"] == diff(start, stop, "a_to_b", "drops_down") >= 3, comments
     assert comments[f"{DROPPED}: random loss (loss 100%)"] == diff(start, stop, "a_to_b", "lost") >= 2, comments
+
+
+def test_duplicated_and_corrupted_frames_carry_a_comment(tmp_path):
+    cap = tmp_path / "l1.pcapng"
+    spec = {"a_to_b": {"delay_ns": 1 * MS, "duplicate": {"p": 0.5}, "corrupt": {"p": 0.3}},
+            "b_to_a": {"delay_ns": 1 * MS}}
+    with emulated_pair(tmp_path, spec) as pair:
+        start = capture_start(pair.control, "l1", cap, dir="a_to_b")
+        pair.ping(count=40, interval=0.01)
+        stop = capture_stop(pair.control, "l1")
+    comments = Counter(r[0] for r in tshark(cap, "frame.comment") if r[0])
+    dup = "netrig-link duplicated this frame (duplicate 50%)"
+    bad = "netrig-link corrupted this frame: one bit flipped (corrupt 30%)"
+    assert comments[dup] == diff(start, stop, "a_to_b", "duplicated") > 5, comments
+    assert comments[bad] == diff(start, stop, "a_to_b", "corrupted") > 3, comments
+    assert set(comments) == {dup, bad}, comments
