@@ -110,3 +110,59 @@ def test_netrig_capture_on_a_running_lab_and_its_errors(tmp_path):
     finally:
         netrig("down", "--prefix", prefix)
     assert prefix not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+LOSSY = """\
+name: lossy
+topology:
+  nodes: {h1: host, h2: host}
+  links:
+    - {a: h1, b: h2, rate: 20Mbit, delay: 5ms, queue: 30, a_to_b: {loss: 2%}}
+duration: 4s
+settle: 0s
+flows:
+  bulk: {kind: tcp, from: h1, to: h2, cc: cubic}
+monitors:
+  - {kind: capture, link: h1-h2, snaplen: 96}
+  - {kind: capture, node: h1, filter: tcp, snaplen: 96}
+"""
+
+
+def test_an_emulated_links_capture_shows_its_drops_and_feeds_the_flows_retransmission_ratio(tmp_path):
+    """netrig-link captures the lossy link both ways with every frame it dropped, commented
+    with the cause; Wireshark's analysis of the capture gives the flow's retransmission
+    ratio (seed 000's counting), the same as tshark's count of the same streams, beside
+    TCP_INFO's; and the Stevens graph is drawn."""
+    needs_root()
+    (tmp_path / "s.yaml").write_text(LOSSY)
+    out = tmp_path / "r"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rdir = out / "runs" / "p000-r00"
+    run = json.loads((rdir / "run.json").read_text())
+    link, h1 = run["captures"]
+    assert link["by"] == "netrig-link" and h1["by"] == "dumpcap"
+    (f,) = link["files"]
+    names = {r[0] for r in fields(str(rdir / f), "frame.interface_name")}
+    assert names == {"h1-h2 a->b", "h1-h2 b->a"}
+    comments = fields(str(rdir / f), "frame.comment", filt='frame.comment contains "dropped"')
+    assert len(comments) == link["drops_written"] > 0
+    assert {c[0] for c in comments} <= {"netrig-link dropped this frame: random loss (loss 2%)",
+                                       "netrig-link dropped this frame: queue full (drop-tail, 30 packets)"}
+    s = run["flows"]["bulk"]["summary"]
+    assert s["capture_segments"] > 1000 and s["capture_retransmissions"] > 0
+    assert s["retrans_pct_capture"] == pytest.approx(100 * s["capture_retransmissions"] / s["capture_segments"])
+    where = run["flows"]["bulk"]["capture"]
+    # h1's own interface is the sender's view, as seed 000's Wireshark saw it
+    assert where["capture_monitor"] == 1 and (rdir / where["stevens"]).stat().st_size > 10_000
+    (f,) = h1["files"]
+    # tshark counts the same: the data streams (every stream to the server's port but the
+    # first, netrig-perf's control connection), h1 -> h2
+    server = json.loads((rdir / h1["analysis"]).read_text())
+    streams = ",".join(str(x) for x in where["capture_streams"])
+    filt = f"tcp.stream in {{{streams}}} and ip.src == {server['streams'][0]['a'].split(':')[0]}"
+    retr = fields(str(rdir / f), "frame.number", filt=f"{filt} and tcp.analysis.retransmission")
+    segs = fields(str(rdir / f), "frame.number", filt=f"{filt} and tcp.len > 0")
+    assert (len(retr), len(segs)) == (s["capture_retransmissions"], s["capture_segments"])
+    # TCP_INFO's estimate is there too, for comparison
+    assert s["retrans_pct"] is not None

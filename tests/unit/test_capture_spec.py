@@ -111,3 +111,42 @@ def test_a_rings_files_are_found_oldest_first_and_nothing_else(tmp_path):
     assert got == ["0-l_00001_20261124101500.pcapng", "0-l_00002_20261124101501.pcapng"]
     (tmp_path / "0-l.pcapng").write_bytes(b"x")
     assert [p.name for p in cap.files_of(tmp_path / "0-l")][-1] == "0-l.pcapng"
+
+
+def _dir(data=0, retr=0, dup=0, rtt_n=0, rtt_sum=0.0):
+    return {"data_packets": data, "retransmission": retr, "fast_retransmission": retr,
+            "spurious_retransmission": 0, "out_of_order": 0, "lost_segment": 0,
+            "duplicate_ack": dup, "zero_window": 0, "rtt": {"n": rtt_n, "sum_s": rtt_sum}}
+
+
+def _stream(n, client, server, first, fwd, back):
+    return {"stream": n, "a": client, "b": server, "first_frame": first,
+            "directions": {"a_to_b": fwd, "b_to_a": back}}
+
+
+def test_a_flows_data_streams_leave_out_its_control_connection_and_other_flows():
+    from types import SimpleNamespace
+
+    from netrig.capture import flows as capflows
+
+    srv = "10.0.0.2:5201"
+    a = {"streams": [
+        _stream(1, "10.0.0.1:40002", srv, 9, _dir(1000, 10, 0, 4, 0.08), _dir(0, 0, 30)),
+        _stream(0, "10.0.0.1:40001", srv, 1, _dir(3, 1), _dir(2)),  # control: first, left out
+        _stream(2, "10.0.0.1:40003", srv, 12, _dir(500, 5, 0, 1, 0.02), _dir(0, 0, 7)),
+        _stream(3, "10.0.0.1:40009", "10.0.0.2:5202", 2, _dir(700, 70), _dir()),  # another flow
+    ]}
+    got = capflows.flow_figures(a, srv, reverse=False)
+    assert (got["capture_segments"], got["capture_retransmissions"], got["capture_dup_acks"]) == (1500, 15, 37)
+    assert got["retrans_pct_capture"] == pytest.approx(1.0) and got["capture_streams"] == [1, 2]
+    assert got["capture_rtt_ms_mean"] == pytest.approx(20.0)
+    # --reverse: the server sends, the client ACKs
+    back = capflows.flow_figures(a, srv, reverse=True)
+    assert (back["capture_segments"], back["capture_dup_acks"]) == (0, 0)
+    assert capflows.flow_figures(a, "10.0.0.9:5201", reverse=False) is None
+    flows = {"bulk": SimpleNamespace(kind="tcp", to="h2", src="h1", reverse=False),
+             "rtt": SimpleNamespace(kind="ping", to="h2", src="h1", reverse=False)}
+    none = {"streams": []}
+    found = capflows.per_flow([(0, None, none), (1, "h2", a), (2, "h1", a)], flows, {"bulk": 5201},
+                              lambda n: "10.0.0.2")
+    assert set(found) == {"bulk"} and found["bulk"]["capture_monitor"] == 2  # the sender's view

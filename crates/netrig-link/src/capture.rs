@@ -18,7 +18,9 @@
 //! `file_size` bytes and the next one started, `files` of them in a ring named `P`,
 //! `P.1`, `P.2`, ... inserted before the extension (`cap.pcapng`, `cap.1.pcapng`, ...);
 //! after the last, the first is overwritten. Each file is a whole pcapng (its own header
-//! and interfaces). So a ring never holds more than `files` × `file_size` bytes.
+//! and interfaces). So a ring never holds more than `files` × `file_size` bytes. With
+//! one file there is no ring: the capture stops writing at `file_size` (what it has is
+//! the run's beginning, whole), and counts the frames it then leaves out (`over_size`).
 //!
 //! Frames are written to a buffer; full buffers go to the capture's own writer thread,
 //! so a slow disk never holds up forwarding (if the writer falls 64 MiB behind, frames
@@ -209,6 +211,8 @@ pub struct Counters {
     pub files_rotated: u64,
     /// Frames not kept because the file writer fell behind (and not in `frames`).
     pub lost: u64,
+    /// Frames not kept because a one-file capture had reached its size (not in `frames`).
+    pub over_size: u64,
 }
 
 /// What a frame's comment says, per direction, from its spec.
@@ -485,6 +489,11 @@ impl Capture {
         };
         let len = pcapng::enhanced_packet_len(frame.len(), self.opts.snaplen, &opts) as u64;
         if self.opts.file_size.is_some_and(|size| self.in_file + len > size) {
+            if self.opts.files == 1 {
+                self.counters.over_size += 1;
+                self.unwritten_drops[dir] += dropcount;
+                return;
+            }
             self.rotate();
         }
         let ts = (mono_ns as i128 + self.wall_offset_ns).max(0) as u64;
@@ -762,6 +771,32 @@ mod tests {
         let rotated = counters["files_rotated"].as_u64().unwrap();
         assert!(rotated >= 25, "{rotated}");
         assert_eq!(status["files"].as_array().unwrap().len(), 3);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn one_file_stops_at_its_size_and_keeps_the_beginning() {
+        let dir = tmpdir("one");
+        let base = dir.join("cap.pcapng");
+        let size = 8192u64;
+        let req = format!(
+            r#"{{"link":"l1","path":"{}","snaplen":1500,"file_size":{size},"files":1}}"#,
+            base.display()
+        );
+        let opts = request(&req).check().unwrap();
+        let s = spec();
+        let mut c = Capture::start("l1", opts, [&s, &s], 0, 1_700_000_000_000_000_000).unwrap();
+        for i in 0..100u64 {
+            c.delivered(0, i * 1000, &frame(1000), false, false);
+        }
+        let status = c.finish();
+        let counters = status["counters"].clone();
+        let kept = counters["frames"].as_u64().unwrap();
+        assert!((5..=8).contains(&kept), "{kept}");
+        assert_eq!(counters["over_size"].as_u64().unwrap(), 100 - kept);
+        assert_eq!(counters["files_rotated"], 0);
+        assert!(std::fs::metadata(&base).unwrap().len() <= size);
+        assert!(!ring_path(&base, 1).exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

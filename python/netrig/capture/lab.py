@@ -40,6 +40,9 @@ SNAPLEN = 262_144
 DEFAULT_SIZE = 1_000_000_000  # bytes, all the files of one capture together
 START_S = 10.0
 KERNEL_WAY_S = 0.5  # dumpcap with `inbound`/`outbound` sees nothing for its first 0.25 s
+# The kernel hands dumpcap its frames a block at a time, a block at least every 0.25 s;
+# at SIGINT dumpcap writes what it was handed, so the last frames need that long first.
+FLUSH_S = 0.6
 
 
 class CaptureError(NetrigError):
@@ -170,16 +173,13 @@ class Capture:
         self.started = True
 
     def _start_emulated(self) -> None:
-        st = self.net._lab()
         o = self.opt
-        answer = userspace.request(st.control, {
-            "cmd": "capture_start", "link": self.where.link, "dir": self.where.dir,
-            "path": str(pcapng(self.base)), "snaplen": o.snaplen,
-            "bpf": [list(i) for i in self.program] if self.program else None, "drops": o.drops,
-            "file_size": o.size // o.files, "files": o.files})
-        if not answer.get("ok"):
-            raise CaptureError(f"netrig-link would not capture {self.where.describe}: "
-                               f"{answer.get('error')}")
+        try:
+            userspace.capture_start(self.net._lab().control, self.where.link, pcapng(self.base),
+                                    dir=self.where.dir, snaplen=o.snaplen, bpf_filter=o.filter,
+                                    drops=o.drops, file_size=o.size // o.files, files=o.files)
+        except NetrigError as e:
+            raise CaptureError(f"netrig-link would not capture {self.where.describe}: {e}") from None
 
     def _dumpcap_argv(self) -> list[str]:
         w, o = self.where, self.opt
@@ -214,11 +214,13 @@ class Capture:
         if self.where.way in ("inbound", "outbound"):
             time.sleep(KERNEL_WAY_S)
 
-    def _end_dumpcap(self) -> int | None:
+    def _end_dumpcap(self, flushed: bool = False) -> int | None:
         p = self.proc
         if p is None:
             return None
         if p.poll() is None:
+            if not flushed:
+                time.sleep(FLUSH_S)
             p.send_signal(signal.SIGINT)  # dumpcap writes its statistics and closes the file
             try:
                 p.wait(timeout=10)
@@ -228,7 +230,9 @@ class Capture:
         self.proc = None
         return p.returncode
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self, flushed: bool = False) -> dict[str, Any]:
+        """Stops the capture (flushed: FLUSH_S has passed since the traffic of interest,
+        as `stop_all` sees to) and returns its summary."""
         if self.summary is not None:
             return self.summary
         out: dict[str, Any] = {"where": self.where.describe, "link": self.where.link,
@@ -236,27 +240,40 @@ class Capture:
                                "by": "netrig-link" if self.where.emulated else "dumpcap",
                                "filter": self.opt.filter, "snaplen": self.opt.snaplen,
                                "size": self.opt.size, "files_max": self.opt.files}
+        files: list[str] | None = None
         if self.where.emulated and self.started:
             try:
-                st = self.net._lab()
-                answer = userspace.request(st.control, {"cmd": "capture_stop", "link": self.where.link})
-            except NetrigError as e:
-                answer = {"ok": False, "error": str(e)}
-            if not answer.get("ok"):
-                out["error"] = f"netrig-link: {answer.get('error')}"
-            out.update({k: v for k, v in answer.items() if k not in ("ok", "error")})
+                answer = userspace.capture_stop(self.net._lab().control, self.where.link,
+                                                pcapng(self.base))["capture"]
+            except (NetrigError, KeyError) as e:
+                answer = {"error": str(e)}
+            if answer.get("error"):
+                out["error"] = f"netrig-link: {answer['error']}"
+            c = answer.get("counters") or {}
+            out.update({"frames": c.get("frames"), "drops_written": c.get("drops"),
+                        "filtered": c.get("filtered"), "lost": c.get("lost"),
+                        "over_size": c.get("over_size"), "files_rotated": c.get("files_rotated")})
+            files = answer.get("files")
         elif not self.where.emulated:
-            code = self._end_dumpcap()
+            code = self._end_dumpcap(flushed)
             text = self.log.read_text() if self.log.exists() else ""
             m = re.search(r"Packets received/dropped on interface '[^']*': (\d+)/(\d+)", text)
             if m:
                 out["frames"], out["kernel_dropped"] = int(m.group(1)), int(m.group(2))
             if code not in (0, None, -signal.SIGINT):
                 out["error"] = f"dumpcap exited {code}: {text.strip()[-300:]}"
-        out["files"] = [str(p) for p in files_of(self.base)]
+        out["files"] = files if files is not None else [str(p) for p in files_of(self.base)]
         out["bytes"] = sum(os.path.getsize(p) for p in out["files"])
         self.summary = out
         return out
+
+
+def stop_all(captures: list[tuple[int, Capture]]) -> None:
+    """Stops each capture, after one wait for dumpcap's last frames (not one each)."""
+    if any(c.proc is not None and c.proc.poll() is None for _, c in captures):
+        time.sleep(FLUSH_S)
+    for _, c in captures:
+        c.stop(flushed=True)
 
 
 def pcapng(base: Path) -> Path:

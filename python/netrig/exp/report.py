@@ -42,7 +42,7 @@ from netrig.exp.verdict import RATIO_DEFINITION, Versus, versus
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
 # has nothing to say about.
-ALSO = {"tcp": ("retrans_pct", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
+ALSO = {"tcp": ("retrans_pct", "retrans_pct_capture", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
         "ping": ("rtt_ms_p99", "loss_pct"), "probe": ("rtt_ms_p99", "loss_pct"),
         "fetch": ("fetch_s_p50", "fetch_s_max"), "web": ("first_byte_s_mean", "fetch_s_max"),
         "command": ("exit_code",)}

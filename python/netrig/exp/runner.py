@@ -39,7 +39,9 @@ from typing import Any
 import yaml
 
 from netrig import safefs, units
+from netrig.capture import flows as capflows
 from netrig.capture import lab as capture
+from netrig.capture import stevens
 from netrig.errors import NetrigError
 from netrig.exp import events as evs
 from netrig.exp import results as res
@@ -283,8 +285,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         if routes is not None:
             routing["changes"] = routes.stop(t0_wall)
         queues, link_stats = links.collect(time.monotonic() - t0)
-        for _, c in captures:
-            c.stop()
+        capture.stop_all(captures)
         monitors = queues + [row for m in imon for row in m.rows]
         emulator = _emulator_timing(net)
     finally:
@@ -306,10 +307,11 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                             routing.get("changes"), interval, t0_wall) if spec.events else []
     if spec.events:
         routing["t0_unix_s"] = round(t0_wall, 6)
+    entries = [capture_entry(i, c.stop(), rdir) for i, c in captures]
+    captured = analyse_captures(entries, rdir, out, spec, ports, plan) if captures else {}
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
-                     emulator, watch.died, link_stats, events, routing,
-                     [capture_entry(i, c.stop(), rdir) for i, c in captures])
+                     emulator, watch.died, link_stats, events, routing, entries, captured)
     if interrupted:
         raise KeyboardInterrupt
     return doc
@@ -319,6 +321,43 @@ def capture_entry(index: int, summary: dict[str, Any], rdir: Path) -> dict[str, 
     """A capture monitor's summary as run.json keeps it: its files relative to the run."""
     files = [os.path.relpath(f, rdir) for f in summary.get("files", [])]
     return {"monitor": index, **summary, "files": files}
+
+
+def analyse_captures(entries: list[dict[str, Any]], rdir: Path, out: Path, spec: Any,
+                     ports: dict[str, int], plan: Plan) -> dict[str, dict[str, Any]]:
+    """Wireshark's TCP analysis of each capture (capture/K-LABEL.tcp.json, its totals in
+    the capture's entry) and what it says of each tcp flow (capture/flows.py), with the
+    flow's Stevens graph (capture/FLOW-stevens.png). A capture that cannot be analysed
+    says why in its entry; the run goes on."""
+    analyses = []
+    for e in entries:
+        files = [rdir / f for f in e["files"]]
+        if not files:
+            continue
+        try:
+            a = capflows.analyze_files(files)
+        except NetrigError as err:
+            e["analysis_error"] = str(err)
+            continue
+        base = Path(e["files"][0]).name.removesuffix(".pcapng")
+        res.write_json(rdir / "capture" / f"{base}.tcp.json", {k: v for k, v in a.items() if k != "series"},
+                       out)
+        e["analysis"] = f"capture/{base}.tcp.json"
+        e["tcp"] = {k: a["totals"].get(k) for k in ("packets", "data_packets", "retransmission",
+                                                      "duplicate_ack", "out_of_order", "zero_window")}
+        analyses.append((e["monitor"], e["node"], a))
+    found = capflows.per_flow(analyses, spec.flows, ports, lambda n: str(plan.addr(n)))
+    by_monitor = {i: a for i, _, a in analyses}
+    for name, fig in found.items():
+        stream = fig["capture_streams"][0]
+        try:
+            stevens.stevens_figure(by_monitor[fig["capture_monitor"]], stream,
+                                   rdir / "capture" / f"{name}-stevens.png",
+                                   title=f"flow {name}, TCP stream {stream}: time-sequence (Stevens) graph")
+            fig["stevens"] = f"capture/{name}-stevens.png"
+        except NetrigError as err:
+            fig["stevens_error"] = str(err)
+    return found
 
 
 def converge(net: Network, point: Point) -> dict[str, Any]:
@@ -827,7 +866,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                link_stats: list[dict[str, Any]] | None = None,
                events: list[dict[str, Any]] | None = None,
                routing: dict[str, Any] | None = None,
-               captures: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+               captures: list[dict[str, Any]] | None = None,
+               captured: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
@@ -843,12 +883,17 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
         if shift:
             rows = [{**r, "t": round(r["t"] + shift, 6)} for r in rows]
         res.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
-        summary = o.summary()
+        seen = dict((captured or {}).get(name, {}))
+        where = {k: seen.pop(k) for k in ("capture_monitor", "capture_streams", "stevens", "stevens_error")
+                 if k in seen}
+        summary = {**o.summary(), **seen}
         entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
                                  "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
                                  "planned_s": o.planned_s, "summary": summary}
         if name in (routing or {}).get("paths", {}):
             entry["path"] = routing["paths"][name]
+        if where:
+            entry["capture"] = where
         e = expected.get(name)
         if e is not None:
             measured = summary.get(e.metric)
