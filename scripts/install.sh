@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# frr: OSPF and BGP on routed labs' routers. netrig runs its daemons itself, one set per
-# router namespace; the package's own service (zebra and friends in the host's namespace)
-# must never run, so it is installed with services blocked and stopped if it started.
-APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr)
+# frr: OSPF and BGP on routed labs' routers; nginx: the web server of `web` flows (curl
+# their client). netrig runs these daemons itself, in the lab's namespaces with configs
+# of its own; the packages' own services (in the host's namespace) must never run, so
+# they are installed with services blocked, and disabled and stopped if they started.
+APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr nginx curl)
+SERVICES=(frr nginx)  # packages whose service netrig never wants running
 POLICY=${NETRIG_POLICY_RC_D:-/usr/sbin/policy-rc.d}  # (overridden only by a dry run)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -37,16 +39,22 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         fi
         trap - EXIT
     fi
-    if [[ " ${missing[*]} " == *" frr "* ]]; then
+    for svc in "${SERVICES[@]}"; do
+        [[ " ${missing[*]} " == *" $svc "* ]] || continue
         # Installed just now: the host-wide service the package enables stays off (netrig
-        # starts FRR per router). An FRR that was installed before is the host's own,
-        # left alone: netrig's daemons share no file, socket or namespace with it.
-        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-            systemctl disable --now frr >/dev/null 2>&1 || true
-        elif command -v service >/dev/null; then
-            service frr stop >/dev/null 2>&1 || true
+        # starts FRR per router, nginx per web flow's node). One that was installed
+        # before is the host's own, left alone: netrig's daemons share no file, socket,
+        # port or namespace with it.
+        if command -v systemctl >/dev/null; then
+            # (without a running systemd too: it removes the links that enable it at boot)
+            systemctl disable "$svc" >/dev/null 2>&1 || true
         fi
-    fi
+        if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+            systemctl stop "$svc" >/dev/null 2>&1 || true
+        elif command -v service >/dev/null; then
+            service "$svc" stop >/dev/null 2>&1 || true
+        fi
+    done
 fi
 
 if ! command -v cargo >/dev/null; then

@@ -34,15 +34,18 @@ from typing import Any
 # Headless chromium is here because it resolves names and connects out (DNS, and
 # 2001:4860:4860::8888:443, seen with strace) even to render a file:// page.
 NETWORK_PROGRAMS = frozenset({
-    "ip", "tc", "ping", "ping6", "iperf3", "nsenter", "unshare", "tcpdump", "ethtool",
+    "ip", "tc", "ping", "ping6", "iperf3", "nsenter", "unshare", "tcpdump", "dumpcap", "ethtool",
     "chromium", "chromium-browser", "google-chrome",
 })
-# netrig's own binaries: network tools, except for these pure invocations.
-NETRIG_BINARIES = frozenset({"netrig-perf", "netrig-link"})
+# netrig's own binaries, and the web flow's client and server: network tools, except for
+# these pure invocations.
+NETRIG_BINARIES = frozenset({"netrig-perf", "netrig-link", "curl", "nginx"})
 INFO_FLAGS = frozenset({"--version", "-V", "-v", "--help", "-h"})
 PURE_SUBCOMMANDS = {"netrig-link": frozenset({"schema"})}
 # Subcommands of the `netrig` CLI that build, enter or change a lab, or run traffic.
-LAB_COMMANDS = frozenset({"up", "down", "run", "exec", "link", "pingall"})
+LAB_COMMANDS = frozenset({"up", "down", "run", "exec", "link", "pingall", "capture"})
+# tcpdump only compiling a filter (-d, -dd, -ddd), for a link type (-y), opens nothing.
+COMPILE_FLAGS = frozenset({"-d", "-dd", "-ddd"})
 # Wrappers that run the rest of their arguments as a command. (Not setpriv: tests use it
 # to run the CLI as an unprivileged user, who can create no namespace, to see it refuse.)
 # Each with its options that take a separate value.
@@ -139,6 +142,8 @@ def why_network(args: Any, shell: bool = False) -> str | None:
         for cmd in _script_commands(script):
             if why := why_network(cmd):
                 return why
+        return None
+    if prog == "tcpdump" and COMPILE_FLAGS & set(argv) and "-y" in argv and not {"-i", "-r"} & set(argv):
         return None
     if prog in NETWORK_PROGRAMS:
         return f"it runs {prog}"

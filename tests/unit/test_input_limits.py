@@ -26,7 +26,7 @@ duration: 5s
 flows:
   bulk: {kind: tcp, from: h1, to: h2%s}
 """
-FLOW_KINDS = "(expected 'tcp', 'udp', 'probe', 'ping', 'fetch' or 'command')"
+FLOW_KINDS = "(expected 'tcp', 'udp', 'probe', 'ping', 'fetch', 'web' or 'command')"
 
 
 def errors(text: str) -> list[str]:
@@ -210,7 +210,7 @@ def test_a_flow_kind_typo_is_called_a_flow_kind() -> None:
     text = SCENARIO % "" + "monitors:\n  - {kind: qeue, link: h1-h2}\n"
     assert scenario_errors(text) == [
         "s.yaml:9: monitors[0].kind: 'qeue' is not a monitor kind (expected 'queue', "
-        "'tcp_info' or 'iface')"]
+        "'tcp_info', 'iface' or 'capture')"]
     # A node's kind is still a node kind.
     assert errors(TOPO.replace("h2: host", "h2: hots")) == [
         "t.yaml:2: nodes.h2: 'hots' is not a node kind (expected 'host', 'switch' or 'router')"]

@@ -32,6 +32,8 @@ TESTS = Path(__file__).resolve().parents[1]
     ["netrig", "link", "set", "a", "b", "delay=1ms"],
     [sys.executable, "-m", "netrig", "perf", "-c", "127.0.0.1"],
     ["chromium", "--headless", "--dump-dom", "file:///x.html"],
+    ["/usr/bin/curl", "-s", "http://10.0.0.2:8080/obj-100000.bin"],
+    ["/usr/sbin/nginx", "-c", "nginx.conf", "-g", "daemon off;"],
 ])
 def test_network_commands_are_named(argv):
     assert why_network(argv), argv
@@ -40,6 +42,7 @@ def test_network_commands_are_named(argv):
 @pytest.mark.parametrize("argv", [
     ["netrig-link", "schema"],
     ["netrig-perf", "--version"],
+    ["/usr/bin/curl", "--version"],
     [sys.executable, "-m", "netrig", "perf", "--version"],
     [sys.executable, "-m", "netrig", "explain", "topo.yaml", "h1", "h2"],
     [sys.executable, "-m", "netrig", "status", "--prefix", "p"],
@@ -164,3 +167,12 @@ def test_the_conftest_refuses_a_marker_that_disagrees_with_the_directory(tmp_pat
     assert p.returncode == 4, p.stdout + p.stderr  # a usage error: nothing ran
     assert "unit/test_unit.py::test_x: marked net but under tests/unit" in p.stderr, p.stderr
     assert "perf/test_perf.py::test_y: under tests/perf but not marked net" in p.stderr, p.stderr
+
+
+def test_tcpdump_compiling_a_filter_is_pure_but_capturing_is_not():
+    from netguard import why_network
+
+    assert why_network(["tcpdump", "-ddd", "-y", "EN10MB", "tcp port 80"]) is None
+    assert why_network(["tcpdump", "-ddd", "-i", "eth0", "tcp"]) is not None
+    assert why_network(["tcpdump", "-w", "x.pcap"]) is not None
+    assert why_network(["ip", "netns", "exec", "n1", "dumpcap", "-i", "eth0"]) is not None

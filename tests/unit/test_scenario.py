@@ -186,3 +186,28 @@ def test_parallel_connections_multiply_a_flows_own_limits():
     loss = loads_scenario(text.replace("queue: 100}", "queue: 100, loss: 2%}"), "s.yaml")
     one, four = (expectations(p)["bulk"] for p in loss.points[:2])
     assert four.value == pytest.approx(4 * one.value) and four.hi == pytest.approx(4 * one.hi)
+
+
+def test_a_fetch_slow_starts_until_the_window_fills_the_path_then_runs_at_the_rate():
+    """100 KB over 10 Mbit/s and 20 ms: the window holds the BDP (17 segments) from the
+    second round trip, so the rest comes at TCP's goodput, not after two more round
+    trips on top of the whole transfer (what netrig-perf's fetch and curl measured:
+    0.135 s, where the old sum said 0.169 s)."""
+    text = """\
+topology:
+  nodes: {h1: host, s0: switch, h2: host}
+  links:
+    - [h1, s0]
+    - {a: s0, b: h2, rate: 10Mbit, delay: 10ms, queue: 100}
+flows:
+  page: {kind: fetch, from: h1, to: h2, size: 100KB, interval: 2s}
+"""
+    alone = expectations(loads_scenario(text, "s.yaml").points[0])["page"]
+    p = loads_scenario(text + "  bulk: {kind: tcp, from: h1, to: h2}\n", "s.yaml").points[0]
+    loaded = expectations(p)["page"]
+    r = analyse(make_plan(p.topology), "h2", "h1")
+    rtt, rate = r.data_rtt_s, r.tcp_goodput_bps
+    idle = rtt + 2 * rtt + (100_000 - 10 * r.tcp.payload) * 8 / rate  # handshake, 2 rounds, the rest
+    assert idle == pytest.approx(0.1353, abs=1e-3)
+    assert alone.limit == "idle path" and alone.value == pytest.approx(idle)
+    assert loaded.limit == "loaded path" and loaded.value == pytest.approx(idle) and loaded.hi > 2 * idle

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use crate::capture::CaptureRequest;
 use netrig_core::link::schema;
 use netrig_core::link::spec::DirectionSpec;
 use serde::Deserialize;
@@ -88,6 +89,9 @@ pub struct Config {
     pub offloads_off: bool,
     #[serde(default)]
     pub pcap: Vec<PcapConfig>,
+    /// pcapng captures started with the daemon (as the `capture_start` request).
+    #[serde(default)]
+    pub captures: Vec<CaptureRequest>,
     /// Record every packet's fate in the stats stream.
     #[serde(default)]
     pub events: bool,
@@ -172,6 +176,17 @@ impl Config {
                 )));
             }
         }
+        let mut captured = HashSet::new();
+        for (i, c) in self.captures.iter().enumerate() {
+            let err = |problem: String| ConfigError::Other(format!("captures[{i}] ({}): {problem}", c.link));
+            if !names.contains(&c.link) {
+                return Err(err("no such link".into()));
+            }
+            if !captured.insert(c.link.clone()) {
+                return Err(err("a second capture of this link".into()));
+            }
+            c.check().map_err(err)?;
+        }
         Ok(())
     }
 }
@@ -209,5 +224,16 @@ mod tests {
             e(bad),
             "links[0] (l): a_to_b: loss.random.p: 2 is outside 0 .. 1 (the file's `loss`)"
         );
+        let cap =
+            |c: &str| format!(r#"{{"links": [{{"name": "l", "a": "x", "b": "y"}}], "captures": [{c}]}}"#);
+        assert_eq!(
+            e(&cap(r#"{"link": "m", "path": "p"}"#)),
+            "captures[0] (m): no such link"
+        );
+        assert_eq!(
+            e(&cap(r#"{"link": "l", "path": "p", "dir": "up"}"#)),
+            "captures[0] (l): dir: 'up' is not a_to_b, b_to_a or both"
+        );
+        assert!(Config::parse(&cap(r#"{"link": "l", "path": "p"}"#)).is_ok());
     }
 }

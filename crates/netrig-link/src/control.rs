@@ -10,7 +10,14 @@
 //! {"cmd": "set", "link": L, "specs": {"a_to_b": {...}, "b_to_a": {...}}, "version": V}
 //!                                                       both at once, each its own
 //! {"cmd": "down", "link": L} / {"cmd": "up", "link": L}
-//! {"cmd": "pcap", "link": L, "dir": D, "path": P|null}  start / stop a capture
+//! {"cmd": "pcap", "link": L, "dir": D, "path": P|null}  start / stop a classic pcap of
+//!                                                       one direction's deliveries
+//! {"cmd": "capture_start", "link": L, "dir": "a_to_b"|"b_to_a"|"both", "path": P,
+//!  "snaplen": 262144, "bpf": [[code, jt, jf, k], ...]|null, "drops": true,
+//!  "file_size": N|null, "files": 1}                     a pcapng capture (see `capture`);
+//!                                                       several may run, to distinct paths
+//! {"cmd": "capture_stop", "link": L, "path": P|absent}  flush and close it (the link's
+//!                                                       only one, or the one to P)
 //! {"cmd": "shutdown"}
 //! ```
 
@@ -21,6 +28,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::capture::CaptureRequest;
 
 const MAX_LINE: usize = 1 << 20;
 
@@ -52,6 +61,14 @@ enum Wire {
         #[serde(default)]
         path: Option<String>,
     },
+    #[serde(rename = "capture_start")]
+    CaptureStart(CaptureRequest),
+    #[serde(rename = "capture_stop")]
+    CaptureStop {
+        link: String,
+        #[serde(default)]
+        path: Option<String>,
+    },
     Shutdown,
 }
 
@@ -72,6 +89,12 @@ pub enum Request {
     Pcap {
         link: String,
         dir: String,
+        path: Option<String>,
+    },
+    CaptureStart(CaptureRequest),
+    /// The capture writing to `path`, or the link's only one.
+    CaptureStop {
+        link: String,
         path: Option<String>,
     },
     Shutdown,
@@ -116,6 +139,8 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
         Wire::Down { link } => Request::Up { link, up: false },
         Wire::Up { link } => Request::Up { link, up: true },
         Wire::Pcap { link, dir, path } => Request::Pcap { link, dir, path },
+        Wire::CaptureStart(c) => Request::CaptureStart(c),
+        Wire::CaptureStop { link, path } => Request::CaptureStop { link, path },
         Wire::Shutdown => Request::Shutdown,
     })
 }
@@ -304,5 +329,25 @@ mod tests {
             .contains("object"));
         assert!(parse_request("not json").unwrap_err().starts_with("bad request"));
         assert!(parse_request(r#"{"cmd":"down"}"#).unwrap_err().contains("link"));
+        match parse_request(r#"{"cmd":"capture_start","link":"l1","path":"/tmp/c.pcapng","bpf":[[6,0,0,1]]}"#)
+        {
+            Ok(Request::CaptureStart(c)) => {
+                assert_eq!(
+                    (c.link.as_str(), c.dir.as_str(), c.snaplen),
+                    ("l1", "both", 262_144)
+                );
+                assert_eq!(c.bpf, Some(vec![[6, 0, 0, 1]]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            parse_request(r#"{"cmd":"capture_start","link":"l1","path":"p","snap":1}"#)
+                .unwrap_err()
+                .contains("snap")
+        );
+        assert!(matches!(
+            parse_request(r#"{"cmd":"capture_stop","link":"l1"}"#),
+            Ok(Request::CaptureStop { .. })
+        ));
     }
 }

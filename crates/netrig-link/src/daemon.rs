@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use netrig_core::link::direction::{Counters, Direction};
+use netrig_core::link::direction::{Counters, Direction, Dropped};
 use netrig_core::link::packet::{Ecn, Packet};
 use netrig_core::link::schema::LATE_BUDGET_NS;
 use netrig_core::link::spec::DirectionSpec;
@@ -25,9 +25,12 @@ use netrig_core::wire::pcap::PcapWriter;
 use serde_json::{json, Value};
 
 use crate::afpacket::{self, PacketSocket};
+use crate::capture::Capture;
 use crate::config::{dir_index, Config};
 use crate::control::{Control, Request};
 use crate::stats::Lateness;
+
+mod captures;
 
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 const BATCH: usize = 64;
@@ -38,6 +41,9 @@ const MIN_MARGIN_NS: u64 = 30_000;
 const MAX_MARGIN_NS: u64 = 150_000;
 /// A worker looks at its state at least this often (spec changes, stop).
 const MAX_SLEEP_NS: u64 = 10_000_000;
+/// How often what captures have buffered goes to their files (a slow link's capture
+/// keeps up with it).
+const CAPTURE_FLUSH_NS: u64 = 200_000_000;
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -67,14 +73,19 @@ pub struct DirState {
     pub dir: Direction,
     pub spec: DirectionSpec,
     pub pcap: Option<PcapWriter<BufWriter<File>>>,
+    /// The pcapng captures that cover this direction (a capture of both directions is
+    /// shared by both).
+    pub captures: Vec<SharedCapture>,
     pub lateness: Lateness,
     window: Lateness,
     last: Counters,
 }
 
 type Shared = Arc<Mutex<DirState>>;
+/// Lock order: a direction's state (a_to_b before b_to_a), then its capture.
+type SharedCapture = Arc<Mutex<Capture>>;
 
-fn lock(s: &Shared) -> MutexGuard<'_, DirState> {
+fn lock<T>(s: &Mutex<T>) -> MutexGuard<'_, T> {
     s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -88,6 +99,8 @@ struct Worker {
     rx: PacketSocket,
     tx: PacketSocket,
     state: Shared,
+    /// The direction this worker moves (0: a_to_b).
+    dir: usize,
     vnet: usize,
     margin_ns: u64,
     oversleep_ns: f64,
@@ -95,6 +108,8 @@ struct Worker {
     /// Spent small buffers, and spent receive buffers ([`afpacket::SLOT`] bytes).
     pool: Vec<Vec<u8>>,
     big_pool: Vec<Vec<u8>>,
+    /// Dropped frames, written to a capture, whose buffers wait to be reused.
+    spent: Vec<Dropped>,
 }
 
 /// Frames up to this size are copied out of the receive buffer; larger ones (offload
@@ -194,6 +209,11 @@ impl Worker {
                 };
                 st.dir.arrive(arrived, pkt);
             }
+            if st.dir.has_dropped() {
+                st.capture_drops(self.dir, self.vnet, &mut self.spent);
+            }
+            drop(st);
+            self.recycle_spent();
             if n < BATCH {
                 return Ok(());
             }
@@ -204,7 +224,8 @@ impl Worker {
     fn release(&mut self, now: u64, out: &mut Vec<(u64, Packet)>) -> Option<u64> {
         out.clear();
         let wake = {
-            let mut st = lock(&self.state);
+            let mut guard = lock(&self.state);
+            let st = &mut *guard;
             st.dir.poll(now, out);
             // Lateness is taken as the frames are handed to the kernel (the send itself
             // may run the receiver's stack: veth delivers synchronously).
@@ -221,8 +242,18 @@ impl Worker {
                     let _ = w.write(wall_ns(), &pkt.data[vnet..]);
                 }
             }
+            for c in &st.captures {
+                let mut c = lock(c);
+                for (_, p) in out.iter() {
+                    c.delivered(self.dir, at, &p.data[vnet..], p.duplicated, p.corrupted);
+                }
+            }
+            if st.dir.has_dropped() {
+                st.capture_drops(self.dir, vnet, &mut self.spent);
+            }
             st.dir.next_wakeup()
         };
+        self.recycle_spent();
         if !out.is_empty() {
             // A full device queue drops frames, as a wire would.
             let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
@@ -236,6 +267,12 @@ impl Worker {
 }
 
 impl Worker {
+    fn recycle_spent(&mut self) {
+        while let Some(x) = self.spent.pop() {
+            self.recycle(x.pkt.data);
+        }
+    }
+
     fn recycle(&mut self, mut buf: Vec<u8>) {
         if buf.capacity() >= afpacket::SLOT {
             if self.big_pool.len() < BIG_POOL_MAX {
@@ -275,6 +312,10 @@ pub struct Daemon {
     stats_out: Option<BufWriter<File>>,
     stats_interval_ns: u64,
     pub control: Option<Control>,
+    /// The pcapng captures running.
+    captures: Vec<SharedCapture>,
+    /// Bytes of virtio-net header in front of each frame.
+    vnet: usize,
     start_ns: u64,
     pub events: bool,
     seed: u64,
@@ -326,6 +367,7 @@ impl Daemon {
                     dir,
                     spec,
                     pcap: None,
+                    captures: vec![],
                     lateness: Lateness::new(LATE_BUDGET_NS),
                     window: Lateness::new(LATE_BUDGET_NS),
                     last: Counters::default(),
@@ -334,12 +376,14 @@ impl Daemon {
                     rx: PacketSocket::open(ends[d], BATCH, vnet)?,
                     tx: PacketSocket::sender(ends[1 - d], vnet)?,
                     state: state.clone(),
+                    dir: d,
                     vnet: vnet_len,
                     margin_ns: 60_000,
                     oversleep_ns: 0.0,
                     realtime: cfg.realtime,
                     pool: vec![],
                     big_pool: vec![],
+                    spent: vec![],
                 });
                 shared.push(state);
             }
@@ -366,6 +410,8 @@ impl Daemon {
                 Some(p) => Some(Control::bind(p)?),
                 None => None,
             },
+            captures: vec![],
+            vnet: vnet_len,
             start_ns,
             events: cfg.events,
             seed: cfg.seed,
@@ -373,6 +419,11 @@ impl Daemon {
         };
         for p in &cfg.pcap {
             daemon.start_pcap(&p.link, dir_index(&p.dir).unwrap_or(0), Some(&p.path))?;
+        }
+        for c in &cfg.captures {
+            daemon.start_capture(c).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("capture of {}: {e}", c.link))
+            })?;
         }
         Ok(daemon)
     }
@@ -414,6 +465,7 @@ impl Daemon {
             })
             .collect::<io::Result<_>>()?;
         let mut next_stats = self.start_ns + self.stats_interval_ns;
+        let mut next_capture_flush = self.start_ns + CAPTURE_FLUSH_NS;
         let mut last_sample = self.start_ns;
         let mut result = Ok(());
         while !STOP.load(Ordering::Relaxed) {
@@ -431,6 +483,12 @@ impl Daemon {
                 if next_stats <= now {
                     next_stats = now + self.stats_interval_ns;
                 }
+            }
+            if now >= next_capture_flush {
+                for c in &self.captures {
+                    lock(c).flush();
+                }
+                next_capture_flush = now + CAPTURE_FLUSH_NS;
             }
             match self.serve_control(now) {
                 Ok(true) => break,
@@ -550,6 +608,9 @@ impl Daemon {
             let mut per = vec![];
             for d in 0..2 {
                 let mut st = lock(&l.dirs[d]);
+                if !st.captures.is_empty() {
+                    st.capture_drops(d, self.vnet, &mut vec![]);
+                }
                 all.merge(&st.lateness);
                 per.push(self.direction_json(l, d, &st, now, None));
                 if let Some(p) = st.pcap.as_mut() {
@@ -558,8 +619,11 @@ impl Daemon {
             }
             links.push(json!({ "link": l.name, "a_to_b": per[0], "b_to_a": per[1] }));
         }
+        for c in &self.captures {
+            lock(c).flush();
+        }
         let v = json!({ "totals": { "seconds": self.t(now), "links": links, "lateness": all.summary(),
-            "seed": self.seed, "realtime": self.realtime } });
+            "seed": self.seed, "realtime": self.realtime, "captures": self.capture_status() } });
         self.emit(&[v.to_string()])?;
         Ok(v)
     }
@@ -603,7 +667,8 @@ impl Daemon {
                         "b_to_a": self.direction_json(l, 1, &b, now, None),
                         "spec": { "a_to_b": a.spec, "b_to_a": b.spec } }));
                 }
-                json!({ "ok": true, "links": links, "lateness": all.summary() })
+                json!({ "ok": true, "links": links, "lateness": all.summary(),
+                        "captures": self.capture_status() })
             }
             Request::Subscribe => {
                 control.subscribe(client);
@@ -637,6 +702,9 @@ impl Daemon {
                         return json!({ "ok": false, "error": format!("{}: {e}", DIRS[d]) });
                     }
                     st.spec = s;
+                    for c in &st.captures {
+                        lock(c).set_spec(d, &st.spec);
+                    }
                 }
                 let l = &self.links[i];
                 let (a, b) = (lock(&l.dirs[0]).spec.clone(), lock(&l.dirs[1]).spec.clone());
@@ -662,6 +730,12 @@ impl Daemon {
                     Err(e) => json!({ "ok": false, "error": e.to_string() }),
                 }
             }
+            Request::CaptureStart(c) => self
+                .start_capture(&c)
+                .unwrap_or_else(|e| json!({ "ok": false, "error": format!("capture_start: {e}") })),
+            Request::CaptureStop { link, path } => self
+                .stop_capture(&link, path.as_deref())
+                .unwrap_or_else(|e| json!({ "ok": false, "error": format!("capture_stop: {e}") })),
             Request::Shutdown => {
                 *stop = true;
                 json!({ "ok": true, "stopping": true })

@@ -5,6 +5,8 @@
 //!   receive, kernel receive timestamps).
 //! - `daemon`: the event loop, one worker per link direction, that releases each frame
 //!   at the time netrig-core's link model says, and samples stats.
+//! - `capture`: captures of links into pcapng files, delivered and dropped frames, with
+//!   the emulator's reasons as comments, a BPF filter and a ring of files.
 //! - `config`: the daemon's JSON configuration (links, their directions, stats, control
 //!   and capture paths), checked before anything starts.
 //! - `control`: the control socket (JSON lines: stats, live changes, captures).
@@ -19,6 +21,7 @@
 //! configuration; `netns` serves only the standalone modes).
 
 pub mod afpacket;
+pub mod capture;
 pub mod config;
 pub mod control;
 pub mod daemon;

@@ -2,6 +2,8 @@
 
     scenario.py  the file format: load, check (FILE:LINE: key: message), sweep points
     flows.py     one flow of a run: the command it is, and what its output means
+    web.py       a web flow's client (curl) and what each fetch measured;
+    webserver.py its server (nginx); webtools.py the programs both need
     expect.py    what theory expects of each flow (via `netrig.theory`)
     verdict.py   measured against theory: the one ratio and verdict, plain decimals
     why.py       why a row is far from theory: small rules over a run's evidence

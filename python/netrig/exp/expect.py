@@ -5,7 +5,10 @@ bulk TCP   min(max-min fair share of its bottleneck after headers, W/RTT, Mathis
 bulk UDP   received = min(offered, fair share after headers) × (1 − random loss)
 ping/probe median RTT = the path's idle RTT; with loss-based TCP filling a shared
            bottleneck, anything up to idle RTT + that queue's delay (the AQM's target)
-fetch      idle: handshake + request + slow-start rounds from IW10 + transfer time
+fetch      idle: handshake + slow start from IW10 until the window holds the response
+           or the path's BDP, then the rest at TCP's goodput
+web        fetch's, with HTTP's bytes, TLS 1.3's round trip, and keep-alive (the
+           handshake once; later fetches from the window Linux kept over the idle gap)
 command    no theory
 
 Flows share links when their planned times overlap (by more than half the flow's
@@ -19,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from netrig.exp import web
 from netrig.exp.flows import connect_timeout_s
 from netrig.exp.scenario import FlowSpec, Point
 from netrig.exp.verdict import versus
@@ -72,11 +76,14 @@ def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
 def expectations(point: Point, plan: Plan | None = None,
                  windows: dict[str, float] | None = None,
                  send_buffers: dict[str, float] | None = None,
+                 default_cc: str | None = None,
                  buffers: dict[str, tuple[float, float]] | None = None) -> dict[str, Expected]:
     """Each flow's expectation; `windows`: windows the run saw advertised, by flow;
     `send_buffers`: the largest send buffer the sender's kernel gives a TCP flow
-    without -w (tcp_wmem's maximum, by flow); `buffers`: the (SO_SNDBUF, SO_RCVBUF)
-    the kernel gave a flow's -w, as the run read them back."""
+    without -w (tcp_wmem's maximum, by flow); `default_cc`: the congestion control a
+    socket gets without asking (the host's, which a new namespace inherits; None:
+    Linux's default, cubic), which a web server's connections use; `buffers`: the
+    (SO_SNDBUF, SO_RCVBUF) the kernel gave a flow's -w, as the run read them back."""
     plan = plan or make_plan(point.topology)
     seen = windows or {}
     sndbuf = send_buffers or {}
@@ -94,6 +101,8 @@ def expectations(point: Point, plan: Plan | None = None,
             out[name] = _rtt(plan, f, concurrent, seen)
         elif f.kind == "fetch":
             out[name] = _fetch(plan, f, concurrent, seen)
+        elif f.kind == "web":
+            out[name] = _web(plan, f, concurrent, seen, point.flow_duration(f), default_cc or "cubic")
     return out
 
 
@@ -375,23 +384,127 @@ def _rtt(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[st
 
 
 def _fetch(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float]) -> Expected:
-    assert f.to is not None
     size = f.nbytes("size") or 100_000
-    # the response flows to -> from
-    r = analyse(plan, f.to, f.src)
-    rtt = r.data_rtt_s
-    mss = r.tcp.payload
-    rounds = math.ceil(math.log2(size / (IW * mss) + 1))
-    rate = r.tcp_goodput_bps
-    transfer = size * 8 / rate if rate else 0.0
-    t = rtt * ((1 if f.new_conn else 0) + rounds) + transfer
-    detail = (f"{'handshake + ' if f.new_conn else ''}{rounds} round(s) of slow start from IW{IW} × "
-              f"RTT {rtt * 1e3:.4g} ms + {size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s = "
-              f"{t * 1e3:.4g} ms on an idle path")
+    return _responses(plan, f, concurrent, seen, [_Fetch(size, 1 if f.new_conn else 0)],
+                      "handshake + " if f.new_conn else "")
+
+
+@dataclass
+class _Fetch:
+    """One request/response as theory sees it: the bytes that come back, the round
+    trips before the request goes (TCP's handshake, TLS's), the congestion window it
+    starts with (segments), and how many fetches of a flow are like it."""
+
+    size: int
+    setup_rtts: int
+    cwnd: int = IW
+    n: int = 1
+
+
+def _rounds(size: float, mss: float, cwnd: int = IW) -> int:
+    """Round trips of slow start that carry `size` bytes from a window of `cwnd`
+    segments, the window unbounded (the request's round trip is the first)."""
+    return max(1, math.ceil(math.log2(size / (cwnd * mss) + 1)))
+
+
+def _response_s(size: float, mss: float, cwnd: int, rtt: float, rate: float | None) -> tuple[float, int]:
+    """(seconds from the request to the response's last byte, round trips of slow
+    start): the window doubles each round trip from `cwnd` segments until it holds the
+    rest of the response or reaches the path's BDP; from then on the rest comes at the
+    rate (the ACKs keep the pipe full). Round k's last byte lands (k + 1) RTT and its
+    bytes' serialization after the request."""
+    if not rate:
+        return rtt * _rounds(size, mss, cwnd), _rounds(size, mss, cwnd)
+    bdp = rate * rtt / 8
+    sent, k = 0.0, 0
+    while True:
+        w = cwnd * mss * 2 ** k
+        if sent + w >= size or w >= bdp:
+            break
+        sent += w
+        k += 1
+    return rtt * (k + 1) + (size - sent) * 8 / rate, k + 1
+
+
+def _responses(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float],
+               fetches: list[_Fetch], setup: str, note: str = "") -> Expected:
+    """The mean time of a flow's fetches (weighted by each kind's `n`): each takes its
+    setup round trips, then slow start (_response_s) at TCP's goodput, on an idle path;
+    with a standing queue on the way, up to that queue's delay more per round trip and
+    the rate shared with the concurrent bulk flows (an equal share beside each). The first byte comes one RTT after the
+    setup (in `extra`)."""
+    assert f.to is not None
+    r = analyse(plan, f.to, f.src)  # the response flows to -> from
+    rtt, mss, rate = r.data_rtt_s, r.tcp.payload, r.tcp_goodput_bps
     keys = {link_key(h) for h in hops(plan, f.src, f.to) + hops(plan, f.to, f.src)}
     queued, extra_rtt = _standing_queue(plan, keys, concurrent, seen)
-    hi = None
+    n = sum(x.n for x in fetches)
+    t = hi = first = 0.0
+    for x in fetches:
+        one, _ = _response_s(x.size, mss, x.cwnd, rtt, rate)
+        t += (rtt * x.setup_rtts + one) * x.n / n
+        slow = rtt + extra_rtt
+        loaded, _ = _response_s(x.size, mss, x.cwnd, slow, rate / (len(concurrent) + 1) if rate else None)
+        hi += (slow * x.setup_rtts + loaded) * x.n / n
+        first += rtt * (x.setup_rtts + 1) * x.n / n
+    x = fetches[0]
+    _, rounds = _response_s(x.size, mss, x.cwnd, rtt, rate)
+    bdp = f" (until the window holds the path's BDP, {rate * rtt / 8 / mss:.3g} segments, or the response)" \
+        if rate else ""
+    detail = (f"{setup}{rounds} round trip{'s' * (rounds > 1)} of slow start from IW{x.cwnd}{bdp} at "
+              f"RTT {rtt * 1e3:.4g} ms, the rest of {x.size} B at {rate / 1e6 if rate else math.inf:.4g} Mbit/s"
+              f"{note} = {t * 1e3:.4g} ms on an idle path")
     if queued:
-        hi = t + extra_rtt * ((1 if f.new_conn else 0) + rounds) + transfer * len(concurrent)
         detail += f"; with the queue and {len(concurrent)} flow(s) sharing, up to {hi * 1e3:.4g} ms"
-    return Expected("fetch_s_mean", t, "loaded path" if queued else "idle path", detail, hi=hi)
+    return Expected("fetch_s_mean", t, "loaded path" if queued else "idle path", detail,
+                    hi=hi if queued else None, extra={"first_byte_s": first, "base_rtt_ms": rtt * 1e3})
+
+
+# HTTP's own bytes in a response, beside the object: nginx's HTTP/1.1 header (status
+# line, Server, Date, Content-Type, Content-Length, Last-Modified, Connection, ETag,
+# Accept-Ranges: about 250 B); HTTP/2's HPACK-coded HEADERS (about 100 B with the
+# SETTINGS frames) and a 9-byte header per DATA frame of nginx's http2_chunk_size (8 KB).
+HTTP1_HEADER = 250
+H2_HEADERS = 100
+H2_FRAME, H2_CHUNK = 9, 8192
+RTO_MIN = 0.2  # Linux's tcp_rto_min: an RTO is about the RTT + 200 ms
+KEEPS_WINDOW_IDLE = ("bbr", "bbr2", "bbr3")  # a cong_control of its own: no restart after idle
+
+
+def _web(plan: Plan, f: FlowSpec, concurrent: dict[str, FlowSpec], seen: dict[str, float],
+         duration: float, cc: str) -> Expected:
+    """A web flow (nginx and curl): fetch's theory with HTTP's bytes, TLS 1.3's round
+    trip, and keep-alive. A new connection per fetch pays TCP's handshake (and TLS's)
+    every time and slow-starts from IW10. Keep-alive pays them once, on the first fetch;
+    each later fetch starts with the window the server's last response left (a segment
+    more per segment acknowledged in slow start), as Linux keeps it over the idle gap:
+    with tcp_slow_start_after_idle=1 (a new namespace's default, which theory assumes)
+    halved for each RTO (RTT + 200 ms) idle, never below IW10 — so with a gap of several
+    RTOs (a fetch every 2 s) keep-alive saves the handshake only — except under BBR,
+    whose own control (cong_control) Linux's restart after idle skips: it keeps its
+    window, and later fetches need one round trip and the rest at the rate."""
+    size = web.object_size(f)
+    wire = size + (H2_HEADERS + H2_FRAME * math.ceil(size / H2_CHUNK) if f.http == "2" else HTTP1_HEADER)
+    setup = 1 + (1 if f.tls else 0)
+    setup_txt = "TCP handshake + TLS 1.3 handshake + " if f.tls else "TCP handshake + "
+    how = f"HTTP/{f.http}{' over TLS' if f.tls else ''}, {wire - size} B of HTTP besides the object"
+    if f.new_conn:
+        return _responses(plan, f, concurrent, seen, [_Fetch(wire, setup)], setup_txt, f" ({how})")
+    r = analyse(plan, f.to, f.src)
+    rtt, mss, rate = r.data_rtt_s, r.tcp.payload, r.tcp_goodput_bps
+    n = web.fetch_count(duration, f.seconds("interval", 1.0))
+    took, _ = _response_s(wire, mss, IW, rtt, rate)
+    idle = f.seconds("interval", 1.0) - took - rtt * setup
+    rto = rtt + RTO_MIN
+    restarts = cc not in KEEPS_WINDOW_IDLE
+    halvings = max(0, math.ceil(idle / rto) - 1) if idle > rto and restarts else 0
+    # slow start grew the window by a segment per segment acknowledged
+    cwnd = max(IW, (IW + math.ceil(wire / mss)) >> min(halvings, 62))
+    later = _Fetch(wire, 0, cwnd, n - 1)
+    note = (f" ({how}; keep-alive: the handshake{'s' if f.tls else ''} on the first of {n} fetches only, "
+            f"then {_response_s(wire, mss, cwnd, rtt, rate)[1]} round trip(s) from a window of {cwnd} segments after "
+            f"{max(idle, 0) * 1e3:.4g} ms idle, "
+            + (f"RTO {rto * 1e3:.4g} ms" if restarts else f"kept by {cc}, which Linux does not restart after idle")
+            + f"; mean over the {n})")
+    fetches = [_Fetch(wire, setup), later] if n > 1 else [_Fetch(wire, setup)]
+    return _responses(plan, f, concurrent, seen, fetches, setup_txt, note)

@@ -102,9 +102,11 @@ _METRICS = {
     "fetch_s_mean": Metric("mean fetch time", "ms", 1e3),
     "fetch_s_p50": Metric("median fetch time", "ms", 1e3),
     "fetch_s_max": Metric("longest fetch time", "ms", 1e3),
+    "first_byte_s_mean": Metric("mean time to first byte", "ms", 1e3),
     "loss_pct": Metric("loss", "%", 1.0),
     "jitter_ms": Metric("jitter", "ms", 1.0),
-    "retrans_pct": Metric("retransmitted segments", "%", 1.0),
+    "retrans_pct": Metric("retransmitted segments (TCP_INFO)", "%", 1.0),
+    "retrans_pct_capture": Metric("retransmitted segments (capture, as Wireshark counts)", "%", 1.0),
     "command_s": Metric("command time", "s", 1.0),
 }
 _SUFFIX = {"_bps": ("Mbit/s", 1e-6), "_ms": ("ms", 1.0), "_s": ("s", 1.0), "_pct": ("%", 1.0)}
@@ -389,7 +391,7 @@ def _sweep_plans(sets: list[tuple[str, Results]]) -> list[_Plan]:
         e = f.get("expected") or {}
         if not e.get("metric"):
             continue
-        also = {"udp": ["jitter_ms", "loss_pct"], "tcp": ["retrans_pct"]}.get(f["kind"], [])
+        also = {"udp": ["jitter_ms", "loss_pct"], "tcp": ["retrans_pct", "retrans_pct_capture"]}.get(f["kind"], [])
         for m in [e["metric"]] + [a for a in also if a != e["metric"]]:
             if any(base.values(p["index"], flow, m) for p in base.points) and (
                     m == e["metric"] or any(v for p in base.points for v in base.values(p["index"], flow, m))):
@@ -586,7 +588,7 @@ def _fairness(res: Results) -> list[_Plan]:
 def _cdfs(res: Results) -> list[_Plan]:
     plans = []
     for flow, f in res.flows().items():
-        if f["kind"] not in (*RTT_KINDS, "fetch"):
+        if f["kind"] not in (*RTT_KINDS, "fetch", "web"):
             continue
         col, scale, what = ("rtt_ms", 1.0, "RTT") if f["kind"] in RTT_KINDS else \
             ("fetch_s", 1e3, "fetch time")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig._bins import binary
+from netrig.exp import web
 from netrig.exp.scenario import FlowSpec
 
 _NUM = r"\d+(?:\.\d+)?"
@@ -129,6 +130,7 @@ class Outcome:
     error: str | None = None
     planned_s: float = 0.0  # how long it was meant to run
     doc: dict[str, Any] | None = field(default=None, repr=False)
+    fetches: list[web.Fetch] = field(default_factory=list, repr=False)  # a web flow's
 
     def parse(self) -> None:
         """Reads the output once; what cannot be read becomes `error` (never an exception),
@@ -141,6 +143,12 @@ class Outcome:
                 self.error = self.error or problem + (f"; its stderr ends: {said}" if said else "")
             elif self.doc is not None and self.doc.get("error"):
                 self.error = f"netrig-perf: {self.doc['error']}"
+        elif self.spec.kind == "web":
+            self.fetches, problems = web.parse(self.stdout)
+            size = web.object_size(self.spec)
+            if not any(x.failure(size) is None for x in self.fetches) and self.error is None:
+                why = [x.failure(size) for x in self.fetches[:1]] + problems[:2]
+                self.error = "no fetch succeeded" + (f": {'; '.join(str(w) for w in why)}" if why else "")
         elif self.spec.kind == "ping" and self.error is None:
             problem = ping_problem(self.stdout)
             if self.code not in (0, 1):
@@ -188,6 +196,8 @@ class Outcome:
             out.update({"fetch_s_mean": _ms(t.get("mean")), "fetch_s_p50": _ms(t.get("p50")),
                         "fetch_s_std": _ms(t.get("stddev")), "fetch_s_max": _ms(t.get("max")),
                         "fetches": rr.get("transactions"), "fetches_failed": rr.get("failed")})
+        elif k == "web":
+            out.update(web.summary(self.fetches, web.object_size(self.spec)))
         elif k == "command":
             out.update({"command_s": self.end_s - self.start_s, "exit_code": self.code})
             if self.code not in (0, None) and not self.error:
@@ -319,6 +329,8 @@ class Outcome:
             for row in rr.get("samples", []):
                 d = dict(zip(cols, row))
                 out.append({"t": t0 + d["t"], "fetch_s": _ms(d.get("time_ms"))})
+        elif k == "web":
+            out = web.series(self.fetches, t0, web.object_size(self.spec))
         out.sort(key=lambda r: r["t"])
         return out
 

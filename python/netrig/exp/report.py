@@ -43,11 +43,12 @@ from netrig.exp.verdict import RATIO_DEFINITION, Versus, versus
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
 # has nothing to say about.
-ALSO = {"tcp": ("retrans_pct", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
+ALSO = {"tcp": ("retrans_pct", "retrans_pct_capture", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
         "ping": ("rtt_ms_p99", "loss_pct"), "probe": ("rtt_ms_p99", "loss_pct"),
-        "fetch": ("fetch_s_p50", "fetch_s_max"), "command": ("exit_code",)}
+        "fetch": ("fetch_s_p50", "fetch_s_max"), "web": ("first_byte_s_mean", "fetch_s_max"),
+        "command": ("exit_code",)}
 PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
-         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "command": "command_s"}
+         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "web": "fetch_s_mean", "command": "command_s"}
 NONE = "—"
 
 

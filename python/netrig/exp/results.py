@@ -4,7 +4,9 @@
       scenario.yaml            the scenario as run: --quick and --set applied, topology inline
       meta.json                netrig version, host facts, command line, points, status
       runs/pNNN-rMM/run.json   one run: its point, seed, times, each flow's summary + expected
-      runs/pNNN-rMM/flows/NAME.json     the flow's raw output (netrig-perf JSON, ping text)
+      runs/pNNN-rMM/flows/NAME.json     the flow's raw output (netrig-perf JSON, ping text;
+                                        a web flow's curl lines: NAME.jsonl)
+      runs/pNNN-rMM/web-NODE/           nginx's access and error logs (web flows to NODE)
       runs/pNNN-rMM/series/NAME.jsonl   its time series; monitors as monitor-K.jsonl
       results.csv              tidy: one row per flow per run, measured beside expected;
                                with events:, one row per event per flow (metric outage_s)
@@ -467,7 +469,7 @@ class Results:
             if acks:
                 hops = path(plan, b, a) if f["kind"] == "tcp" else []
             else:
-                hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch") else [])
+                hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch", "web") else [])
         except NetrigError:
             return []
         rows = [x for m in [*run.get("monitors", []), "link-stats"] for x in self.series(run["run"], m)

@@ -39,9 +39,13 @@ from typing import Any
 import yaml
 
 from netrig import safefs, units
+from netrig.capture import flows as capflows
+from netrig.capture import lab as capture
+from netrig.capture import stevens
 from netrig.errors import NetrigError
 from netrig.exp import events as evs
 from netrig.exp import results as res
+from netrig.exp import web, webserver
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import (
     _PING,
@@ -202,11 +206,14 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     watch = _EmulatorWatch(net)
     t0 = time.monotonic()  # again when the flows start: what "noticed N s into it" counts from
     servers = []
+    assert net.state is not None
+    webs = webserver.WebServers(net.state.dir, out, f"runs/{rid}")  # nginx, for web flows
     send_buffers: dict[str, float] = {}
     routing: dict[str, Any] = {}
     t0_wall = time.time()  # the flows' t0 on the wall clock (again when they start)
     firer: _EventFirer | None = None
     routes: _RouteMonitor | None = None
+    captures: list[tuple[int, capture.Capture]] = []
     try:
         neigh = neighbour_patience(net, point)
         if neigh:
@@ -243,6 +250,12 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                                                 for e in ("log", "json")) if x)
                     raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
+        for node, (sizes, tls) in web.servers_needed(spec.flows).items():
+            webs.start(node, net[node].ns, sizes, tls)  # one per destination node
+        if any(m.kind == "capture" for m in spec.monitors):
+            captures = capture.for_monitors(net, spec.monitors, safefs.makedirs(out, f"runs/{rid}/capture"))
+            for _, c in captures:
+                c.start()
         stop = threading.Event()
         links = _LinkRecorder(net, point, spec.monitors)
         imon = [_IfaceMonitor(net, m, i) for i, m in enumerate(spec.monitors) if m.kind == "iface"]
@@ -289,31 +302,81 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         if routes is not None:
             routing["changes"] = routes.stop(t0_wall)
         queues, link_stats = links.collect(time.monotonic() - t0)
+        capture.stop_all(captures)
         monitors = queues + [row for m in imon for row in m.rows]
         emulator = _emulator_timing(net)
     finally:
         if routes is not None:
             routes.stop(None)  # stopped by its PIDs whatever happened (a second stop: nothing)
+        for _, c in captures:
+            c.stop()  # (a second stop: the first one's summary)
         for _, _, p in servers:
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=5)
+        webs.stop()
         watch.check(t0, "after its flows ended")  # the last look, before teardown stops it
         errors = net.stop()
     seen = {n: w for n, o in outcomes.items() if (w := o.advertised_window()) is not None}
     bufs = {n: (s["sndbuf_bytes"], s["rcvbuf_bytes"]) for n, o in outcomes.items() if o.spec.window is not None
             and "sndbuf_bytes" in (s := o.summary()) and "rcvbuf_bytes" in s}
-    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b}, bufs)
+    expected = expectations(point, plan, seen, {n: b for n, b in send_buffers.items() if b},
+                            _default_cc(), bufs)
     events = measure_events(point, plan, firer.records if firer else [], outcomes,
                             routing.get("changes"), interval, t0_wall) if spec.events else []
     if spec.events:
         routing["t0_unix_s"] = round(t0_wall, 6)
+    entries = [capture_entry(i, c.stop(), rdir) for i, c in captures]
+    captured = analyse_captures(entries, rdir, out, spec, ports, plan) if captures else {}
     doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
                      "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
-                     emulator, watch.died, link_stats, events, routing)
+                     emulator, watch.died, link_stats, events, routing, entries, captured)
     if interrupted:
         raise KeyboardInterrupt
     return doc
+
+
+def capture_entry(index: int, summary: dict[str, Any], rdir: Path) -> dict[str, Any]:
+    """A capture monitor's summary as run.json keeps it: its files relative to the run."""
+    files = [os.path.relpath(f, rdir) for f in summary.get("files", [])]
+    return {"monitor": index, **summary, "files": files}
+
+
+def analyse_captures(entries: list[dict[str, Any]], rdir: Path, out: Path, spec: Any,
+                     ports: dict[str, int], plan: Plan) -> dict[str, dict[str, Any]]:
+    """Wireshark's TCP analysis of each capture (capture/K-LABEL.tcp.json, its totals in
+    the capture's entry) and what it says of each tcp flow (capture/flows.py), with the
+    flow's Stevens graph (capture/FLOW-stevens.png). A capture that cannot be analysed
+    says why in its entry; the run goes on."""
+    analyses = []
+    for e in entries:
+        files = [rdir / f for f in e["files"]]
+        if not files:
+            continue
+        try:
+            a = capflows.analyze_files(files)
+        except NetrigError as err:
+            e["analysis_error"] = str(err)
+            continue
+        base = Path(e["files"][0]).name.removesuffix(".pcapng")
+        res.write_json(rdir / "capture" / f"{base}.tcp.json", {k: v for k, v in a.items() if k != "series"},
+                       out)
+        e["analysis"] = f"capture/{base}.tcp.json"
+        e["tcp"] = {k: a["totals"].get(k) for k in ("packets", "data_packets", "retransmission",
+                                                      "duplicate_ack", "out_of_order", "zero_window")}
+        analyses.append((e["monitor"], e["node"], a))
+    found = capflows.per_flow(analyses, spec.flows, ports, lambda n: str(plan.addr(n)))
+    by_monitor = {i: a for i, _, a in analyses}
+    for name, fig in found.items():
+        stream = fig["capture_streams"][0]
+        try:
+            stevens.stevens_figure(by_monitor[fig["capture_monitor"]], stream,
+                                   rdir / "capture" / f"{name}-stevens.png",
+                                   title=f"flow {name}, TCP stream {stream}: time-sequence (Stevens) graph")
+            fig["stevens"] = f"capture/{name}-stevens.png"
+        except NetrigError as err:
+            fig["stevens_error"] = str(err)
+    return found
 
 
 def converge(net: Network, point: Point) -> dict[str, Any]:
@@ -606,6 +669,15 @@ def _emulator_timing(net: Network) -> dict[str, Any] | None:
             "over_budget": late.get("over_budget", 0), "budget_ms": res.LATE_BUDGET_MS}
 
 
+def _default_cc() -> str | None:
+    """The congestion control a socket gets without asking: the host's, which every new
+    namespace inherits (None if it cannot be read)."""
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def _tcp_wmem_max(ns: str) -> float:
     """The largest send buffer TCP autotuning gives a socket in a namespace (bytes;
     0 if it cannot be read)."""
@@ -662,6 +734,13 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: fl
     if f.kind in SERVED:
         argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
         timeout = (dur if f.bytes is None else 3600) + 30 + setup_s(net.plan, f)
+    elif f.kind == "web":
+        o.start_s = time.monotonic() - t0
+        lines, o.error = web.run(node.ns, web.url(net.addr(f.to), web.object_size(f), f.http, f.tls), f.http,
+                                 f.tls, f.new_conn, dur, f.seconds("interval", 1.0), t0 + o.start_s, stop)
+        o.end_s, o.stdout = time.monotonic() - t0, "".join(x + "\n" for x in lines)
+        o.parse()
+        return
     elif f.kind == "ping":
         argv = ping_argv(f, net.addr(f.to), dur)
         timeout = dur + 10
@@ -838,13 +917,16 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
                emulator_died: dict[str, Any] | None = None,
                link_stats: list[dict[str, Any]] | None = None,
                events: list[dict[str, Any]] | None = None,
-               routing: dict[str, Any] | None = None) -> dict[str, Any]:
+               routing: dict[str, Any] | None = None,
+               captures: list[dict[str, Any]] | None = None,
+               captured: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     rdir = out / "runs" / rid
     tol = units.fraction(point.spec.tolerance)
     flows = {}
     for name, o in outcomes.items():
-        raw = o.stdout if o.spec.kind in ("ping", "command") else o.stdout or "{}"
-        res.atomic_write(rdir / "flows" / f"{name}.{'txt' if o.spec.kind in ('ping', 'command') else 'json'}",
+        raw = o.stdout if o.spec.kind in ("ping", "command", "web") else o.stdout or "{}"
+        ext = {"ping": "txt", "command": "txt", "web": "jsonl"}.get(o.spec.kind, "json")
+        res.atomic_write(rdir / "flows" / f"{name}.{ext}",
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():
             res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
@@ -853,12 +935,17 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
         if shift:
             rows = [{**r, "t": round(r["t"] + shift, 6)} for r in rows]
         res.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
-        summary = o.summary()
+        seen = dict((captured or {}).get(name, {}))
+        where = {k: seen.pop(k) for k in ("capture_monitor", "capture_streams", "stevens", "stevens_error")
+                 if k in seen}
+        summary = {**o.summary(), **seen}
         entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
                                  "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
                                  "planned_s": o.planned_s, "summary": summary}
         if name in (routing or {}).get("paths", {}):
             entry["path"] = routing["paths"][name]
+        if where:
+            entry["capture"] = where
         e = expected.get(name)
         if e is not None:
             measured = summary.get(e.metric)
@@ -890,6 +977,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
             doc["routing"].update({"route_changes": len(changes), "series": "routes"})
     if events:
         doc["events"] = events
+    if captures:
+        doc["captures"] = captures
     if emulator_died is not None:
         doc["error"] = emulator_died["reason"]
         doc["emulator_died"] = emulator_died

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netrig import suggest, units
 from netrig.errors import NetrigError
+from netrig.exp import webtools
 from netrig.topo import load as tload
 from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
 
@@ -51,7 +52,7 @@ Key = tuple[str | int, ...]
 SCHEMA = 1
 MAX_POINTS = 1000  # sweep points: each is checked before anything runs, and each runs
 
-FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "command"]
+FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "web", "command"]
 # Which keys each kind of flow takes (besides kind, from, start, duration).
 TAKES: dict[str, set[str]] = {
     "tcp": {"to", "bytes", "cc", "window", "length", "parallel", "reverse", "rate", "nodelay",
@@ -60,6 +61,7 @@ TAKES: dict[str, set[str]] = {
     "probe": {"to", "interval", "size"},
     "ping": {"to", "interval", "size"},
     "fetch": {"to", "interval", "size", "new_conn"},
+    "web": {"to", "interval", "size", "new_conn", "http", "tls"},  # nginx and curl (exp/web.py)
     "command": {"command", "timeout"},
 }
 COMMON = {"kind", "src", "start", "duration", "count"}
@@ -99,6 +101,8 @@ class FlowSpec(BaseModel):
     interval: str | int | None = None
     size: str | int | None = None
     new_conn: bool = True
+    http: str | int | float = "1.1"  # a web flow's HTTP version: 1.1 or 2
+    tls: bool = False
     command: str | None = None
     timeout: str | int | None = None
     connect_timeout: str | int | None = None  # netrig-perf's --connect-timeout (5 s unless given)
@@ -111,6 +115,16 @@ class FlowSpec(BaseModel):
     _sizes = field_validator("bytes", "window", "length", "size")(
         classmethod(lambda cls, v: _check(units.size_bytes, v)))
     _rates = field_validator("rate")(classmethod(lambda cls, v: _check(units.rate_bps, v)))
+
+    @field_validator("http")
+    @classmethod
+    def _http(cls, v: str | int | float) -> str:
+        """1.1 or 2, written as a number or a string ("1.1", 2, "2.0")."""
+        text = str(v).strip()
+        for version in ("1.1", "2"):
+            if text in (version, f"{version}.0") and not isinstance(v, bool):
+                return version
+        raise ValueError(f"{v!r} is not an HTTP version a web flow speaks: 1.1 or 2")
 
     # Resolved numbers.
     def seconds(self, key: str, default: float = 0.0) -> float:
@@ -128,19 +142,29 @@ class FlowSpec(BaseModel):
 
 class MonitorSpec(BaseModel):
     """`queue` of a link (both directions, or `dir`), `tcp_info` of a tcp flow, or
-    `iface` counters of a node's interface, every `interval`."""
+    `iface` counters of a node's interface, every `interval`; or a `capture` of a link
+    (`dir` of it) or a node's interface to pcapng files (capture/lab.py): `filter` (BPF,
+    tcpdump's syntax), `snaplen` (bytes), `size` (all its files together; default 1GB),
+    `files` (1: stop at the size; N: a ring of N files), `drops` (netrig-link's dropped
+    frames, with their cause; default true)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["queue", "tcp_info", "iface"]
+    kind: Literal["queue", "tcp_info", "iface", "capture"]
     link: str | None = None
     dir: Literal["a_to_b", "b_to_a", "both"] = "both"
     flow: str | None = None
     node: str | None = None
     iface: str | None = None
     interval: str | int | None = None
+    filter: str | None = None
+    snaplen: int | None = Field(None, ge=1, le=262_144)
+    size: str | int | None = None
+    files: int | None = Field(None, ge=1, le=1000)
+    drops: bool | None = None
 
     _positive = field_validator("interval")(
         classmethod(lambda cls, v: _check(units.seconds_above_zero, v)))
+    _sizes = field_validator("size")(classmethod(lambda cls, v: _check(units.size_bytes, v)))
 
 
 class EventSpec(BaseModel):
@@ -522,6 +546,8 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                                    f"this kernel has{suggest.unknown(f.cc, sorted(valid), 'it has')}"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
+        if f.kind == "web":
+            out += _check_web(name, f)
     if not 0.1 <= units.seconds(spec.interval) <= 10:
         out.append(Problem(("interval",), "between 100ms and 10s (the flows' report interval)"))
     if not any(f.count for f in spec.flows.values()):
@@ -553,7 +579,66 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
         elif m.kind == "iface":
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
+        elif m.kind == "capture":
+            out += _check_capture(m, ("monitors", i), topo)
+        if m.kind != "capture":
+            out += [Problem(("monitors", i, k), f"{k}: is a capture's key, not a {m.kind} monitor's")
+                    for k in CAPTURE_KEYS if getattr(m, k) is not None]
     return out
+
+
+CAPTURE_KEYS = ("filter", "snaplen", "size", "files", "drops")
+
+
+def _check_capture(m: MonitorSpec, where: Key, topo: Topology) -> list[Problem]:
+    """A capture: of a link the topology has, or of a node and (if it has several) one
+    of its interfaces; a filter tcpdump compiles; files of at least 10 kB each."""
+    from netrig.capture import bpf  # runs tcpdump: only for a scenario that captures
+
+    out: list[Problem] = []
+    if (m.link is None) == (m.node is None):
+        out.append(Problem(where, "a capture needs link: (a link's name, or a-b), or node: "
+                                  "(and iface: if it has several)"))
+    elif m.link is not None:
+        try:
+            find_link(topo, m.link)
+        except TopologyError:
+            out.append(Problem((*where, "link"), f"no link '{m.link}' in the topology"))
+    elif m.node not in topo.nodes:
+        out.append(Problem((*where, "node"), f"no node named '{m.node}'"))
+    elif m.dir != "both":
+        out.append(Problem((*where, "dir"), "a node's interface is captured both ways "
+                                            "(name a link to capture one direction)"))
+    if m.filter is not None:
+        try:
+            bpf.compile_bpf(m.filter)
+        except NetrigError as e:
+            out.append(Problem((*where, "filter"), str(e)))
+    size, files = units.size_bytes(m.size or "1GB"), m.files or 1
+    if size < 10_000 * files:
+        out.append(Problem((*where, "size"), f"{m.size} over {files} files leaves under 10 kB a file"))
+    return out
+
+
+def _check_web(name: str, f: FlowSpec) -> list[Problem]:
+    """A web flow runs nginx and curl (exp/web.py): they must be installed, and curl must
+    be able to do what the flow asks."""
+    missing = webtools.missing(f.tls)
+    if missing:
+        return [Problem(("flows", name, "kind"), "a web flow needs " + " and ".join(missing)
+                        + ", which this machine lacks")]
+    size = f.nbytes("size")
+    if size is not None and not 1 <= size <= webtools.MAX_OBJECT:
+        return [Problem(("flows", name, "size"), f"{f.size} is not an object nginx serves here: from 1 B to "
+                        f"{webtools.MAX_OBJECT // 10**6} MB (it is written in the lab's directory, in memory)")]
+    if f.http == "2" and not f.tls and not f.new_conn:
+        version = webtools.curl_version()
+        if version is not None and version < webtools.H2C_REUSE_FIXED:
+            return [Problem(("flows", name, "new_conn"), f"curl {'.'.join(map(str, version))} cannot "
+                             "reuse a cleartext HTTP/2 connection (every fetch after the first fails: "
+                             "curl issue #10634, fixed in 8.0): give tls: true (HTTP/2 over TLS, as "
+                             "browsers speak it) or new_conn: true")]
+    return []
 
 
 def _check_events(spec: ScenarioFile, topo: Topology) -> list[Problem]:

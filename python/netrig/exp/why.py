@@ -86,7 +86,7 @@ class Evidence:
     """One row of the report (a flow at a sweep point) and what its runs recorded."""
 
     flow: str
-    kind: str  # tcp, udp, ping, probe, fetch
+    kind: str  # tcp, udp, ping, probe, fetch, web
     metric: str
     versus: Versus
     limit: str = ""  # what theory says limits it (`link`, `window (W/RTT)`, ...)
@@ -189,7 +189,7 @@ def fifo_not_fair(ev: Evidence) -> str | None:
     fifo = [q for q in ev.queues if q.aqm == "droptail" and q.rate_bps]
     tcp = [n for n, k in ev.others if k == "tcp"]
     hurt = (ev.kind == "udp" and (ev.side == "below" or ev.summary.get("loss_pct", 0) > 0)) or \
-        (ev.kind in ("ping", "probe", "fetch") and ev.side == "above")
+        (ev.kind in ("ping", "probe", "fetch", "web") and ev.side == "above")
     if not (fifo and tcp and hurt and ev.versus.flag):
         return None
     return (f"{fifo[0].where} is a FIFO (drop-tail) queue, and FIFO is not max-min fair: "

@@ -22,6 +22,7 @@ later command that topology again, or refuses if the file is no longer what was 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -329,6 +330,9 @@ def teardown(st: LabState) -> list[str]:
             time.sleep(0.02)
     frr.sweep(st.dir)  # daemons whose namespace is gone, or that no state recorded
     frr.remove(st.dir)
+    web = st.dir / "web"  # web flows' nginx files (exp/webserver.py), if a killed run left them
+    if web.is_dir() and not web.is_symlink():
+        shutil.rmtree(web, ignore_errors=True)
     errors += netns.delete(st.namespaces)
     for ns in st.namespaces:
         netns.remove_etc(ns)

@@ -29,7 +29,7 @@ from netrig.topo import routing
 from netrig.topo.l3 import Plan
 
 MAX_HOPS = 64
-KINDS = ("tcp", "udp", "probe", "ping", "fetch")  # the flows that cross the network
+KINDS = ("tcp", "udp", "probe", "ping", "fetch", "web")  # the flows that cross the network
 
 # ask(node, iif) -> `ip -j route get`'s first object, or the error it printed.
 Ask = Callable[[str, str | None], dict[str, Any] | str]

@@ -100,3 +100,48 @@ def exchange(control: str | Path, req: dict[str, Any], timeout: float = 5) -> di
     except json.JSONDecodeError:
         raise LinkDaemonError(f"netrig-link answered {buf[:200]!r}") from None
     return answer
+
+
+# Captures (netrig-link's `capture_start` / `capture_stop`): one per link at a time.
+DEFAULT_SNAPLEN = 262_144
+
+
+def capture_request(link: str, path: str | Path, *, dir: str = "both", snaplen: int = DEFAULT_SNAPLEN,
+                    bpf_filter: str | None = None, drops: bool = True, file_size: int | None = None,
+                    files: int = 1) -> dict[str, Any]:
+    """A capture of `link` as netrig-link takes it (the `capture_start` request without
+    its "cmd", and an entry of its config's "captures").
+
+    dir: "a_to_b", "b_to_a" or "both" (one file, an interface each). bpf_filter: a
+    tcpdump expression, compiled here by tcpdump. drops: also write the frames the link
+    drops, each with a comment naming the cause. file_size (bytes) and files: a ring of
+    files `path`, `path` with ".1" before its extension, ... the oldest overwritten."""
+    from netrig.capture.bpf import compile_bpf
+
+    if dir not in ("a_to_b", "b_to_a", "both"):
+        raise LinkDaemonError(f"capture of {link}: dir {dir!r} is not a_to_b, b_to_a or both")
+    return {"link": link, "dir": dir, "path": str(Path(path).absolute()), "snaplen": snaplen,
+            "bpf": [list(i) for i in compile_bpf(bpf_filter)] if bpf_filter else None,
+            "drops": drops, "file_size": file_size, "files": files}
+
+
+def capture_start(control: str | Path, link: str, path: str | Path, *, dir: str = "both",
+                  snaplen: int = DEFAULT_SNAPLEN, bpf_filter: str | None = None, drops: bool = True,
+                  file_size: int | None = None, files: int = 1) -> dict[str, Any]:
+    """Starts a capture of `link` (options: as `capture_request`); the daemon's answer:
+    {"capture": status, "link_counters": {"a_to_b": ..., "b_to_a": ...}} with the
+    link's counters at the moment the capture began."""
+    req = capture_request(link, path, dir=dir, snaplen=snaplen, bpf_filter=bpf_filter, drops=drops,
+                          file_size=file_size, files=files)
+    return request(control, {"cmd": "capture_start", **req})
+
+
+def capture_stop(control: str | Path, link: str, path: str | Path | None = None) -> dict[str, Any]:
+    """Stops `link`'s capture (the one writing to `path`, needed when the link has
+    several), flushing and closing its file; the daemon's answer: {"capture": final
+    status with "counters" (frames, filtered, drops, bytes, files_rotated) and "files"
+    (oldest first), "link_counters": the link's counters at the stop}."""
+    req: dict[str, Any] = {"cmd": "capture_stop", "link": link}
+    if path is not None:
+        req["path"] = str(Path(path).absolute())
+    return request(control, req)

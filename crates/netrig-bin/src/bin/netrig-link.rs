@@ -158,6 +158,7 @@ fn main() -> ExitCode {
                     seed: a.seed,
                     offloads_off: true,
                     pcap: vec![],
+                    captures: vec![],
                     events: false,
                     realtime: false,
                 };

@@ -69,6 +69,53 @@ pub struct Event {
     pub dropped: Option<&'static str>,
 }
 
+/// Why the link dropped a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DropReason {
+    /// The link was down when the packet arrived.
+    Down,
+    /// The loss stage (random or Gilbert-Elliott).
+    Loss,
+    /// The queue was full.
+    Overflow,
+    /// The queue's AQM chose it.
+    Aqm,
+    /// A play-once delivery trace had ended.
+    TraceEnded,
+}
+
+impl DropReason {
+    /// The short name stats and per-packet events use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Down => "down",
+            DropReason::Loss => "loss",
+            DropReason::Overflow => "overflow",
+            DropReason::Aqm => "aqm",
+            DropReason::TraceEnded => "trace-ended",
+        }
+    }
+}
+
+impl From<DropCause> for DropReason {
+    fn from(c: DropCause) -> DropReason {
+        match c {
+            DropCause::Overflow => DropReason::Overflow,
+            DropCause::Aqm => DropReason::Aqm,
+        }
+    }
+}
+
+/// A dropped packet, kept (bytes and all) when asked for (`keep_dropped`), so that a
+/// capture can show it; `at_ns` is when it was dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dropped {
+    pub at_ns: u64,
+    pub reason: DropReason,
+    pub pkt: Packet,
+}
+
 pub struct Direction {
     pub loss: Loss,
     pub duplicate: Chance,
@@ -91,13 +138,9 @@ pub struct Direction {
     window: SojournWindow,
     pub record_events: bool,
     events: Vec<Event>,
-}
-
-fn cause_name(c: DropCause) -> &'static str {
-    match c {
-        DropCause::Overflow => "overflow",
-        DropCause::Aqm => "aqm",
-    }
+    /// Keep every dropped packet until [`Direction::take_dropped`] (a capture wants them).
+    keep_dropped: bool,
+    dropped: Vec<Dropped>,
 }
 
 impl Direction {
@@ -122,39 +165,43 @@ impl Direction {
             window: SojournWindow::default(),
             record_events: false,
             events: vec![],
+            keep_dropped: false,
+            dropped: vec![],
         }
     }
 
-    fn account_drops(&mut self) {
-        for (p, cause) in self.scratch.drain(..) {
+    /// Counts the queue's drops (made at `now_ns`), records and keeps them.
+    fn account_drops(&mut self, now_ns: u64) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for (p, cause) in scratch.drain(..) {
             match cause {
                 DropCause::Overflow => self.counters.drops_overflow += 1,
                 DropCause::Aqm => self.counters.drops_aqm += 1,
             }
-            if self.record_events {
-                self.events.push(Event {
-                    id: p.id,
-                    len: p.len,
-                    arrived_ns: p.enqueued_ns,
-                    dequeued_ns: None,
-                    departed_ns: None,
-                    delivery_ns: None,
-                    dropped: Some(cause_name(cause)),
-                });
-            }
+            let arrived = p.enqueued_ns;
+            self.drop_event(p, arrived, now_ns, cause.into());
         }
+        self.scratch = scratch;
     }
 
-    fn drop_event(&mut self, pkt: &Packet, now_ns: u64, why: &'static str) {
+    /// Records a drop (the event shows `arrived_ns`) and keeps the packet if asked.
+    fn drop_event(&mut self, pkt: Packet, arrived_ns: u64, now_ns: u64, why: DropReason) {
         if self.record_events {
             self.events.push(Event {
                 id: pkt.id,
                 len: pkt.len,
-                arrived_ns: now_ns,
+                arrived_ns,
                 dequeued_ns: None,
                 departed_ns: None,
                 delivery_ns: None,
-                dropped: Some(why),
+                dropped: Some(why.name()),
+            });
+        }
+        if self.keep_dropped {
+            self.dropped.push(Dropped {
+                at_ns: now_ns,
+                reason: why,
+                pkt,
             });
         }
     }
@@ -169,7 +216,7 @@ impl Direction {
         self.last_arrival = self.last_arrival.max(now_ns);
         if !self.up {
             self.counters.drops_down += 1;
-            self.drop_event(&pkt, now_ns, "down");
+            self.drop_event(pkt, now_ns, now_ns, DropReason::Down);
             return;
         }
         if self.loss.lose(&mut self.rng) {
@@ -177,13 +224,14 @@ impl Direction {
                 self.counters.ecn_marks += 1;
             } else {
                 self.counters.lost += 1;
-                self.drop_event(&pkt, now_ns, "loss");
+                self.drop_event(pkt, now_ns, now_ns, DropReason::Loss);
                 return;
             }
         }
         if self.duplicate.happens(&mut self.rng) {
             self.counters.duplicated += 1;
             let mut copy = pkt.clone();
+            copy.duplicated = true;
             self.next_id += 1;
             copy.id = self.next_id;
             self.enqueue(now_ns, copy);
@@ -191,6 +239,7 @@ impl Direction {
         if self.corrupt.happens(&mut self.rng) {
             self.counters.corrupted += 1;
             loss::corrupt(&mut pkt, &mut self.rng);
+            pkt.corrupted = true;
         }
         self.enqueue(now_ns, pkt);
         self.service(now_ns);
@@ -201,7 +250,7 @@ impl Direction {
         let before = self.qdisc.stats().ecn_marks;
         self.qdisc.enqueue(now_ns, pkt, &mut self.rng, &mut self.scratch);
         self.counters.ecn_marks += self.qdisc.stats().ecn_marks - before;
-        self.account_drops();
+        self.account_drops(now_ns);
     }
 
     /// Starts every transmission whose time has come, in virtual time.
@@ -212,7 +261,7 @@ impl Direction {
             let before = self.qdisc.stats().ecn_marks;
             let next = self.qdisc.dequeue(t, &mut self.rng, &mut self.scratch);
             self.counters.ecn_marks += self.qdisc.stats().ecn_marks - before;
-            self.account_drops();
+            self.account_drops(t);
             let Some(p) = next else { break };
             let sojourn = t.saturating_sub(p.enqueued_ns);
             self.window.add(sojourn);
@@ -220,7 +269,7 @@ impl Direction {
             if departed == u64::MAX {
                 // A play-once trace has ended: the link carries nothing more.
                 self.counters.drops_down += 1;
-                self.drop_event(&p, t, "trace-ended");
+                self.drop_event(p, t, t, DropReason::TraceEnded);
                 continue;
             }
             self.free_at = departed;
@@ -291,6 +340,24 @@ impl Direction {
         std::mem::take(&mut self.events)
     }
 
+    /// Moves the packets dropped and kept since the last call into `out`, oldest first.
+    pub fn take_dropped(&mut self, out: &mut Vec<Dropped>) {
+        out.append(&mut self.dropped);
+    }
+
+    /// Whether dropped packets wait for [`take_dropped`](Self::take_dropped).
+    pub fn has_dropped(&self) -> bool {
+        !self.dropped.is_empty()
+    }
+
+    /// Keeps dropped packets from now on, or stops (forgetting those not yet taken).
+    pub fn set_keep_dropped(&mut self, keep: bool) {
+        self.keep_dropped = keep;
+        if !keep {
+            self.dropped.clear();
+        }
+    }
+
     /// Takes the link down (arrivals are dropped; what is queued or in flight stays)
     /// or up.
     pub fn set_up(&mut self, up: bool) {
@@ -306,7 +373,7 @@ impl Direction {
         while let Some(p) = self.qdisc.dequeue(now_ns, &mut self.rng, &mut self.scratch) {
             qdisc.enqueue(now_ns, p, &mut self.rng, &mut self.scratch);
         }
-        self.account_drops();
+        self.account_drops(now_ns);
         self.qdisc = qdisc;
     }
 }
@@ -433,6 +500,67 @@ mod tests {
         d.poll(1_000_000_000, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].1.ecn, Ecn::Ce);
+    }
+
+    #[test]
+    fn dropped_packets_are_kept_with_their_bytes_reason_and_time_when_asked() {
+        let pkt = |b: u8| Packet {
+            len: 100,
+            data: vec![b; 100],
+            ..Default::default()
+        };
+        let mut d = link(8_000_000, 0, 1);
+        d.arrive(0, pkt(1)); // on the wire at once (the queue holds one more)
+        assert!(!d.has_dropped(), "nothing kept unless asked");
+        d.set_keep_dropped(true);
+        d.arrive(10, pkt(2)); // queued
+        d.arrive(20, pkt(3)); // queue full
+        d.set_up(false);
+        d.arrive(30, pkt(4));
+        d.set_up(true);
+        d.loss = Loss::random(1.0, 0.0);
+        d.arrive(40, pkt(5));
+        let mut out = vec![];
+        d.take_dropped(&mut out);
+        let got: Vec<(u64, DropReason, u8, usize)> = out
+            .iter()
+            .map(|x| (x.at_ns, x.reason, x.pkt.data[0], x.pkt.data.len()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (20, DropReason::Overflow, 3, 100),
+                (30, DropReason::Down, 4, 100),
+                (40, DropReason::Loss, 5, 100)
+            ]
+        );
+        let c = d.counters;
+        assert_eq!((c.drops_overflow, c.drops_down, c.lost), (1, 1, 1));
+        assert!(!d.has_dropped());
+        d.arrive(50, pkt(6));
+        d.set_keep_dropped(false);
+        assert!(!d.has_dropped(), "stopping forgets what was kept");
+    }
+
+    #[test]
+    fn duplicates_and_corrupted_packets_are_marked() {
+        let mut d = link(8_000_000, 0, 100);
+        d.duplicate = Chance::new(1.0, 0.0);
+        d.corrupt = Chance::new(1.0, 0.0);
+        d.arrive(
+            0,
+            Packet {
+                len: 60,
+                data: vec![0; 60],
+                ..Default::default()
+            },
+        );
+        let mut out = vec![];
+        d.poll(1_000_000_000, &mut out);
+        let marks: Vec<(bool, bool)> = out.iter().map(|(_, p)| (p.duplicated, p.corrupted)).collect();
+        // The copy is made before the original is corrupted, and goes first.
+        assert_eq!(marks, [(true, false), (false, true)]);
+        assert_ne!(out[1].1.data, vec![0; 60]);
     }
 
     #[test]

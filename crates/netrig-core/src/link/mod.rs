@@ -9,6 +9,7 @@
 //! - `direction`: one direction's stages in order, and its counters.
 //! - `spec`: a direction's configuration as data, and the one place that builds stages.
 //! - `rng`: the seeded generator and the distributions the stages draw from.
+//! - `explain`: a direction's shaping and its drops in words (capture comments).
 //!
 //! Does not own: packets' bytes on the wire (`wire::ethernet` parses them), clocks or
 //! sockets (netrig-link's daemon drives the model).
@@ -16,6 +17,7 @@
 pub mod aqm;
 pub mod delay;
 pub mod direction;
+pub mod explain;
 pub mod loss;
 pub mod packet;
 pub mod rate;

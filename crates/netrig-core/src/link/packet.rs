@@ -19,6 +19,10 @@ pub struct Packet {
     pub enqueued_ns: u64,
     /// The frame, when there is one (the daemon); empty in simulations.
     pub data: Vec<u8>,
+    /// This packet is the copy the link's `duplicate` stage made.
+    pub duplicated: bool,
+    /// The link's `corrupt` stage flipped a bit of this packet.
+    pub corrupted: bool,
 }
 
 impl Packet {

@@ -184,6 +184,16 @@ fn discipline(name: &str) -> Option<schema::DisciplineInfo> {
     schema::disciplines().into_iter().find(|d| d.name == name)
 }
 
+/// The limit a queue spec gives its queue: its own, or its discipline's default; None
+/// for a discipline the schema does not know.
+pub fn queue_limit(q: &QueueSpec) -> Option<Limit> {
+    let info = discipline(&q.discipline)?;
+    Some(match (q.limit_packets, q.limit_bytes) {
+        (None, None) => info.limit,
+        (p, b) => Limit { packets: p, bytes: b },
+    })
+}
+
 /// The parameters set in a queue spec (JSON names), limits and the discipline aside.
 fn set_params(q: &QueueSpec) -> Vec<String> {
     let v = serde_json::to_value(q).unwrap_or_default();
