@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netrig.capture import bpf
+from netrig.link import bpf
 from netrig.errors import NetrigError
 from netrig.link import userspace
 
