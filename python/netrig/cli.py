@@ -56,7 +56,7 @@ def _version(_: argparse.Namespace) -> int:
     cannot be found or run is named, and the exit status is 1."""
     print(f"netrig {__version__}")
     code = 0
-    for name in ("netrig-perf", "netrig-link"):
+    for name in ("netrig-perf", "netrig-link", "netrig-analyze"):
         try:
             out = subprocess.run([str(binary(name)), "--version"], capture_output=True, text=True,
                                  check=False, timeout=10)

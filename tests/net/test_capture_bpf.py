@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from netrig.capture.bpf import CaptureFilterError, compile_bpf
+from netrig.link.bpf import CaptureFilterError, compile_bpf
 
 pytestmark = [pytest.mark.net,  # tcpdump (netguard keeps pure tests from running it)
               pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump compiles filters")]

@@ -27,11 +27,11 @@ def netrig(*args: str, columns: int = 200) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("flag", ["--version", "version"])
-def test_version_names_netrig_and_both_binaries(flag):
+def test_version_names_netrig_and_each_binary(flag):
     p = netrig(flag)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert [x.split()[0] for x in lines] == ["netrig", "netrig-perf", "netrig-link"], p.stdout
+    assert [x.split()[0] for x in lines] == ["netrig", "netrig-perf", "netrig-link", "netrig-analyze"], p.stdout
     assert all(len(x.split()) == 2 and x.split()[1][0].isdigit() for x in lines), p.stdout
 
 

@@ -72,7 +72,7 @@ def test_monitor_and_top_level_keys_are_told_too():
     text = SCENARIO.replace("node: h1", "nod: h1") + "sweeps: {duration: [1s, 2s]}\n"
     assert scenario_problems(text) == [
         "s.yaml:7: monitors[0].nod: unknown key; did you mean node? (valid: kind, link, dir, flow, "
-        "node, iface, interval)",
+        "node, iface, interval, filter, snaplen, size, files, drops)",
         "s.yaml:8: sweeps: unknown key; did you mean sweep? (valid: name, description, topology, "
         "duration, interval, settle, repeat, seed, tolerance, flows, monitors, sweep, quick, events)"]
 

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netrig.capture import bpf
 from netrig.errors import NetrigError
-from netrig.link import userspace
+from netrig.link import bpf, userspace
 
 DIRS = ("a_to_b", "b_to_a", "both")
 SNAPLEN = 262_144

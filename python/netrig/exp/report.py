@@ -425,6 +425,7 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
         ("Results", [*_status(res, problems), *_results(res, rows)]),
         ("Far from theory", _far(rows)),
         *_events(res),
+        *_captures(res, out),
         ("Topology", topology),
         ("Figures", _figures(drawn)),
         ("Scenario, host and runs", [
@@ -537,6 +538,64 @@ def _topology(res: Results, out: Path) -> list[Block]:
                     "(per direction when they differ); each flow's routed path dashed, sender to "
                     f"receiver; the bottleneck thick and red.{note}"),
             Details("The topology as text (netrig graph)", [Pre(text)])]
+
+
+MAX_STEVENS = 4  # time-sequence graphs shown in the report (every one is in its run's directory)
+
+
+def _captures(res: Results, out: Path) -> list[Section]:
+    """The runs' captures: where, by what, frames and the drops written, Wireshark's TCP
+    counts, the files; each tcp flow's retransmission ratio both ways; the first few
+    time-sequence (Stevens) graphs."""
+    runs = [r for r in res.runs if r.get("captures")]
+    if not runs:
+        return []
+    rows = []
+    for r in runs:
+        for c in r["captures"]:
+            t = c.get("tcp") or {}
+            segs = t.get("data_packets") or 0
+            tcp = (f"{segs} data segments, {t.get('retransmission', 0)} retransmitted "
+                   f"({100 * t.get('retransmission', 0) / segs:.2f} %), {t.get('duplicate_ack', 0)} dup "
+                   f"ACKs, {t.get('out_of_order', 0)} out of order") if segs else c.get("analysis_error", NONE)
+            frames = NONE if c.get("frames") is None else str(c["frames"])
+            if c.get("drops_written"):
+                frames += f" ({c['drops_written']} dropped by the link, commented)"
+            rows.append([r["run"], f"{c.get('where', '')} ({c.get('by', '')})", frames, tcp,
+                         " ".join(f"runs/{r['run']}/{f}" for f in c.get("files", [])) or NONE])
+    flows, graphs = [], []
+    for r in runs:
+        for name, f in (r.get("flows") or {}).items():
+            s, where = f.get("summary") or {}, f.get("capture") or {}
+            if s.get("retrans_pct_capture") is None:
+                continue
+            flows.append([r["run"], name, f"{s['retrans_pct_capture']:.3g} %",
+                          NONE if s.get("retrans_pct") is None else f"{s['retrans_pct']:.3g} %",
+                          f"{s.get('capture_retransmissions')} of {s.get('capture_segments')}",
+                          str(s.get("capture_dup_acks")), str(s.get("capture_out_of_order"))])
+            png = out / "runs" / r["run"] / where.get("stevens", "-")
+            if where.get("stevens") and png.is_file() and len(graphs) < MAX_STEVENS:
+                graphs.append(Figure(png, f"{name} in run {r['run']}: time-sequence (Stevens) graph",
+                                     "Each data segment as a bar from its first to its last sequence "
+                                     "number at the time the capture saw it (retransmissions and "
+                                     "out-of-order segments marked), the receiver's cumulative ACK "
+                                     "and its window's edge; below, throughput and goodput.",
+                                     "timeseries"))
+    blocks: list[Block] = [
+        Note("Packet captures (pcapng, openable in Wireshark). A capture of an emulated link "
+             "also holds each frame the link dropped, commented with the cause "
+             "(tshark -Y 'frame.comment contains \"dropped\"'). TCP counts are Wireshark's "
+             "tcp.analysis, frame for frame, from netrig-analyze."),
+        Table(["run", "capture", "frames", "TCP (Wireshark's analysis)", "files"], rows)]
+    if flows:
+        blocks += [Note("Each TCP flow's retransmitted ÷ transmitted segments as Wireshark counts "
+                        "them in the capture (seed 000's measure; from the sender's own interface "
+                        "when captured there) beside the sender's count from TCP_INFO. Wireshark "
+                        "calls a resent segment out of order, not a retransmission, when it follows "
+                        "the highest segment within the initial RTT."),
+                   Table(["run", "flow", "retransmitted (capture)", "retransmitted (TCP_INFO)",
+                          "segments", "dup ACKs", "out of order"], flows)]
+    return [("Captures", blocks + graphs)]
 
 
 def _run_list(res: Results) -> Table:

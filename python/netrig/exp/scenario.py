@@ -593,7 +593,7 @@ CAPTURE_KEYS = ("filter", "snaplen", "size", "files", "drops")
 def _check_capture(m: MonitorSpec, where: Key, topo: Topology) -> list[Problem]:
     """A capture: of a link the topology has, or of a node and (if it has several) one
     of its interfaces; a filter tcpdump compiles; files of at least 10 kB each."""
-    from netrig.capture import bpf  # runs tcpdump: only for a scenario that captures
+    from netrig.link import bpf  # runs tcpdump: only for a scenario that captures
 
     out: list[Problem] = []
     if (m.link is None) == (m.node is None):

@@ -116,7 +116,7 @@ def capture_request(link: str, path: str | Path, *, dir: str = "both", snaplen: 
     tcpdump expression, compiled here by tcpdump. drops: also write the frames the link
     drops, each with a comment naming the cause. file_size (bytes) and files: a ring of
     files `path`, `path` with ".1" before its extension, ... the oldest overwritten."""
-    from netrig.capture.bpf import compile_bpf
+    from netrig.link.bpf import compile_bpf
 
     if dir not in ("a_to_b", "b_to_a", "both"):
         raise LinkDaemonError(f"capture of {link}: dir {dir!r} is not a_to_b, b_to_a or both")
