@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp import series, why
+from netrig.exp import figures, series, why
 from netrig.exp.expect import expectations, in_flight, slow_start
 from netrig.exp.flows import Outcome, perf_argv, server_argv
 from netrig.exp.headline import Line, cells
@@ -203,6 +203,12 @@ def test_every_connection_of_a_parallel_flow_has_its_own_cwnd_line(tmp_path):
     assert share == pytest.approx(full / 2)
     # one connection: one line, named by the flow, as before
     assert [tr.label for tr in series.traces(res, res.first_run(1), "cwnd")] == ["bulk"]
+    # two points share a cwnd figure (one per flow, not per connection); the point with
+    # two connections has a figure of its own, a line each
+    figures.make_figures(out, ["png"])
+    drawn = {p.name for p in (out / "figures").glob("*.png")}
+    assert "ts-cwnd-bulk-p000.png" in drawn and "ts-cwnd-bulk-connections-p000.png" in drawn
+    assert not any(n.startswith("ts-cwnd-bulk-connections-p001") or "bulk_2" in n for n in drawn)
 
 
 def test_004_bufferbloat_sweeps_the_queue_and_variants_watch_every_cwnd():

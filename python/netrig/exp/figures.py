@@ -668,6 +668,34 @@ def _timeseries(res: Results) -> list[_Plan]:
                     f"start, in the first repetition of {every}. {info.how} Theory's references "
                     "dashed or dotted, named in the legend." + (MARKS_CAPTION if shown else ""),
                     "timeseries", _lines(lines, refs, info.ylabel, shown), [m for m, _ in shown]))
+        if not one:
+            plans += _connections(res, got["cwnd"])
+    return plans
+
+
+def _connections(res: Results, per_run: list[tuple[int, list[series.Trace], list[series.Ref]]]) -> list[_Plan]:
+    """Where several points share a cwnd figure, a figure of its own for each point
+    whose flow has several connections (-P): each connection its own line and colour,
+    beside its share of the path (as the seed drew its 10 flows)."""
+    plans = []
+    info = series.QUANTITIES["cwnd"]
+    for i, trs, refs in per_run:
+        by_flow: dict[str, list[series.Trace]] = {}
+        for tr in trs:
+            if " #" in tr.label:
+                by_flow.setdefault(tr.label.split(" #")[0], []).append(tr)
+        for flow, conns in by_flow.items():
+            lines = [(tr.label, _color(k), tr) for k, tr in enumerate(conns)]
+            top = max((y for tr in conns for y in tr.y if y == y), default=0.0)
+            # references far above every line (a full drop-tail queue an AQM never lets
+            # build) would squash them: left to the flow's shared figure
+            mine = [(r, None, "k") for r in refs if r.of in (None, flow) and r.value <= 2 * top]
+            where = f" ({res.label(i)})" if res.label(i) else ""
+            plans.append(_Plan(
+                f"ts-cwnd-{flow}-connections-p{i:03d}", f"congestion window of each connection of {flow}{where}",
+                f"The congestion window of each of {flow}'s {len(conns)} connections against time since "
+                f"the run's start, in the first repetition of the point. {info.how} Theory's references "
+                "dashed or dotted, named in the legend.", "timeseries", _lines(lines, mine, info.ylabel)))
     return plans
 
 
