@@ -62,13 +62,14 @@ SHORT_PCT = 1.0
 # metric's numbers exactly as run.json holds them, and a reader filters by metric
 # without a lookup table. Every other column carries one unit, named in its header
 # (sent_bps, rtt_ms_mean, window_bytes, retrans_pct). Numbers are plain decimals.
-# A flow's statuses whose numbers are results: it ended well, or it timed out (it could
-# not connect or moved no data: throughput 0, which theory may expect).
-MEASURED = ("ok", "timed_out")
+# A flow's status: ok, error (what failed is in `error`), or timed_out (it could not
+# connect, or moved no data: throughput 0, a result theory may expect; `connected` and
+# `error` say which and why).
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
              "unit", "measured", "expected", "expected_hi", "expected_here", "ratio", "range_pos",
              "verdict", "limit", "detail"]
 UNITS = {"bps": "bit/s", "ms": "ms", "s": "s", "pct": "%", "bytes": "bytes"}
+MEASURED = ("ok", "timed_out")  # the statuses whose numbers are results
 
 
 def unit_of(metric: str) -> str:
