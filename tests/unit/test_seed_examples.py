@@ -165,9 +165,11 @@ def test_slow_start_rounds_of_a_long_rtt():
 
 
 def test_003_delay_long_theory_and_its_time_out():
-    pts = {tuple(p.params.values())[0][0] + "/" + tuple(p.params.values())[0][1]: p
+    pts = {p.spec.flows["bulk"].connect_timeout + "/" + str(p.topology.links[0].direction(0).delay_s): p
            for p in example("003-delay-long").points}
-    assert list(pts) == ["2500ms/30s", "5s/30s", "5s/5s"]
+    assert list(pts) == ["30s/2.5", "30s/5.0", "5s/5.0"]
+    assert [case_of(p) for p in pts.values()] == ["RTT 5 s", "RTT 10 s", "RTT 10 s with a 5 s connect timeout"]
+    pts = dict(zip(["2500ms/30s", "5s/30s", "5s/5s"], pts.values()))
     five, ten = (expectations(pts[k], windows={"bulk": 155648})["bulk"] for k in ("2500ms/30s", "5s/30s"))
     assert five.limit == ten.limit == "slow start"
     assert five.value < 155648 * 8 / 5 and ten.value < 155648 * 8 / 10  # below W/RTT: slow start's rounds

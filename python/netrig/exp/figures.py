@@ -503,6 +503,7 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
                        color=_color(bi), hatch=_HATCHES[si % len(_HATCHES)],
                        alpha=0.6 if si else 0.9,
                        label=_once(seen, " ".join(s for s in (name, other) if s) or "measured"))
+                _time_outs(ax, res, flow, [(x, p["index"], len(vals))])
                 v, hi = res.theory(p["index"], flow, m)
                 if si == 0 and is_number(v):
                     ax.hlines(v * info.scale, x - width / 2, x + width / 2, colors="k",
@@ -511,7 +512,7 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
                         ax.bar(x, (hi - v) * info.scale, width, bottom=v * info.scale, color="k",
                                alpha=0.12)
         named = [case_name(key, g) for g in groups]
-        ax.set_xticks(range(len(groups)), [textwrap.fill(n, 16) if n is not None else value_text(g)
+        ax.set_xticks(range(len(groups)), [textwrap.fill(n if n is not None else base.describe({key: g}), 20)
                                            for n, g in zip(named, groups)])
         ax.set_xlabel(words)
         ax.set_ylabel(info.axis)
