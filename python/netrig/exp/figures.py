@@ -48,7 +48,6 @@ from netrig.errors import NetrigError
 from netrig.exp import series
 from netrig.exp.differ import labelled
 from netrig.exp.results import Results, case_name, is_number, load, mean_ci, short
-from netrig.exp.results import label as value_text
 from netrig.link import spec as linkspec
 from netrig.theory import jain
 
