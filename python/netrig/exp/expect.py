@@ -206,12 +206,18 @@ def _bulk(plan: Plan, name: str, f: FlowSpec, concurrent: dict[str, FlowSpec],
         carried = (f", of which {w_in:.0f} B in whole segments in flight (Nagle)" if w_in < w else "")
         detail += f"; window {w / 1e3:.4g} KB {src}{carried}, RTT {r.data_rtt_s * 1e3:.4g} ms"
     value, hi = cands[key], None
+    whole = in_flight(w, r.tcp.payload) if w is not None and f.kind == "tcp" and not f.nodelay else w
+    if key == "window" and whole and w and whole < w:
+        # Linux's Nagle is Minshall's: the partial segment goes too once the last partial
+        # one is acknowledged, so up to the whole window per RTT
+        hi = min(value * w / whole, (r.tcp_goodput_bps or math.inf) * f.parallel)
+        detail += f"; up to {hi / 1e6:.4g} Mbit/s when the partial segment goes as well (Minshall's Nagle)"
     if key == "window" and others:
         # the others' standing queue lengthens its RTT: W / RTT from the loaded RTT up
         route = {link_key(h) for h in hops(plan, *_dir(f)) + hops(plan, *_dir(f)[::-1])}
         _, q = _standing_queue(plan, route, {n: g for n, g in concurrent.items() if n != name}, seen)
         if q > 0:
-            value, hi = value * r.data_rtt_s / (r.data_rtt_s + q), value
+            value, hi = value * r.data_rtt_s / (r.data_rtt_s + q), hi or value
             detail += (f"; the other flows' standing queue adds up to {q * 1e3:.3g} ms to its RTT: "
                        f"W/RTT from {value / 1e6:.4g} Mbit/s")
     top = (r.mathis_bps or 0.0) * f.parallel
