@@ -473,27 +473,15 @@ def _link(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from netrig.lab.build import teardown
-    from netrig.lab.state import LabState, alive, labs
+    from netrig.lab.build import clean
 
     removed = 0
-    for prefix in labs():
-        try:
-            st = LabState.load(prefix)
-        except NetrigError as e:
-            print(f"netrig: {e}", file=sys.stderr)
-            continue
-        crashed = st.owner_pid and not alive(st.owner_pid)
-        emu_dead = "netrig-link" in st.pids and not alive(st.pids["netrig-link"], "netrig-link")
-        why = ("--all" if args.all else "its builder died" if crashed
-               else "its netrig-link died" if emu_dead else "")
-        if not why:
-            continue
-        errors = teardown(st)
+    for prefix, why, errors in clean(everything=args.all):
         for e in errors:
             print(f"netrig: {e}", file=sys.stderr)
-        print(f"removed lab '{prefix}' ({why})")
-        removed += 1
+        if why:
+            print(f"removed lab '{prefix}' ({why})")
+            removed += 1
     if not removed:
         print("nothing to clean")
     return 0
@@ -541,7 +529,8 @@ def _run(args: argparse.Namespace) -> int:
               f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} min; "
               f"results in {out}", file=sys.stderr)
     out, status = runner.run(scenario, out, resume=bool(args.resume), progress=not args.quiet,
-                             argv=sys.argv, allow_foreign=args.allow_foreign_dir)
+                             argv=sys.argv, allow_foreign=args.allow_foreign_dir,
+                             cluster=_cluster_address(args))
     code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
     _headline(out)
     try:
@@ -559,6 +548,59 @@ def _run(args: argparse.Namespace) -> int:
               f"'netrig run --resume {out}' finishes it", file=sys.stderr)
     print(out)
     return code
+
+
+def _cluster_address(args: argparse.Namespace) -> str | None:
+    """The cluster `netrig run` hands its runs to: --cluster, else NETRIG_CLUSTER, unless
+    --local; None runs them here."""
+    if getattr(args, "local", False) or getattr(args, "command", "") != "run":
+        return None
+    return args.cluster or os.environ.get("NETRIG_CLUSTER") or None
+
+
+# A worker takes one run at a time (one thread, one `run` resource), and cleans what a
+# crash left each time it starts (the preload); a worker silent for WORKER_TTL (a lost
+# machine) has its run given to another.
+WORKER_ARGS = ["--nthreads", "1", "--nworkers", "1", "--resources", "run=1",
+               "--preload", "netrig.exp.worker"]
+WORKER_TTL = "30s"
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from netrig.exp import cluster
+
+    if args.action == "status":
+        if not args.address:
+            raise NetrigError("netrig cluster status ADDRESS (e.g. tcp://10.0.0.1:8786)")
+        rows = cluster.status(args.address)
+        print(f"{len(rows)} netrig worker(s) at {args.address}")
+        for r in rows:
+            print(f"  {r['name']:<12} {r['hostname']:<16} {'busy' if r['busy'] else 'idle':<4}  "
+                  f"{r['kernel']}, {r['cpus']} CPU(s), netrig {r['netrig']}  {r['address']}")
+        return 0
+    env = dict(os.environ)
+    if args.action == "scheduler":
+        if args.address:
+            raise NetrigError("netrig cluster scheduler takes no ADDRESS (--host and --port say where it listens)")
+        env.setdefault("DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL", WORKER_TTL)
+        argv = ["distributed.cli.dask_scheduler", "--port", str(args.port), "--no-dashboard"]
+        argv += ["--host", args.host] if args.host else []
+        print(f"netrig: a scheduler on port {args.port}; start a worker on each machine with "
+              f"'netrig cluster worker tcp://THIS-HOST:{args.port}', then "
+              f"'netrig run SCENARIO --cluster tcp://THIS-HOST:{args.port}'", file=sys.stderr)
+    else:
+        if not args.address:
+            raise NetrigError("netrig cluster worker ADDRESS: the scheduler's (e.g. tcp://10.0.0.1:8786)")
+        if os.geteuid() != 0:
+            raise NeedsRoot("netrig cluster worker needs root (its runs create network namespaces); "
+                            "run it with sudo")
+        argv = ["distributed.cli.dask_worker", args.address, *WORKER_ARGS, "--no-dashboard"]
+        argv += ["--name", args.name] if args.name else []
+        argv += ["--host", args.host] if args.host else []
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", *argv], env)
+    return 0  # pragma: no cover
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -843,7 +885,31 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
                    "(e.g. results/bufferbloat/20261123-101500)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress display (e.g. in a script: netrig run FILE -q)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="hand each run to a worker of this Dask cluster and gather the files "
+                        "here, which then needs no root (default: $NETRIG_CLUSTER; "
+                        "e.g. tcp://10.0.0.1:8786)")
+    p.add_argument("--local", action="store_true",
+                   help="run here even when NETRIG_CLUSTER is set (e.g. --local)")
     foreign(p)
+    p = cmd("cluster", _cluster, "cluster scheduler [--port P] | worker ADDRESS [--name N] | status ADDRESS",
+            "run campaigns on several machines: a Dask scheduler, a netrig worker on each "
+            "machine (root, one run at a time), then netrig run --cluster ADDRESS",
+            ["netrig cluster scheduler --port 8786",
+             "sudo netrig cluster worker tcp://10.0.0.1:8786 --name lab1",
+             "netrig cluster status tcp://10.0.0.1:8786",
+             "netrig run examples/003-window.yaml --cluster tcp://10.0.0.1:8786"],
+            "Every machine needs the same netrig. A worker starts by removing the labs a "
+            "crash left (as netrig clean); a run whose worker dies is run again on another.")
+    p.add_argument("action", choices=["scheduler", "worker", "status"],
+                   help="start a scheduler, start a worker, or list the workers (e.g. status)")
+    p.add_argument("address", nargs="?", metavar="ADDRESS",
+                   help="the scheduler's address, for worker and status (e.g. tcp://10.0.0.1:8786)")
+    p.add_argument("--port", type=int, default=8786, metavar="P",
+                   help="the scheduler's port (default 8786; 0: any free one)")
+    p.add_argument("--host", metavar="H",
+                   help="the address to listen on and tell others (e.g. --host 10.0.0.1)")
+    p.add_argument("--name", metavar="N", help="the worker's name (default: its address; e.g. lab1)")
     p = cmd("report", _report, "report DIR", "print a results directory's headline table and "
             "rebuild its results.csv, figures and report",
             ["netrig report results/bufferbloat/20261123-101500"])
@@ -943,7 +1009,7 @@ def main(argv: list[str] | None = None) -> int:
                   "  ('netrig help' lists them)", file=sys.stderr)
             return 2
         args = ap.parse_args(argv)
-        if args.command in NEEDS_ROOT and os.geteuid() != 0:
+        if args.command in NEEDS_ROOT and os.geteuid() != 0 and not _cluster_address(args):
             name = "link set" if args.command == "link" else args.command
             raise NeedsRoot(f"netrig {name} needs root ({NEEDS_ROOT[args.command]}); run it with sudo")
         code = args.fn(args)

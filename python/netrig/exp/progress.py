@@ -81,9 +81,10 @@ class Display:
     per run elsewhere; nothing when not `enabled`."""
 
     def __init__(self, total: int, estimate_s: float, enabled: bool = True,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, parallel: int = 1) -> None:
         self.total = total
-        self.left_s = estimate_s
+        self.left_s = estimate_s / parallel
+        self.parallel = parallel  # runs going on at once (a cluster's workers)
         self.enabled = enabled
         self.stream = stream or sys.stderr
         self.live = enabled and self.stream.isatty()
@@ -109,16 +110,18 @@ class Display:
         return max(0.0, self.left_s - self.run_s)
 
     def start_run(self, k: int, point_index: int, npoints: int, params: dict[str, Any], rep: int,
-                  repeat: int) -> None:
-        self.done, self.run_s = k, 0.0
+                  repeat: int, where: str = "") -> None:
+        """Run k (counted from 0 among all runs) starts; `where`: the worker running it."""
+        self.run_s = 0.0
         about = words(params)
-        self.point = (f"point {point_index + 1}/{npoints}" + (f": {about}" if about else "")
+        self.point = ((f"{where}: " if where else "") + f"point {point_index + 1}/{npoints}"
+                      + (f": {about}" if about else "")
                       + (f", repetition {rep + 1}/{repeat}" if repeat > 1 else ""))
         if self.live:
             self._draw()
         elif self.enabled:
-            self._line(f"run {k + 1}/{self.total}: {self.point}{SEP}"
-                       f"{duration(time.monotonic() - self.t0)} elapsed{SEP}~{duration(self.left())} left")
+            self._line(f"run {k + 1}/{self.total}" + (f" on {self.point}" if where else f": {self.point}")
+                       + f"{SEP}{duration(time.monotonic() - self.t0)} elapsed{SEP}~{duration(self.left())} left")
 
     def tick(self, run_elapsed_s: float) -> None:
         self.run_s = run_elapsed_s
@@ -126,8 +129,8 @@ class Display:
             self._draw()
 
     def end_run(self, k: int, length_s: float, settle_s: float, note: str = "") -> None:
-        self.left_s = max(0.0, self.left_s - (length_s + settle_s + 1.5))
-        self.done, self.run_s = k + 1, 0.0
+        self.left_s = max(0.0, self.left_s - (length_s + settle_s + 1.5) / self.parallel)
+        self.done, self.run_s = self.done + 1, 0.0
         if note and self.enabled:
             if self.live:
                 self.stream.write("\r\x1b[K")

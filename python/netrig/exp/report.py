@@ -430,7 +430,7 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
         ("Figures", _figures(drawn)),
         ("Scenario, host and runs", [
             Details("The scenario", _scenario(res)),
-            Details("Host and timing", [*_timing(res), _host(res)]),
+            Details("Host and timing", [*_timing(res), _host(res), *_cluster(res)]),
             Details(f"Runs ({len(res.runs)})", [_run_list(res)])]),
     ]
     atomic_write(out / "report.md", to_markdown(title, sections, out), out)
@@ -493,6 +493,10 @@ def _status(res: Results, problems: list[str]) -> list[Block]:
     if paths:
         blocks += [Note("Paths: the kernel routed some flows another way than theory expected "
                         "(theory's numbers below are for its path).", warn=True), paths]
+    hosts = host_flags(res)
+    if hosts:
+        blocks += [Note("Hosts: runs of one point ran on machines that differ (a cluster's "
+                        "workers); compare their numbers with that in mind.", warn=True), hosts]
     late = [r for r in res.runs if late_note(r)]
     if late:
         blocks.append(Note(f"In {len(late)} of {len(res.runs)} runs the link emulator could not keep "
@@ -600,12 +604,57 @@ def _captures(res: Results, out: Path) -> list[Section]:
 
 def _run_list(res: Results) -> Table:
     rows = []
+    several = len({_machine(r) for r in res.runs}) > 1 or any("worker" in r for r in res.runs)
     for r in res.runs:
         emu = r.get("emulator") or {}
         late = f"{100 * (emu.get('over_budget') or 0) / emu['packets']:.2g} %" if emu.get("packets") else NONE
+        where = [ran_on(r)] if several else []
         rows.append([r["run"], res.label(r["point"]) or NONE, str(r.get("rep", "")), str(r.get("seed", "")),
-                     r.get("status", ""), f"{r.get('seconds', 0):.1f} s", late])
-    return Table(["run", "point", "repetition", "seed", "status", "took", "packets > 1 ms late"], rows)
+                     r.get("status", ""), f"{r.get('seconds', 0):.1f} s", late, *where])
+    return Table(["run", "point", "repetition", "seed", "status", "took", "packets > 1 ms late",
+                  *(["ran on"] if several else [])], rows)
+
+
+def _machine(r: dict[str, Any]) -> tuple[str, str, str]:
+    h = r.get("host") or {}
+    return (h.get("hostname", ""), h.get("kernel", ""), h.get("cpu", ""))
+
+
+def ran_on(r: dict[str, Any]) -> str:
+    """Where a run ran: `w2 (lab2)`, and the workers that died running it before."""
+    w, h = r.get("worker") or {}, r.get("host") or {}
+    name = w.get("name") or h.get("hostname") or NONE
+    text = f"{name} ({h['hostname']})" if w.get("name") and h.get("hostname") else name
+    if w.get("lost"):
+        text += f" after {', '.join(w['lost'])} died"
+    return text
+
+
+def _late_share(r: dict[str, Any]) -> float | None:
+    emu = r.get("emulator") or {}
+    return (emu.get("over_budget") or 0) / emu["packets"] if emu.get("packets") else None
+
+
+def host_flags(res: Results) -> list[str]:
+    """A line for each point whose runs came from machines that differ (host name,
+    kernel or CPU): each machine, its runs and how late its emulator was."""
+    flags = []
+    for point in sorted({r["point"] for r in res.runs}):
+        runs = [r for r in res.runs if r["point"] == point and r.get("host")]
+        machines = sorted({_machine(r) for r in runs})
+        if len(machines) < 2:
+            continue
+        parts = []
+        for m in machines:
+            mine = [r for r in runs if _machine(r) == m]
+            late = [x for r in mine if (x := _late_share(r)) is not None]
+            differs = [what for what, i in (("kernel", 1), ("CPU", 2)) if len({x[i] for x in machines}) > 1]
+            about = ", ".join([f"{what} {m[1 if what == 'kernel' else 2]}" for what in differs]
+                              + ([f"{100 * max(late):.2g} % of packets > 1 ms late"] if late else []))
+            parts.append(f"{m[0] or '?'} ({len(mine)} run{'s' if len(mine) > 1 else ''}"
+                         + (f"; {about}" if about else "") + ")")
+        flags.append(f"{res.label(point) or 'the only point'}: " + ", ".join(parts))
+    return flags
 
 
 def _planned(res: Results) -> int:
@@ -694,6 +743,20 @@ def _host(res: Results) -> Table:
              ("link emulator", h.get("link_emulator")), ("offloads", h.get("offloads")),
              ("iperf3", h.get("iperf3")), ("ping", h.get("ping")), ("host name", h.get("hostname"))]
     return Table(["", ""], [[k, str(v)] for k, v in facts if v])
+
+
+def _cluster(res: Results) -> list[Block]:
+    """The cluster a campaign ran on, its workers as each described itself (the host
+    above is then the head, which only gathered the files)."""
+    c = res.meta.get("cluster")
+    if not c:
+        return []
+    return [Note(f"The runs ran on the workers of the cluster at {c.get('address', '?')}; the host "
+                 "above gathered their files."),
+            Table(["worker", "host name", "kernel", "CPU", "netrig"],
+                  [[w.get("name", ""), w.get("hostname", ""), w.get("kernel", ""),
+                    f"{w.get('cpu', '')} × {w.get('cpus', '?')}", w.get("netrig", "")]
+                   for w in c.get("workers", [])])]
 
 
 def _results(res: Results, rows: list[Row]) -> list[Block]:

@@ -228,6 +228,12 @@ def _cmd(*argv: str) -> str:
         return ""
 
 
+def run_host() -> dict[str, Any]:
+    """The machine a run ran on, as run.json records it (a campaign's runs may come from
+    several: the report compares them point by point)."""
+    return {k: v for k, v in host_facts().items() if k in ("hostname", "kernel", "cpu", "cpus")}
+
+
 def host_facts() -> dict[str, Any]:
     """What a reader needs to judge the numbers: kernel, CPU, memory, tools, qdiscs."""
     from netrig import __version__

@@ -32,6 +32,7 @@ import os
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,13 @@ def _sigterm(signum, frame):
 
 
 def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
-        argv: list[str] | None = None, allow_foreign: bool = False) -> tuple[Path, str]:
+        argv: list[str] | None = None, allow_foreign: bool = False,
+        cluster: str | None = None) -> tuple[Path, str]:
     """Runs what is not yet done in `out`; returns (out, status) with status one of
     "complete", "interrupted" or "failed" (some runs failed; the rest are kept).
-    Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`."""
+    Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`.
+    With `cluster` (a Dask scheduler's address) each run is handed to a worker of that
+    cluster and its files written here as it comes back (exp/cluster.py)."""
     safefs.check_owner(out, allow_foreign)
     safefs.makedirs(out)
     if not resume:
@@ -107,79 +111,117 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     meta.setdefault("resumed", [])
     if resume:
         meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    campaign = None
+    if cluster:
+        from netrig.exp import cluster as dask_cluster
+
+        campaign = dask_cluster.Campaign(cluster)  # reached and checked before anything is written
+        meta["cluster"] = campaign.describe()
     res.write_json(out / "meta.json", meta, out)
     old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
-    status = "complete"
-    failures = 0
+    tally = Tally(out)
     try:
-        with Display(scenario.runs, scenario.estimate_s(), progress) as shown:
-            k = 0
+        with Display(scenario.runs, scenario.estimate_s(), progress,
+                     parallel=campaign.size if campaign else 1) as shown:
+            todo = []
             settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
-            for point in scenario.points:
-                for rep in range(scenario.repeat):
-                    rid = res.run_id(point.index, rep)
-                    done = out / "runs" / rid / "run.json"
-                    if done.exists() and res.read_json(done).get("status") == "ok":
-                        shown.end_run(k, point.length_s, settle)
-                        k += 1
-                        continue
-                    shown.start_run(k, point.index, len(scenario.points), point.params, rep, scenario.repeat)
-                    seed = scenario.seed + point.index * scenario.repeat + rep
-                    note = ""
-                    error = ""
-                    try:
-                        doc = run_one(point, rep, seed, out, rid, shown.tick)
-                        bad = [n for n, f in doc["flows"].items()
-                               if f["summary"].get("status") not in ("ok", "timed_out")]
-                        late = [n for n, f in doc["flows"].items() if f["summary"].get("status") == "timed_out"]
-                        if late:  # a result (theory says when to expect one), not a failure
-                            note = f"run {rid}: flow(s) {', '.join(late)} timed out: " + "; ".join(
-                                doc["flows"][n]["summary"].get("error", "")[:200] for n in late)
-                        if bad:
-                            note = (note + "\n" if note else "") + f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
-                                doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
-                            status = "failed"
-                        if doc["status"] == "failed":  # recorded whole, flows and all
-                            error = doc.get("error", "")
-                            note = f"run {rid} failed: {error}" + (f"\n{note}" if note else "")
-                            status = "failed"
-                            failures += 1
-                        else:
-                            failures = 0
-                        note = "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc),
-                                                      evs.note(doc)) if x)
-                    except KeyboardInterrupt:
-                        raise
-                    except Exception as e:  # the run is recorded as failed; the rest go on
-                        status = "failed"
-                        failures += 1
-                        note = f"run {rid} failed: {e}"
-                        res.write_json(out / "runs" / rid / "run.json", {
-                            "run": rid, "point": point.index, "rep": rep, "seed": seed,
-                            "params": point.params, "status": "failed", "error": str(e), "flows": {}},
-                            out)
-                        if failures >= 3:
-                            raise RunFailed(f"three runs in a row failed; the last: {e}") from e
-                    if error and failures >= 3:
-                        shown.end_run(k, point.length_s, settle, note)
-                        raise RunFailed(f"three runs in a row failed; the last: {error}")
-                    shown.end_run(k, point.length_s, settle, note)
-                    k += 1
-                    if settle and k < scenario.runs:
-                        time.sleep(settle)
+            for k, (point, rep) in enumerate((p, r) for p in scenario.points for r in range(scenario.repeat)):
+                rid = res.run_id(point.index, rep)
+                done = out / "runs" / rid / "run.json"
+                if done.exists() and res.read_json(done).get("status") == "ok":
+                    shown.end_run(k, point.length_s, settle)
+                else:
+                    todo.append(Todo(k, point, rep, scenario.seed + point.index * scenario.repeat + rep, rid))
+            if campaign is not None:
+                campaign.run(scenario, out, todo, shown, tally)
+            for n, t in enumerate(todo if campaign is None else []):
+                shown.start_run(t.k, t.point.index, len(scenario.points), t.point.params, t.rep, scenario.repeat)
+                try:
+                    note = tally.ran(t, run_one(t.point, t.rep, t.seed, out, t.rid, shown.tick))
+                except KeyboardInterrupt:
+                    raise
+                except Exception as e:  # the run is recorded as failed; the rest go on
+                    note = tally.crashed(t, str(e))
+                    if tally.failures >= 3:
+                        raise RunFailed(f"three runs in a row failed; the last: {e}") from e
+                shown.end_run(t.k, t.point.length_s, settle, note)
+                tally.check()
+                if settle and n + 1 < len(todo):
+                    time.sleep(settle)
     except KeyboardInterrupt:
-        status = "interrupted"
+        tally.status = "interrupted"
     except RunFailed:
-        status = "failed"
+        tally.status = "failed"
         raise
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
-        meta["status"] = status
+        if campaign is not None:
+            campaign.close()
+        meta["status"] = tally.status
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         res.write_json(out / "meta.json", meta, out)
         res.write_csv(out)
-    return out, status
+    return out, tally.status
+
+
+@dataclass(frozen=True)
+class Todo:
+    """A run still to do: its place among all runs (k), point, repetition, seed, id."""
+    k: int
+    point: Point
+    rep: int
+    seed: int
+    rid: str
+
+
+class Tally:
+    """A campaign's account of its runs as each ends, wherever it ran: the status so far
+    (a failed flow or run makes it "failed"; the rest go on) and the failures in a row
+    (three stop the campaign: something is wrong with the host, not the run)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.status = "complete"
+        self.failures = 0
+        self.last_error = ""
+
+    def ran(self, t: Todo, doc: dict[str, Any]) -> str:
+        """The note to show for a run that wrote its run.json (doc)."""
+        rid = t.rid
+        bad = [n for n, f in doc["flows"].items() if f["summary"].get("status") not in ("ok", "timed_out")]
+        late = [n for n, f in doc["flows"].items() if f["summary"].get("status") == "timed_out"]
+        note = ""
+        if late:  # a result (theory says when to expect one), not a failure
+            note = f"run {rid}: flow(s) {', '.join(late)} timed out: " + "; ".join(
+                doc["flows"][n]["summary"].get("error", "")[:200] for n in late)
+        if bad:
+            note = (note + "\n" if note else "") + f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
+                doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
+            self.status = "failed"
+        if doc["status"] == "failed":  # recorded whole, flows and all
+            self.last_error = doc.get("error", "")
+            note = f"run {rid} failed: {self.last_error}" + (f"\n{note}" if note else "")
+            self.status = "failed"
+            self.failures += 1
+        else:
+            self.failures = 0
+        return "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc), evs.note(doc)) if x)
+
+    def crashed(self, t: Todo, error: str, extra: dict[str, Any] | None = None) -> str:
+        """Records a run that could not write its own run.json as failed; its note."""
+        self.status = "failed"
+        self.failures += 1
+        self.last_error = error
+        res.write_json(self.out / "runs" / t.rid / "run.json", {
+            "run": t.rid, "point": t.point.index, "rep": t.rep, "seed": t.seed,
+            "params": t.point.params, "status": "failed", "error": error, "flows": {}, **(extra or {})},
+            self.out)
+        return f"run {t.rid} failed: {error}"
+
+    def check(self) -> None:
+        if self.failures >= 3:
+            raise RunFailed(f"three runs in a row failed; the last: {self.last_error}")
 
 
 def _lab_prefix() -> str:
@@ -701,7 +743,7 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
     doc = {"run": rid, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
            "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
            "seconds": round(time.time() - started, 3), "flows": flows,
-           "monitors": sorted(by_monitor), "teardown_errors": teardown_errors}
+           "monitors": sorted(by_monitor), "teardown_errors": teardown_errors, "host": res.run_host()}
     if emulator is not None:
         doc["emulator"] = emulator
     if routing:

@@ -31,8 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from netrig.errors import NetrigError
 from netrig.lab import frr, netns, qdiscs
-from netrig.lab.state import LabError, LabState, alive, check_prefix, read_topology, sha256
+from netrig.lab.state import LabError, LabState, alive, check_prefix, labs, read_topology, sha256
 from netrig.link import kernel, userspace
 from netrig.link import spec as linkspec
 from netrig.topo.model import Link, Topology, TopologyError
@@ -345,6 +346,27 @@ def teardown(st: LabState) -> list[str]:
         except OSError:
             pass
     return errors
+
+
+def clean(everything: bool = False) -> list[tuple[str, str, list[str]]]:
+    """Tears down the labs whose builder was killed or whose netrig-link died (every
+    lab with `everything`): (prefix, why, problems) for each lab looked at that had a
+    problem or was removed (why is "" for a lab whose state could not be read). What
+    `netrig clean` does, and what a cluster worker does each time it starts."""
+    done = []
+    for prefix in labs():
+        try:
+            st = LabState.load(prefix)
+        except NetrigError as e:
+            done.append((prefix, "", [str(e)]))
+            continue
+        crashed = st.owner_pid and not alive(st.owner_pid)
+        emu_dead = "netrig-link" in st.pids and not alive(st.pids["netrig-link"], "netrig-link")
+        why = ("--all" if everything else "its builder died" if crashed
+               else "its netrig-link died" if emu_dead else "")
+        if why:
+            done.append((prefix, why, teardown(st)))
+    return done
 
 
 def lab_dir(prefix: str) -> Path:

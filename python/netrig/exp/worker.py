@@ -1,0 +1,142 @@
+"""A cluster worker's side of a campaign: one run, on this machine, handed back whole.
+
+A netrig worker is a Dask worker started by `netrig cluster worker ADDRESS`: one thread
+and one `run` resource, so it takes one run at a time, and this module as its preload,
+so each time it starts (a machine back from a crash, a worker its nanny restarted) it
+first tears down the labs whose builder died (`netrig clean`).
+
+`do_run` is the task the head submits for each run. It runs the run in a child process
+of its own (`python -m netrig.exp.worker DIR PARENT`, its own session) that writes the
+run's directory under a private temporary DIR exactly as a local run would, then reads
+every file back and returns them as bytes with the worker's facts; the head writes them
+into its results directory. Nothing is written where the head looks until the whole run
+is back, so a run lost with its worker leaves nothing half-done there: the scheduler
+gives it to another worker. The child dies with the worker (PR_SET_PDEATHSIG: SIGTERM,
+which tears its network down as Ctrl-C does); if both die at once the network is left
+and the next start's clean removes it. The head stops a campaign by setting a Dask
+Event the task watches: the child gets SIGTERM and the run comes back "interrupted".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TOPIC = "netrig-runs"  # the workers' events the head subscribes to (a run started)
+RESOURCE = "run"  # one per worker: one run at a time
+PR_SET_PDEATHSIG = 1
+
+
+def stop_event(campaign: str) -> str:
+    return f"netrig-stop-{campaign}"
+
+
+def facts() -> dict[str, Any]:
+    """What the head checks before it hands this worker a run, and what a run records
+    of the machine that ran it."""
+    from netrig import __version__
+    from netrig._bins import binary
+    from netrig.exp.results import host_facts
+
+    h = host_facts()
+    try:
+        binary("netrig-link")
+        bins = ""
+    except Exception as e:  # what is missing is said to the head, not raised here
+        bins = str(e)
+    return {"netrig": __version__, "hostname": socket.gethostname(), "kernel": h["kernel"],
+            "cpu": h["cpu"], "cpus": h["cpus"], "root": os.geteuid() == 0, "missing": bins}
+
+
+def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str) -> dict[str, Any]:
+    """Runs one run here; returns {"files": {relpath: bytes}, "worker": {...}} or, when
+    the run could not run at all, {"error": why, "worker": {...}}."""
+    from distributed import Event, get_worker
+
+    w = get_worker()
+    me = {"name": str(w.name), "address": w.address, **facts()}
+    w.log_event(TOPIC, {"campaign": campaign, "run": rid, "name": me["name"],
+                        "hostname": me["hostname"], "event": "start"})
+    tmp = Path(tempfile.mkdtemp(prefix=f"netrig-{rid}-"))
+    stop = Event(stop_event(campaign))
+    try:
+        with open(tmp / "child.log", "wb") as log:
+            child = subprocess.Popen([sys.executable, "-m", "netrig.exp.worker", str(tmp), str(os.getpid())],
+                                     stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True)
+            assert child.stdin is not None
+            child.stdin.write(pickle.dumps((point, rep, seed, rid)))
+            child.stdin.close()
+            stopped = False
+            while child.poll() is None:
+                if not stopped and stop.wait(timeout=1):
+                    child.send_signal(signal.SIGTERM)  # its run tears down and says "interrupted"
+                    stopped = True
+        me["lab"] = f"nx{child.pid % 100000}"
+        rdir = tmp / "runs" / rid
+        if (rdir / "run.json").is_file():
+            files = {str(p.relative_to(rdir)): p.read_bytes()
+                     for p in sorted(rdir.rglob("*")) if p.is_file() and not p.is_symlink()}
+            return {"files": files, "worker": me}
+        said = (tmp / "error.txt").read_text() if (tmp / "error.txt").exists() else ""
+        if not said:
+            rc = child.returncode
+            tail = (tmp / "child.log").read_text(errors="replace").strip()[-500:]
+            said = (f"its process ended by {signal.Signals(-rc).name}" if rc < 0
+                    else f"its process exited {rc}") + (f": {tail}" if tail else "")
+        return {"error": said, "worker": me}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _die_with(parent: int) -> None:
+    """SIGTERM when the worker that started us dies (a SIGKILLed worker included)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the wish was made
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def child(argv: list[str]) -> int:
+    from netrig.exp import runner
+
+    tmp, parent = Path(argv[0]), int(argv[1])
+    signal.signal(signal.SIGTERM, runner._sigterm)
+    _die_with(parent)
+    point, rep, seed, rid = pickle.loads(sys.stdin.buffer.read())
+    try:
+        runner.run_one(point, rep, seed, tmp, rid)
+    except KeyboardInterrupt:  # stopped: its run.json, if any, says "interrupted"
+        return 130
+    except Exception as e:  # the head records the run as failed, with this
+        (tmp / "error.txt").write_text(str(e) or type(e).__name__)
+        return 3
+    return 0
+
+
+def dask_setup(worker: Any) -> None:
+    """The preload's hook, run each time the worker starts: refuses to serve without
+    root and removes the labs a crash left (as `netrig clean`)."""
+    from netrig.lab.build import clean
+
+    if os.geteuid() != 0:
+        raise SystemExit("netrig cluster worker: a worker builds networks, so it runs as root")
+    t = time.monotonic()
+    for prefix, why, errors in clean():
+        print(f"netrig worker {worker.name}: removed lab '{prefix}' ({why})"
+              + (f": {'; '.join(errors)}" if errors else ""), file=sys.stderr, flush=True)
+    if time.monotonic() - t > 1:
+        print(f"netrig worker {worker.name}: cleaning took {time.monotonic() - t:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(child(sys.argv[1:]))

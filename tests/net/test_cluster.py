@@ -1,0 +1,219 @@
+"""Campaigns on a real Dask cluster: a scheduler and two netrig workers started here
+(`netrig cluster scheduler|worker`, each worker with a host name of its own by `unshare
+--uts`), the head `netrig run --cluster`. The campaign's results directory is a local
+run's; a worker killed mid-run loses nothing and leaves no network behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from netlab import needs_root
+
+pytestmark = pytest.mark.net
+
+SCENARIO = """\
+name: campaign
+topology:
+  nodes: {h1: host, h2: host}
+  links:
+    - {a: h1, b: h2, rate: 20Mbit, delay: 2ms, queue: 50}
+duration: %s
+settle: 0s
+repeat: 2
+flows:
+  bulk: {kind: tcp, from: h1, to: h2, cc: cubic}
+  rtt: {kind: ping, from: h1, to: h2, interval: 100ms}
+sweep:
+  links.h1-h2.rate: %s
+"""
+LABS = Path("/run/netrig/labs")
+VOLATILE = {"started", "seconds", "worker", "host", "emulator", "schema", "teardown_errors"}
+
+
+class Cluster:
+    """A scheduler and workers, as processes of this test (stopped by PID)."""
+
+    def __init__(self, tmp: Path, names: list[str]) -> None:
+        needs_root()
+        self.procs: list[subprocess.Popen] = []
+        log = tmp / "scheduler.log"
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "netrig", "cluster", "scheduler", "--port", "0", "--host", "127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=log.open("w")))
+        deadline = time.monotonic() + 30
+        while not (m := re.search(r"Scheduler at:\s+(tcp://\S+)", log.read_text())):
+            assert time.monotonic() < deadline and self.procs[0].poll() is None, log.read_text()[-2000:]
+            time.sleep(0.05)
+        self.address = m.group(1)
+        self.names = names
+        for name in names:
+            self.procs.append(subprocess.Popen(
+                ["unshare", "--uts", "sh", "-c", f"hostname {name}-host && exec {sys.executable} -m netrig "
+                 f"cluster worker {self.address} --name {name} --host 127.0.0.1"],
+                stdout=subprocess.DEVNULL, stderr=(tmp / f"{name}.log").open("w")))
+        from distributed import Client
+
+        self.client = Client(self.address, timeout=30, set_as_default=False)
+        self.client.wait_for_workers(len(names), timeout=60)
+
+    def pids(self) -> dict[str, int]:
+        """Each worker's process (the nanny's child), by worker name."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        got = self.client.run(os.getpid)
+        return {str(info[a]["name"]): pid for a, pid in got.items()}
+
+    def stop(self) -> None:
+        self.client.close()
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    tag = f"t{os.getpid() % 10000}"
+    c = Cluster(tmp_path, [f"{tag}a", f"{tag}b"])
+    yield c
+    c.stop()
+
+
+def netrig(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "netrig", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def runs(out: Path) -> dict[str, dict]:
+    return {d.name: json.loads((d / "run.json").read_text()) for d in sorted((out / "runs").iterdir())}
+
+
+def files(run_dir: Path) -> list[str]:
+    return sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
+
+
+def labs_of(parent: int) -> dict[str, int]:
+    """The labs whose builder is a child of `parent` (a worker's run): prefix, builder."""
+    found = {}
+    for st in LABS.glob("*/state.json") if LABS.is_dir() else []:
+        try:
+            owner = json.loads(st.read_text())["owner_pid"]
+            ppid = int(Path(f"/proc/{owner}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, KeyError, IndexError):
+            continue
+        if ppid == parent:
+            found[st.parent.name] = owner
+    return found
+
+
+def wait_for_run_on(parent: int, timeout: float = 60) -> tuple[str, int]:
+    deadline = time.monotonic() + timeout
+    while not (found := labs_of(parent)):
+        assert time.monotonic() < deadline, "no run started on the worker"
+        time.sleep(0.05)
+    return next(iter(found.items()))
+
+
+def gone(prefix: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while (LABS / prefix).exists() or prefix in subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True).stdout:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_campaign_on_two_workers_writes_what_a_local_run_writes(cluster, tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO % ("2s", "[10Mbit, 20Mbit]"))
+    local, far = tmp_path / "local", tmp_path / "far"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(local), "-q", "--local")
+    _, err = p.communicate(timeout=180)
+    assert p.returncode == 0, err[-2000:]
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(far), "--cluster", cluster.address)
+    _, err = p.communicate(timeout=180)
+    assert p.returncode == 0, err[-2000:]
+    assert re.search(r"run \d/4 on t\d+[ab] \(t\d+[ab]-host\)", err), err[-2000:]  # progress names the worker
+
+    a, b = runs(local), runs(far)
+    assert list(a) == list(b) == ["p000-r00", "p000-r01", "p001-r00", "p001-r01"]
+    for rid in a:
+        assert files(local / "runs" / rid) == files(far / "runs" / rid), rid
+        x, y = a[rid], b[rid]
+        assert {k: v for k, v in x.items() if k not in VOLATILE | {"flows"}} == \
+               {k: v for k, v in y.items() if k not in VOLATILE | {"flows"}}, rid
+        assert y["status"] == "ok" and y["seed"] == x["seed"] and y["params"] == x["params"]
+        for name, f in x["flows"].items():
+            g = y["flows"][name]
+            assert set(g["summary"]) == set(f["summary"]), (rid, name)
+            if "expected" in f:  # theory is the same; the measurement agrees with it
+                assert g["expected"]["value"] == f["expected"]["value"]
+                assert 0.7 < g["expected"]["ratio"] < 1.15, g["expected"]  # (wide: a noisy host)
+        assert x["host"]["hostname"] != y["host"]["hostname"]  # a worker's own name
+        assert y["worker"]["name"] in cluster.names and y["host"]["hostname"] == y["worker"]["name"] + "-host"
+        assert "worker" not in x
+    assert {r["worker"]["name"] for r in b.values()} == set(cluster.names)  # both worked
+    csv_a, csv_b = ((d / "results.csv").read_text().splitlines() for d in (local, far))
+    assert csv_a[0] == csv_b[0] and len(csv_a) == len(csv_b)
+    meta = json.loads((far / "meta.json").read_text())
+    assert meta["status"] == "complete"
+    assert sorted(w["name"] for w in meta["cluster"]["workers"]) == sorted(cluster.names)
+    report = (far / "report.md").read_text()
+    assert "ran on" in report and "The runs ran on the workers of the cluster" in report
+
+    # --resume of a campaign directory runs only what is missing, here on the cluster.
+    (far / "runs" / "p001-r01" / "run.json").unlink()
+    kept = (far / "runs" / "p000-r00" / "run.json").stat().st_mtime_ns
+    p = netrig("run", "--resume", str(far), "-q", "--cluster", cluster.address)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err[-2000:]
+    assert runs(far)["p001-r01"]["status"] == "ok"
+    assert (far / "runs" / "p000-r00" / "run.json").stat().st_mtime_ns == kept
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluster, tmp_path):
+    # Runs of 8 s: a run that went on after its worker died would hold its lab for 6 s
+    # more, past the 4 s allowed for its teardown.
+    (tmp_path / "s.yaml").write_text(SCENARIO % ("8s", "[10Mbit, 20Mbit]"))
+    out = tmp_path / "out"
+    victim = cluster.names[0]
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--cluster", cluster.address)
+    # 1. The worker process alone dies (its nanny restarts it): its run's process gets
+    # SIGTERM from the kernel and tears its network down at once.
+    worker = cluster.pids()[victim]
+    prefix, builder = wait_for_run_on(worker)
+    time.sleep(0.5)
+    os.kill(worker, signal.SIGKILL)
+    assert gone(prefix, 4), f"the killed worker's lab {prefix} was left"
+    # 2. The worker and its run die together (a machine that crashed): the network stays
+    # until the worker starts again, whose first act is to clean it.
+    deadline = time.monotonic() + 30
+    while (worker2 := cluster.pids().get(victim)) in (None, worker):
+        assert time.monotonic() < deadline, "the nanny did not restart the worker"
+        time.sleep(0.2)
+    prefix2, builder2 = wait_for_run_on(worker2)
+    time.sleep(0.5)
+    os.kill(builder2, signal.SIGKILL)
+    os.kill(worker2, signal.SIGKILL)
+    time.sleep(0.3)
+    assert gone(prefix2, 30), f"the crashed run's lab {prefix2} was not cleaned when the worker came back"
+    _, err = p.communicate(timeout=240)
+    assert p.returncode == 0, err[-3000:]
+    done = runs(out)
+    assert len(done) == 4 and all(r["status"] == "ok" for r in done.values()), err[-3000:]
+    lost = [r for r in done.values() if r["worker"].get("lost")]
+    assert len(lost) == 2 and all(r["worker"]["lost"] == [victim] for r in lost), [r["worker"] for r in done.values()]
+    assert f"its worker {victim} died while running it" in err
+    assert builder != builder2
