@@ -1,7 +1,9 @@
 """Campaigns on a real Dask cluster: a scheduler and two netrig workers started here
 (`netrig cluster scheduler|worker`, each worker with a host name of its own by `unshare
 --uts`), the head `netrig run --cluster`. The campaign's results directory is a local
-run's; a worker killed mid-run loses nothing and leaves no network behind."""
+run's; a worker killed mid-run loses nothing and leaves no network behind. And the checks
+a cluster must pass before a run is handed out, against an in-process Dask cluster (its
+scheduler listens on loopback, so these are here too)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from netlab import needs_root
+from netrig.exp import cluster as head
+from netrig.exp import worker as wk
 
 pytestmark = pytest.mark.net
 
@@ -89,6 +93,69 @@ def cluster(tmp_path):
     c = Cluster(tmp_path, [f"{tag}a", f"{tag}b"])
     yield c
     c.stop()
+
+
+@pytest.fixture
+def local_dask():
+    """A scheduler and one worker inside this process (inproc://; its HTTP server on loopback)."""
+    from distributed import LocalCluster
+
+    c = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
+                     resources={wk.RESOURCE: 1})
+    yield c
+    c.close()
+
+
+def good_facts():
+    return {"netrig": head.__version__, "hostname": "w", "kernel": "6.1", "cpu": "x", "cpus": 2,
+            "root": True, "missing": ""}
+
+
+def test_a_cluster_without_netrig_workers_is_refused_with_what_to_do(monkeypatch):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as c:
+        with pytest.raises(head.ClusterError) as e:
+            head.Campaign(c.scheduler_address, wait_s=0.5)
+    assert "no netrig worker joined within 0 s (its 1 worker(s) lack the 'run' resource)" in str(e.value)
+    assert "netrig cluster worker ADDRESS" in str(e.value)
+
+
+@pytest.mark.parametrize("change,said", [
+    ({"netrig": "0.0.1"}, "runs netrig 0.0.1, this machine"),
+    ({"root": False}, "is not root: a worker builds networks"),
+    ({"missing": "netrig-link not found"}, "netrig-link not found"),
+])
+def test_a_worker_that_would_not_measure_the_same_is_refused(local_dask, monkeypatch, change, said):
+    monkeypatch.setattr(wk, "facts", lambda: {**good_facts(), **change})
+    with pytest.raises(head.ClusterError) as e:
+        head.Campaign(local_dask.scheduler_address, wait_s=5)
+    assert said in str(e.value) and "(w, inproc://" in str(e.value)
+
+
+def test_a_good_cluster_is_described_for_meta_json(local_dask, monkeypatch):
+    monkeypatch.setattr(wk, "facts", good_facts)
+    c = head.Campaign(local_dask.scheduler_address, wait_s=5)
+    try:
+        assert c.size == 1
+        d = c.describe()
+        assert d["address"] == local_dask.scheduler_address
+        assert d["workers"][0]["hostname"] == "w" and d["workers"][0]["netrig"] == head.__version__
+    finally:
+        c.close()
+
+
+def test_no_scheduler_is_said_plainly(monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr(head, "CONNECT_S", 0.5)
+    with pytest.raises(head.ClusterError) as e:
+        head.Campaign(f"tcp://127.0.0.1:{port}", wait_s=0)
+    assert "no scheduler answered within 0 s" in str(e.value)
+    assert "netrig cluster scheduler" in str(e.value)
 
 
 def netrig(*args: str) -> subprocess.Popen:
@@ -217,3 +284,23 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluste
     assert len(lost) == 2 and all(r["worker"]["lost"] == [victim] for r in lost), [r["worker"] for r in done.values()]
     assert f"its worker {victim} died while running it" in err
     assert builder != builder2
+
+
+def test_a_stopped_campaign_tears_its_runs_down_and_resume_finishes_it(cluster, tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO % ("6s", "[10Mbit, 20Mbit]"))
+    out = tmp_path / "out"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--cluster", cluster.address)
+    pids = cluster.pids()
+    going = [wait_for_run_on(pid)[0] for pid in pids.values()]  # a run on each worker
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err[-2000:]
+    assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
+    stopped = runs(out)
+    assert stopped and all(r["status"] == "interrupted" for r in stopped.values()), stopped
+    assert all(gone(prefix, 10) for prefix in going)  # torn down on the workers
+    p = netrig("run", "--resume", str(out), "-q", "--cluster", cluster.address)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err[-2000:]
+    assert [r["status"] for r in runs(out).values()] == ["ok"] * 4

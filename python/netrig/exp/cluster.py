@@ -139,18 +139,19 @@ class Campaign:
                     tally.check()
                 time.sleep(0.1)
         except BaseException:  # Ctrl-C, SIGTERM, three failures in a row
-            stop.set()
-            running = [f for f in futures if f.status == "pending"]
+            stop.set()  # runs going on tear down; one starting now does not start
+            starts()
+            waiting = [f for f, t in futures.items() if t.rid not in tries]
+            self.client.cancel(waiting)
+            for f in waiting:
+                futures.pop(f)
             deadline = time.monotonic() + STOP_WAIT_S
-            while futures and time.monotonic() < deadline and any(f.status == "pending" for f in futures):
+            while futures and time.monotonic() < deadline:
                 for fut in pending.next_batch(block=False):
                     if fut in futures:
                         finish(fut)
                 time.sleep(0.1)
-            for fut in list(futures):
-                if fut.status == "finished":
-                    finish(fut)
-            self.client.cancel(running)
+            self.client.cancel(list(futures))
             raise
         finally:
             self.client.unsubscribe_topic(wk.TOPIC)
@@ -172,6 +173,8 @@ class Campaign:
         who = {k: got["worker"][k] for k in ("name", "address", "hostname", "lab") if k in got["worker"]}
         if lost:
             who["lost"] = lost
+        if got.get("stopped"):  # it was to start as the campaign stopped: not run
+            return ""
         if "error" in got:
             return tally.crashed(t, got["error"], {"worker": who})
         files = got["files"]

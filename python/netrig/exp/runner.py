@@ -97,6 +97,11 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     With `cluster` (a Dask scheduler's address) each run is handed to a worker of that
     cluster and its files written here as it comes back (exp/cluster.py)."""
     safefs.check_owner(out, allow_foreign)
+    campaign = None
+    if cluster:
+        from netrig.exp import cluster as dask_cluster
+
+        campaign = dask_cluster.Campaign(cluster)  # reached and checked before anything is written
     safefs.makedirs(out)
     if not resume:
         res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
@@ -111,11 +116,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     meta.setdefault("resumed", [])
     if resume:
         meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    campaign = None
-    if cluster:
-        from netrig.exp import cluster as dask_cluster
-
-        campaign = dask_cluster.Campaign(cluster)  # reached and checked before anything is written
+    if campaign is not None:
         meta["cluster"] = campaign.describe()
     res.write_json(out / "meta.json", meta, out)
     old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None

@@ -59,16 +59,19 @@ def facts() -> dict[str, Any]:
 
 
 def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str) -> dict[str, Any]:
-    """Runs one run here; returns {"files": {relpath: bytes}, "worker": {...}} or, when
-    the run could not run at all, {"error": why, "worker": {...}}."""
+    """Runs one run here; returns {"files": {relpath: bytes}, "worker": {...}}, or when
+    the run could not run at all {"error": why, ...}, or {"stopped": True, ...} when the
+    campaign was stopped before it began."""
     from distributed import Event, get_worker
 
     w = get_worker()
     me = {"name": str(w.name), "address": w.address, **facts()}
+    stop = Event(stop_event(campaign))
+    if stop.is_set():  # the campaign stopped while this run waited for a worker
+        return {"stopped": True, "worker": me}
     w.log_event(TOPIC, {"campaign": campaign, "run": rid, "name": me["name"],
                         "hostname": me["hostname"], "event": "start"})
     tmp = Path(tempfile.mkdtemp(prefix=f"netrig-{rid}-"))
-    stop = Event(stop_event(campaign))
     try:
         with open(tmp / "child.log", "wb") as log:
             child = subprocess.Popen([sys.executable, "-m", "netrig.exp.worker", str(tmp), str(os.getpid())],
