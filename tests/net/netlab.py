@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -139,3 +141,49 @@ def totals(log: Path) -> dict:
         if line.startswith('{"totals"'):
             return json.loads(line)["totals"]
     raise AssertionError(f"no totals in {log.read_text()[-2000:]}")
+
+
+class Cluster:
+    """A Dask scheduler and netrig workers started here (`netrig cluster scheduler|worker`),
+    each worker with a host name of its own (`unshare --uts`); stopped by PID."""
+
+    def __init__(self, tmp: Path, names: list[str]) -> None:
+        needs_root()
+        self.procs: list[subprocess.Popen] = []
+        log = tmp / "scheduler.log"
+        self.procs.append(subprocess.Popen(
+            [sys.executable, "-m", "netrig", "cluster", "scheduler", "--port", "0", "--host", "127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=log.open("w")))
+        deadline = time.monotonic() + 30
+        while not (m := re.search(r"Scheduler at:\s+(tcp://\S+)", log.read_text())):
+            assert time.monotonic() < deadline and self.procs[0].poll() is None, log.read_text()[-2000:]
+            time.sleep(0.05)
+        self.address = m.group(1)
+        self.names = names
+        for name in names:
+            self.procs.append(subprocess.Popen(
+                ["unshare", "--uts", "sh", "-c", f"hostname {name}-host && exec {sys.executable} -m netrig "
+                 f"cluster worker {self.address} --name {name} --host 127.0.0.1"],
+                stdout=subprocess.DEVNULL, stderr=(tmp / f"{name}.log").open("w")))
+        from distributed import Client
+
+        self.client = Client(self.address, timeout=30, set_as_default=False)
+        self.client.wait_for_workers(len(names), timeout=60)
+
+    def pids(self) -> dict[str, int]:
+        """Each worker's process (the nanny's child), by worker name."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        got = self.client.run(os.getpid)
+        return {str(info[a]["name"]): pid for a, pid in got.items()}
+
+    def stop(self) -> None:
+        self.client.close()
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

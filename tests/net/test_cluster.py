@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from netlab import needs_root
+from netlab import Cluster
 from netrig.exp import cluster as head
 from netrig.exp import worker as wk
 
@@ -40,51 +40,6 @@ sweep:
 """
 LABS = Path("/run/netrig/labs")
 VOLATILE = {"started", "seconds", "worker", "host", "emulator", "schema", "teardown_errors"}
-
-
-class Cluster:
-    """A scheduler and workers, as processes of this test (stopped by PID)."""
-
-    def __init__(self, tmp: Path, names: list[str]) -> None:
-        needs_root()
-        self.procs: list[subprocess.Popen] = []
-        log = tmp / "scheduler.log"
-        self.procs.append(subprocess.Popen(
-            [sys.executable, "-m", "netrig", "cluster", "scheduler", "--port", "0", "--host", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=log.open("w")))
-        deadline = time.monotonic() + 30
-        while not (m := re.search(r"Scheduler at:\s+(tcp://\S+)", log.read_text())):
-            assert time.monotonic() < deadline and self.procs[0].poll() is None, log.read_text()[-2000:]
-            time.sleep(0.05)
-        self.address = m.group(1)
-        self.names = names
-        for name in names:
-            self.procs.append(subprocess.Popen(
-                ["unshare", "--uts", "sh", "-c", f"hostname {name}-host && exec {sys.executable} -m netrig "
-                 f"cluster worker {self.address} --name {name} --host 127.0.0.1"],
-                stdout=subprocess.DEVNULL, stderr=(tmp / f"{name}.log").open("w")))
-        from distributed import Client
-
-        self.client = Client(self.address, timeout=30, set_as_default=False)
-        self.client.wait_for_workers(len(names), timeout=60)
-
-    def pids(self) -> dict[str, int]:
-        """Each worker's process (the nanny's child), by worker name."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        got = self.client.run(os.getpid)
-        return {str(info[a]["name"]): pid for a, pid in got.items()}
-
-    def stop(self) -> None:
-        self.client.close()
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 @pytest.fixture

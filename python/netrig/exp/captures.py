@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from netrig.capture import flows as capflows
-from netrig.capture import stevens
 from netrig.errors import NetrigError
 from netrig.exp import results as res
 from netrig.topo.plan import Plan
@@ -49,6 +48,8 @@ def analyse_captures(entries: list[dict[str, Any]], rdir: Path, out: Path, spec:
     for name, fig in found.items():
         stream = fig["capture_streams"][0]
         try:
+            from netrig.capture import stevens  # (matplotlib: only when there is a figure to draw)
+
             stevens.stevens_figure(by_monitor[fig["capture_monitor"]], stream,
                                    rdir / "capture" / f"{name}-stevens.png",
                                    title=f"flow {name}, TCP stream {stream}: time-sequence (Stevens) graph")

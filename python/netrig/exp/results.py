@@ -231,21 +231,24 @@ def _cmd(*argv: str) -> str:
 def run_host() -> dict[str, Any]:
     """The machine a run ran on, as run.json records it (a campaign's runs may come from
     several: the report compares them point by point)."""
-    return {k: v for k, v in host_facts().items() if k in ("hostname", "kernel", "cpu", "cpus")}
+    return {"kernel": platform.release(), "hostname": platform.node(), "cpu": _cpu(), "cpus": os.cpu_count()}
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def host_facts() -> dict[str, Any]:
     """What a reader needs to judge the numbers: kernel, CPU, memory, tools, qdiscs."""
     from netrig import __version__
 
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = _cpu()
     mem = 0
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -24,7 +24,6 @@ import os
 import pickle
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,15 +45,15 @@ def facts() -> dict[str, Any]:
     of the machine that ran it."""
     from netrig import __version__
     from netrig._bins import binary
-    from netrig.exp.results import host_facts
+    from netrig.exp.results import run_host
 
-    h = host_facts()
+    h = run_host()
     try:
         binary("netrig-link")
         bins = ""
     except Exception as e:  # what is missing is said to the head, not raised here
         bins = str(e)
-    return {"netrig": __version__, "hostname": socket.gethostname(), "kernel": h["kernel"],
+    return {"netrig": __version__, "hostname": h["hostname"], "kernel": h["kernel"],
             "cpu": h["cpu"], "cpus": h["cpus"], "root": os.geteuid() == 0, "missing": bins}
 
 
@@ -79,11 +78,14 @@ def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str) -> dict[str
             assert child.stdin is not None
             child.stdin.write(pickle.dumps((point, rep, seed, rid)))
             child.stdin.close()
-            stopped = False
+            stopped, asked = False, 0.0
             while child.poll() is None:
-                if not stopped and stop.wait(timeout=1):
-                    child.send_signal(signal.SIGTERM)  # its run tears down and says "interrupted"
-                    stopped = True
+                time.sleep(0.02)
+                if not stopped and time.monotonic() - asked > 0.5:  # (a round trip to the scheduler)
+                    asked = time.monotonic()
+                    if stop.is_set():
+                        child.send_signal(signal.SIGTERM)  # its run tears down and says "interrupted"
+                        stopped = True
         me["lab"] = f"nx{child.pid % 100000}"
         rdir = tmp / "runs" / rid
         if (rdir / "run.json").is_file():
