@@ -41,8 +41,8 @@ from netrig import safefs, units
 from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp import events as evs
+from netrig.exp import remote, web, webserver
 from netrig.exp import results as res
-from netrig.exp import web, webserver
 from netrig.exp.captures import analyse_captures, capture_entry
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import (
@@ -189,6 +189,8 @@ def _lab_prefix() -> str:
 def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -> dict[str, Any]:
     """One run of one point; writes out/runs/rid (run.json last) and returns run.json's
     content."""
+    if point.hosts:  # real machines over SSH
+        return remote.run_one(point, rep, seed, out, rid, tick)
     rdir = out / "runs" / rid
     safefs.remove_tree(out, f"runs/{rid}")
     safefs.makedirs(out, f"runs/{rid}")
