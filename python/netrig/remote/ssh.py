@@ -15,6 +15,7 @@ what ssh said and what to do.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -26,6 +27,8 @@ from netrig.errors import NetrigError
 from netrig.remote.hosts import HostSpec
 
 SSH_FAILED = 255  # ssh's own exit status: it, not the remote command, failed
+AUTH_SLACK_S = 5.0  # how long after the connect timeout authentication may still take
+_DENIED = re.compile(r"permission denied \(", re.I)  # "Permission denied (publickey)." (not a file's)
 
 
 class HostError(NetrigError):
@@ -63,10 +66,10 @@ def classify(name: str, spec: HostSpec, stderr: str, step: str = "connect") -> H
     low = msg.lower()
     host, port = spec.host, spec.port or 22
     key = f"the key {spec.key}" if spec.key else "your agent's or ~/.ssh's keys"
-    if "permission denied" in low:
+    if _DENIED.search(msg):
         return HostError(name, spec, "authenticate", msg,
-                         f"is {key} authorised for {spec.user or 'that user'} on {host} (its "
-                         "~/.ssh/authorized_keys)? give key: the private key that is")
+                         f"is {key} authorised for {spec.user or 'that user'} on {host}? (add the "
+                         "public key to its ~/.ssh/authorized_keys, or give key: one that is)")
     if "host key" in low or "host identification has changed" in low:
         return HostError(name, spec, "authenticate", msg,
                          f"ssh does not trust {host}'s host key: connect once by hand (ssh -p {port} "
@@ -81,8 +84,10 @@ def classify(name: str, spec: HostSpec, stderr: str, step: str = "connect") -> H
     if any(w in low for w in ("no route to host", "timed out", "network is unreachable",
                               "host is down", "no answer within")):
         return HostError(name, spec, "connect", msg, f"is {name} up, and is {host} its address?")
-    if "connection closed" in low or "connection reset" in low or "broken pipe" in low:
-        return HostError(name, spec, step, msg, f"{name} closed the connection: is it still up?")
+    if any(w in low for w in ("connection closed", "closed by remote host", "connection reset", "broken pipe",
+                              "not responding")):
+        return HostError(name, spec, step, msg, f"{name} closed the connection or stopped answering: "
+                         "is it still up?")
     return HostError(name, spec, step, msg, "")
 
 
@@ -142,7 +147,7 @@ class Host:
             self.close()
             raise HostError(self.name, self.spec, "connect", f"cannot run {self.ssh}: {e}",
                             "install openssh-client") from None
-        limit = time.monotonic() + self.spec.connect_timeout_s + 5
+        limit = time.monotonic() + self.spec.connect_timeout_s + AUTH_SLACK_S
         assert self.control is not None
         while not os.path.exists(self.control):
             if self._master.poll() is not None or time.monotonic() > limit:
@@ -151,7 +156,7 @@ class Host:
                 errf.seek(0)
                 text = errf.read()
                 if late:
-                    text += (f"\nno answer within {self.spec.connect_timeout_s + 5:g} s "
+                    text += (f"\nno answer within {self.spec.connect_timeout_s + AUTH_SLACK_S:g} s "
                              "(ssh neither connected nor gave up)")
                 raise classify(self.name, self.spec, text, "connect")
             time.sleep(0.02)
@@ -201,13 +206,16 @@ class Host:
                 try:
                     subprocess.run([self.ssh, "-o", f"ControlPath={self.control}", "-O", "exit", self.spec.ssh],
                                    stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
+                    m.wait(timeout=3)
                 except (OSError, subprocess.TimeoutExpired):
                     pass
-            try:
-                m.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                m.kill()
-                m.wait(timeout=3)
+            if m.poll() is None:  # a master that never connected, or did not leave when asked
+                m.terminate()
+                try:
+                    m.wait(timeout=3)
+                except subprocess.TimeoutExpired:
+                    m.kill()
+                    m.wait(timeout=3)
         if self._dir is not None:
             for f in Path(self._dir).iterdir():
                 try:
