@@ -41,6 +41,23 @@ class NeedsRoot(NetrigError):
     pass
 
 
+def _real_hosts_only(args: argparse.Namespace) -> bool:
+    """A `netrig run` of a scenario on real hosts over SSH (hosts:): it builds no
+    namespace, so it needs no root (a scenario that does not load: root is asked first)."""
+    if args.command != "run":
+        return False
+    from pathlib import Path
+
+    from netrig.exp.scenario import load_scenario
+
+    path = Path(args.resume) / "scenario.yaml" if args.resume else args.scenario
+    try:
+        return path is not None and load_scenario(path, quick=bool(args.quick), sets=args.set).points[0].hosts \
+            is not None
+    except (NetrigError, OSError, IndexError):
+        return False
+
+
 def _perf(args: list[str]) -> int:
     exe = str(binary("netrig-perf"))
     # Replace this process, so signals and exit codes are netrig-perf's own.
@@ -943,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
                   "  ('netrig help' lists them)", file=sys.stderr)
             return 2
         args = ap.parse_args(argv)
-        if args.command in NEEDS_ROOT and os.geteuid() != 0:
+        if args.command in NEEDS_ROOT and os.geteuid() != 0 and not _real_hosts_only(args):
             name = "link set" if args.command == "link" else args.command
             raise NeedsRoot(f"netrig {name} needs root ({NEEDS_ROOT[args.command]}); run it with sudo")
         code = args.fn(args)

@@ -151,3 +151,48 @@ def test_a_wrong_key_fails_the_run_at_authenticate(lab, tmp_path):
     assert doc["status"] == "failed" and doc["remote"]["failed"] == {"host": "a", "step": "authenticate"}
     assert doc["error"].startswith(f"host a (root@{lab.addr('a')}:2222): authenticate: root@{lab.addr('a')}: "
                                    "Permission denied (publickey). — is the key "), doc["error"]
+
+
+def test_a_host_lost_mid_run_fails_that_run_and_the_campaign_goes_on(lab, tmp_path):
+    """b's SSH sessions are cut while the flow runs (its sshd's session processes killed,
+    by PID): that run is failed, naming b; the next repetition runs."""
+    for name in ("a", "b"):
+        lab.start_sshd(name, f"{BIN}:/usr/bin:/bin")
+    path = scenario(lab, tmp_path, duration="4s")
+    path.write_text(path.read_text() + "repeat: 2\n")
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--out", str(out), "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    orphan = None
+    try:
+        log = out / "runs" / "p000-r00" / "server-bulk.log"
+        deadline = time.monotonic() + 30
+        while not (log.exists() and "netrig-pid" in log.read_text()):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        orphan = int(log.read_text().split("netrig-pid ")[1].split()[0])
+        time.sleep(1.0)  # the flow is running
+        sessions = subprocess.run(["pgrep", "-P", str(lab.sshd["b"].pid)], capture_output=True,
+                                  text=True).stdout.split()
+        assert sessions
+        for pid in sessions:
+            os.kill(int(pid), 9)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if orphan is not None:  # b's server, if it outlived its session
+            try:
+                os.kill(orphan, 15)
+            except ProcessLookupError:
+                pass
+    assert p.returncode == 1, stderr
+    runs = {r: json.loads((out / "runs" / r / "run.json").read_text()) for r in ("p000-r00", "p000-r01")}
+    first = runs["p000-r00"]
+    assert first["status"] == "failed"
+    assert first["error"].startswith(f"host b (root@{lab.addr('b')}:2222): "), first["error"]
+    assert first["remote"]["failed"]["host"] == "b"
+    assert "is it still up?" in first["error"]
+    assert runs["p000-r01"]["status"] == "ok", runs["p000-r01"].get("error")
+    assert runs["p000-r01"]["flows"]["bulk"]["summary"]["status"] == "ok"

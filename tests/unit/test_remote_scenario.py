@@ -147,3 +147,21 @@ def test_what_needs_an_emulated_lab_is_refused_on_real_hosts():
     assert not any("monitors[1]" in p for p in got)  # tcp_info: netrig-perf's own samples
     web = problems(REAL.replace("{kind: ping, from: a, to: b, interval: 100ms}", "{kind: web, from: a, to: b}"))
     assert any("flows.rtt.kind: a web flow runs nginx inside an emulated lab" in p for p in web), web
+
+
+def test_netrig_run_of_real_hosts_needs_no_root(tmp_path, monkeypatch, capsys):
+    """It builds no namespace; a lab scenario still asks for root."""
+    from netrig import cli
+    from netrig.exp import report, runner
+
+    ran = []
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(runner, "run", lambda scen, out, **kw: (ran.append(scen.name), (out, "complete"))[1])
+    monkeypatch.setattr(report, "build", lambda out, allow_foreign=False: out / "report.html")
+    (tmp_path / "real.yaml").write_text(REAL)
+    (tmp_path / "lab.yaml").write_text(LAB)
+    assert cli.main(["run", str(tmp_path / "real.yaml"), "--out", str(tmp_path / "o1"), "-q"]) == 0
+    assert ran == ["wifi"]
+    assert cli.main(["run", str(tmp_path / "lab.yaml"), "--out", str(tmp_path / "o2"), "-q"]) == 2
+    assert "netrig run needs root (it creates network namespaces)" in capsys.readouterr().err
+    assert ran == ["wifi"]

@@ -368,9 +368,12 @@ def _wait_listening(h: Host, rdir: Path, flow: str, port: int, pids: dict[str, l
     if done.code != 0:
         said = _strip_pid(log.read_text(errors="replace")).strip()[-300:]
         why = "it exited" if done.code == 3 else "it was not listening after 10 s"
+        hint = (f"is port {port} free on {h.name}?" if "in use" in said.lower() or done.code == 4 else
+                f"is netrig-perf installed on {h.name}?" if "not found" in said.lower() else
+                f"its log is {log}")
         raise HostError(h.name, h.spec, "start server",
                         f"the netrig-perf server for flow {flow} (port {port}): {why}" + (f": {said}" if said else ""),
-                        f"is port {port} free on {h.name}?")
+                        hint)
 
 
 def _strip_pid(text: str) -> str:
@@ -453,5 +456,11 @@ def _collect(servers: list[tuple[str, str, Any]], rdir: Path, hosts: dict[str, H
         text = log.read_text(errors="replace") if log.exists() else ""
         if p.returncode == SSH_FAILED:
             h = hosts[host]
-            return classify(h.name, h.spec, _strip_pid(text) or "the ssh session ended", "collect")
+            said = _strip_pid(text).strip()
+            e = classify(h.name, h.spec, said or f"the ssh session of flow {flow}'s server ended (ssh's "
+                         "status 255) before the server did", "collect")
+            if not str(e).count(" — "):
+                e = HostError(h.name, h.spec, "collect", e.said, f"{h.name} closed the connection or stopped "
+                              "answering: is it still up?")
+            return e
     return None
