@@ -98,9 +98,10 @@ def test_flows_between_real_hosts_run_from_the_cli_beside_the_declared_theory(la
     assert "## Real hosts" in md and "root@" + lab.addr("b") + ":2222" in md
     assert "a → b (" + lab.addr("b") + ")" in md and "1.08 ms" in md
     assert "One-way delays not shown: the clocks of a and b are not known to agree (clocks: unknown)" in md
-    # nothing left running on the hosts: every remote netrig-perf was stopped
-    left = subprocess.run(["pgrep", "-f", str(BIN / "netrig-perf") + " -s -1 -p 53"], capture_output=True, text=True)
-    assert left.stdout.strip() == ""
+    # nothing left running on the hosts: each server (its PID as it said it) has ended
+    for log in (out / "runs" / doc["run"]).glob("server-*.log"):
+        pid = int(log.read_text().split("netrig-pid ")[1].split()[0])
+        assert not Path(f"/proc/{pid}").exists() or "netrig-perf" not in Path(f"/proc/{pid}/cmdline").read_text()
 
 
 def test_netrig_perf_missing_on_a_host_is_copied_there_then_the_flow_runs(lab, tmp_path):

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from netrig import safefs, units
 from netrig._bins import binary
@@ -75,11 +75,11 @@ class RemoteOutcome(Outcome):
         return out
 
 
-def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -> dict[str, Any]:
+def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *,
+            write_run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """One run of one point on the scenario's hosts; writes out/runs/rid (run.json
-    last) and returns run.json's content."""
-    from netrig.exp.runner import _write_run  # (runner imports this module)
-
+    last, by `write_run`: the runner's own _write_run, so that the files are a local
+    run's) and returns run.json's content."""
     assert point.hosts is not None
     rdir = out / "runs" / rid
     safefs.remove_tree(out, f"runs/{rid}")
@@ -161,7 +161,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             and "sndbuf_bytes" in (s := o.summary()) and "rcvbuf_bytes" in s}
     expected = expectations(point, plan, seen, send_buffers, None, bufs)
     status = "failed" if failure else "interrupted" if interrupted else "ok"
-    doc = _write_run(out, rid, point, rep, seed, outcomes, expected, [], started_wall, status, errors)
+    doc = write_run(out, rid, point, rep, seed, outcomes, expected, [], started_wall, status, errors)
     doc["remote"] = {"hosts": {h: {**_declared(point, h), **facts.get(h, {})} for h in used},
                      "path": spec.path.model_dump() if spec.path else None, "clocks": spec.clocks,
                      "idle": idle, "theory_rtt_ms": _theory_rtts(plan, idle)}

@@ -1,19 +1,31 @@
 """The report's section on a scenario run on real hosts over SSH (exp/remote.py): the
 hosts as each described itself, the path the user declared (theory's input) beside
 the idle measurement taken before the flows, and what the clocks allow (one-way
-delays only when they are declared synced)."""
+delays only when they are declared synced).
+
+Its blocks are plain data, which report.py renders (this module does not import it):
+("note", text, warn), ("table", head, rows) and ("list", items)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from netrig.exp.report import Block, Note, Section, Table
 from netrig.exp.results import Results
+
+Block = tuple  # ("note", text, warn) | ("table", head, rows) | ("list", items)
+
+
+def Note(text: str, warn: bool = False) -> Block:  # noqa: N802 (named as report.py's block)
+    return ("note", text, warn)
+
+
+def Table(head: list[str], rows: list[list[str]]) -> Block:  # noqa: N802
+    return ("table", head, rows)
 
 MAX_IDLE_ROWS = 24
 
 
-def section(res: Results) -> list[Section]:
+def section(res: Results) -> list[tuple[str, list[Block]]]:
     """[("Real hosts", blocks)] for a hosts scenario; [] otherwise."""
     hosts = res.scenario.get("hosts")
     if not isinstance(hosts, dict):
@@ -34,7 +46,7 @@ def section(res: Results) -> list[Section]:
     failed = [r for r in res.runs if r.get("status") == "failed" and r.get("error")]
     if failed:
         blocks.append(Note(f"{len(failed)} of {len(res.runs)} runs failed on a host:", warn=True))
-        blocks.append([f"{r.get('run')}: {r['error']}" for r in failed[:10]])
+        blocks.append(("list", [f"{r.get('run')}: {r['error']}" for r in failed[:10]]))
     return [("Real hosts", blocks)]
 
 

@@ -443,7 +443,10 @@ def _real_hosts(res: Results) -> list[Section]:
     """A scenario run on real hosts over SSH: its own section (exp/remote_report.py)."""
     from netrig.exp import remote_report
 
-    return remote_report.section(res)
+    make = {"note": lambda text, warn: Note(text, warn), "table": lambda head, rows: Table(head, rows),
+            "list": lambda items: items}
+    return [(title, [make[kind](*rest) for kind, *rest in blocks])
+            for title, blocks in remote_report.section(res)]
 
 
 def _events(res: Results) -> list[Section]:

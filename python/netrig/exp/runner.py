@@ -190,7 +190,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     """One run of one point; writes out/runs/rid (run.json last) and returns run.json's
     content."""
     if point.hosts:  # real machines over SSH
-        return remote.run_one(point, rep, seed, out, rid, tick)
+        return remote.run_one(point, rep, seed, out, rid, tick, write_run=_write_run)
     rdir = out / "runs" / rid
     safefs.remove_tree(out, f"runs/{rid}")
     safefs.makedirs(out, f"runs/{rid}")
