@@ -105,6 +105,8 @@ def test_hosts_problems_name_the_file_line_and_key():
     assert any(p.startswith("s.yaml:3: hosts.a.ssh: 'alice@' is not [user@]host") for p in got), got
     assert any(p.startswith("s.yaml:4: hosts.b.port:") for p in got), got
     assert any(p.startswith("s.yaml:4: hosts.b.adress:") and "address" in p for p in got), got
+    option = problems(REAL.replace("alice@192.168.1.20", "-oProxyCommand=sh"))
+    assert option[0].startswith("s.yaml:3: hosts.a.ssh: '-oProxyCommand=sh' is not [user@]host"), option
     no_path = problems(REAL.replace("path: {rate: 10Mbit, rtt: 20ms}\n", ""))
     assert len(no_path) == 1 and no_path[0].startswith("s.yaml:2: hosts: real hosts need path: {rate: ..., rtt: ...}")
     bad_path = problems(REAL.replace("rtt: 20ms", "rtt: fast"))

@@ -26,7 +26,7 @@ from netrig import units
 from netrig.topo.model import NAME_CHARS, Topology, _check
 
 SWITCH = "path"  # the declared topology's switch (more than two hosts)
-_TARGET = re.compile(r"^(?:(?P<user>[^@\s:/]+)@)?(?P<host>[^@\s/]+)$")
+_TARGET = re.compile(r"^(?:(?P<user>[^-@\s:/][^@\s:/]*)@)?(?P<host>[^-@\s/][^@\s/]*)$")  # no option
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
 
