@@ -407,9 +407,11 @@ def _flow(hosts: dict[str, Host], point: Point, o: Outcome, facts: dict[str, dic
     if m:
         pids[h.name].append((int(m.group(1)), needle))
         o.stderr = _strip_pid(o.stderr)
-    if o.code == SSH_FAILED and isinstance(o, RemoteOutcome):  # ssh's, not the command's
-        o.host_error = classify(h.name, h.spec, o.stderr, "run flow")
-        o.error = str(o.host_error)
+    if o.code == SSH_FAILED and isinstance(o, RemoteOutcome):
+        err = classify(h.name, h.spec, o.stderr, "run flow")
+        if m is None or " — " in str(err):  # ssh's failure (not a command's own status 255)
+            o.host_error = err
+            o.error = str(err)
     if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
         o.error = None
     o.parse()
