@@ -9,8 +9,13 @@ cd "$(dirname "$0")/.."
 # their client). netrig runs these daemons itself, in the lab's namespaces with configs
 # of its own; the packages' own services (in the host's namespace) must never run, so
 # they are installed with services blocked, and disabled and stopped if they started.
-APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr nginx curl)
-SERVICES=(frr nginx)  # packages whose service netrig never wants running
+# openssh-client: how a scenario reaches real hosts (hosts:); openssh-server: the tests'
+# stand-in hosts, one sshd per namespace started by the test (the host's own ssh service
+# stays off).
+APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr nginx curl
+              openssh-client openssh-server)
+# Packages whose service netrig never wants running: PACKAGE or PACKAGE:SERVICE.
+SERVICES=(frr nginx openssh-server:ssh)
 POLICY=${NETRIG_POLICY_RC_D:-/usr/sbin/policy-rc.d}  # (overridden only by a dry run)
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -39,8 +44,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         fi
         trap - EXIT
     fi
-    for svc in "${SERVICES[@]}"; do
-        [[ " ${missing[*]} " == *" $svc "* ]] || continue
+    for entry in "${SERVICES[@]}"; do
+        pkg=${entry%%:*}
+        svc=${entry#*:}
+        [[ " ${missing[*]} " == *" $pkg "* ]] || continue
         # Installed just now: the host-wide service the package enables stays off (netrig
         # starts FRR per router, nginx per web flow's node). One that was installed
         # before is the host's own, left alone: netrig's daemons share no file, socket,
@@ -48,6 +55,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         if command -v systemctl >/dev/null; then
             # (without a running systemd too: it removes the links that enable it at boot)
             systemctl disable "$svc" >/dev/null 2>&1 || true
+        fi
+        if command -v update-rc.d >/dev/null && [ -e "/etc/init.d/$svc" ]; then
+            update-rc.d "$svc" disable >/dev/null 2>&1 || true  # its SysV links too (ssh has them)
         fi
         if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
             systemctl stop "$svc" >/dev/null 2>&1 || true

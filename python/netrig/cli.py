@@ -41,6 +41,23 @@ class NeedsRoot(NetrigError):
     pass
 
 
+def _real_hosts_only(args: argparse.Namespace) -> bool:
+    """A `netrig run` of a scenario on real hosts over SSH (hosts:): it builds no
+    namespace, so it needs no root (a scenario that does not load: root is asked first)."""
+    if args.command != "run":
+        return False
+    from pathlib import Path
+
+    from netrig.exp.scenario import load_scenario
+
+    path = Path(args.resume) / "scenario.yaml" if args.resume else args.scenario
+    try:
+        return path is not None and load_scenario(path, quick=bool(args.quick), sets=args.set).points[0].hosts \
+            is not None
+    except (NetrigError, OSError, IndexError):
+        return False
+
+
 def _perf(args: list[str]) -> int:
     exe = str(binary("netrig-perf"))
     # Replace this process, so signals and exit codes are netrig-perf's own.
@@ -520,17 +537,27 @@ def _run(args: argparse.Namespace) -> int:
         if not args.scenario:
             raise NetrigError("netrig run SCENARIO (or --resume DIR)")
         scenario = load_scenario(args.scenario, quick=args.quick, sets=args.set)
+        if args.out and (Path(args.out) / "meta.json").exists():
+            raise NetrigError(f"--out {args.out}: it already holds results (use --resume {args.out} "
+                              "to finish them)")
+    campaign = None
+    if address := _cluster_address(args):  # reached and checked before anything is written
+        from netrig.exp.cluster import Campaign
+
+        campaign = Campaign(address)
+    if not args.resume:
         out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name,
                                                            args.allow_foreign_dir)
-        if args.out and (out / "meta.json").exists():
-            raise NetrigError(f"--out {out}: it already holds results (use --resume {out} to finish them)")
     if not args.quiet:
         print(f"netrig: {scenario.name}: {len(scenario.points)} point(s) x {scenario.repeat} "
               f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} min; "
               f"results in {out}", file=sys.stderr)
-    out, status = runner.run(scenario, out, resume=bool(args.resume), progress=not args.quiet,
-                             argv=sys.argv, allow_foreign=args.allow_foreign_dir,
-                             cluster=_cluster_address(args))
+    try:
+        out, status = runner.run(scenario, out, resume=bool(args.resume), progress=not args.quiet,
+                                 argv=sys.argv, allow_foreign=args.allow_foreign_dir, campaign=campaign)
+    finally:
+        if campaign is not None:
+            campaign.close()
     code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
     _headline(out)
     try:
@@ -906,7 +933,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("address", nargs="?", metavar="ADDRESS",
                    help="the scheduler's address, for worker and status (e.g. tcp://10.0.0.1:8786)")
     p.add_argument("--port", type=int, default=8786, metavar="P",
-                   help="the scheduler's port (default 8786; 0: any free one)")
+                   help="the scheduler's port (default 8786; 0: any free one; e.g. --port 9000)")
     p.add_argument("--host", metavar="H",
                    help="the address to listen on and tell others (e.g. --host 10.0.0.1)")
     p.add_argument("--name", metavar="N", help="the worker's name (default: its address; e.g. lab1)")
@@ -1009,7 +1036,8 @@ def main(argv: list[str] | None = None) -> int:
                   "  ('netrig help' lists them)", file=sys.stderr)
             return 2
         args = ap.parse_args(argv)
-        if args.command in NEEDS_ROOT and os.geteuid() != 0 and not _cluster_address(args):
+        if (args.command in NEEDS_ROOT and os.geteuid() != 0 and not _cluster_address(args)
+                and not _real_hosts_only(args)):
             name = "link set" if args.command == "link" else args.command
             raise NeedsRoot(f"netrig {name} needs root ({NEEDS_ROOT[args.command]}); run it with sudo")
         code = args.fn(args)

@@ -73,7 +73,7 @@ def test_monitor_and_top_level_keys_are_told_too():
     assert scenario_problems(text) == [
         "s.yaml:7: monitors[0].nod: unknown key; did you mean node? (valid: kind, link, dir, flow, "
         "node, iface, interval, filter, snaplen, size, files, drops)",
-        "s.yaml:8: sweeps: unknown key; did you mean sweep? (valid: name, description, topology, "
+        "s.yaml:8: sweeps: unknown key; did you mean sweep? (valid: name, description, topology, hosts, path, clocks, "
         "duration, interval, settle, repeat, seed, tolerance, flows, monitors, sweep, quick, events)"]
 
 

@@ -114,7 +114,8 @@ def test_theory_per_flow_window_link_and_loaded_rtt():
 
 
 @pytest.mark.parametrize("name", ["002-paths", "002-multiplex", "003-window", "004-bufferbloat", "003-window-lan",
-                                  "003-loss-high", "003-delay-long", "000-realtime-size", "000-realtime-web"])
+                                  "003-loss-high", "003-delay-long", "000-realtime-size", "000-realtime-web",
+                                  "005-real-hosts"])
 def test_every_example_loads_with_and_without_quick(name):
     for quick in (False, True):
         s = load_scenario(ROOT / "examples" / f"{name}.yaml", quick=quick)

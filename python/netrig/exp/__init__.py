@@ -9,6 +9,8 @@
     why.py       why a row is far from theory: small rules over a run's evidence
     results.py   the results directory: atomic writes, host facts, the tidy CSV
     runner.py    runs every point and repetition, with progress; resumes; tears down
+    remote.py    one run on real hosts over SSH (hosts:): the runner's run_one hands it
+                 over; remote_report.py is its section of the report
     figures.py   matplotlib figures from a results directory
     report.py    report.html / report.md from a results directory; `netrig compare`
 

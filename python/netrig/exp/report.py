@@ -424,6 +424,7 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
     sections: list[Section] = [
         ("Results", [*_status(res, problems), *_results(res, rows)]),
         ("Far from theory", _far(rows)),
+        *_real_hosts(res),
         *_events(res),
         *_captures(res, out),
         ("Topology", topology),
@@ -436,6 +437,16 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
     atomic_write(out / "report.md", to_markdown(title, sections, out), out)
     atomic_write(out / "report.html", to_html(title, sections), out)
     return out / "report.html"
+
+
+def _real_hosts(res: Results) -> list[Section]:
+    """A scenario run on real hosts over SSH: its own section (exp/remote_report.py)."""
+    from netrig.exp import remote_report
+
+    make = {"note": lambda text, warn: Note(text, warn), "table": lambda head, rows: Table(head, rows),
+            "list": lambda items: items}
+    return [(title, [make[kind](*rest) for kind, *rest in blocks])
+            for title, blocks in remote_report.section(res)]
 
 
 def _events(res: Results) -> list[Section]:

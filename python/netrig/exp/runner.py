@@ -42,8 +42,8 @@ from netrig import safefs, units
 from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp import events as evs
+from netrig.exp import remote, web, webserver
 from netrig.exp import results as res
-from netrig.exp import web, webserver
 from netrig.exp.captures import analyse_captures, capture_entry
 from netrig.exp.expect import Expected, expectations
 from netrig.exp.flows import (
@@ -90,18 +90,14 @@ def _sigterm(signum, frame):
 
 def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
         argv: list[str] | None = None, allow_foreign: bool = False,
-        cluster: str | None = None) -> tuple[Path, str]:
+        campaign: Any = None) -> tuple[Path, str]:
     """Runs what is not yet done in `out`; returns (out, status) with status one of
     "complete", "interrupted" or "failed" (some runs failed; the rest are kept).
     Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`.
-    With `cluster` (a Dask scheduler's address) each run is handed to a worker of that
-    cluster and its files written here as it comes back (exp/cluster.py)."""
+    With a `campaign` (exp/cluster.py's Campaign: a Dask cluster, reached and checked)
+    each run is handed to a worker of that cluster and its files written here as it
+    comes back."""
     safefs.check_owner(out, allow_foreign)
-    campaign = None
-    if cluster:
-        from netrig.exp import cluster as dask_cluster
-
-        campaign = dask_cluster.Campaign(cluster)  # reached and checked before anything is written
     safefs.makedirs(out)
     if not resume:
         res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
@@ -157,8 +153,6 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
-        if campaign is not None:
-            campaign.close()
         meta["status"] = tally.status
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         res.write_json(out / "meta.json", meta, out)
@@ -232,6 +226,8 @@ def _lab_prefix() -> str:
 def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -> dict[str, Any]:
     """One run of one point; writes out/runs/rid (run.json last) and returns run.json's
     content."""
+    if point.hosts:  # real machines over SSH
+        return remote.run_one(point, rep, seed, out, rid, tick, write_run=_write_run)
     rdir = out / "runs" / rid
     safefs.remove_tree(out, f"runs/{rid}")
     safefs.makedirs(out, f"runs/{rid}")

@@ -22,6 +22,11 @@
       - {at: 7s, router: r3, stop: true}           # its FRR daemons (start: true again)
       - {at: 8s, node: h1, command: "ip route", timeout: 10s}
 
+Instead of `topology:`, a scenario can name real machines reached over SSH (`hosts:`,
+with `path:` and `clocks:`, netrig/remote/hosts.py): theory reads the path the user
+declares, and nothing that needs an emulated lab (monitors other than tcp_info, events,
+web flows, sweeps of links.* or topology.*) is accepted.
+
 Sweep keys and `--set KEY=VALUE` name a value by path: `links.NAME.KEY` (a link of the
 topology, by its name or as `a-b`), `topology.KEY...` (anything else in the topology),
 `flows.NAME.KEY` (`flows.*.KEY`: every flow that takes KEY), or a top-level key
@@ -45,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from netrig import suggest, units
 from netrig.errors import NetrigError
 from netrig.exp import webtools
+from netrig.remote import hosts as rhosts
 from netrig.topo import load as tload
 from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
 
@@ -231,7 +237,10 @@ class ScenarioFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
     description: str = ""
-    topology: str | dict[str, Any]
+    topology: str | dict[str, Any] | None = None  # an emulated lab; or hosts:
+    hosts: dict[str, rhosts.HostSpec] | None = None  # real machines over SSH
+    path: rhosts.PathSpec | None = None  # what the user declares about the hosts' path
+    clocks: rhosts.Clocks = "unknown"  # synced: the hosts' clocks agree (one-way delays shown)
     duration: str | int = "10s"
     interval: str | int = "500ms"
     settle: str | int = "1s"
@@ -263,6 +272,11 @@ class Point:
 
     def flow_duration(self, f: FlowSpec) -> float:
         return f.seconds("duration", units.seconds(self.spec.duration))
+
+    @property
+    def hosts(self) -> dict[str, rhosts.HostSpec] | None:
+        """The real machines it runs on (None: an emulated lab, `topology`)."""
+        return self.spec.hosts
 
     @property
     def length_s(self) -> float:
@@ -383,7 +397,7 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
     for key, values in sweep.items():
         if not values:
             problems.append(f"{source}:{lines.get(('sweep', key), 1)}: sweep.{key}: an empty list")
-        msg = _apply(data, key, values[0] if values else None, probe=True)
+        msg = _real_sweep_problem(data, key) or _apply(data, key, values[0] if values else None, probe=True)
         if msg:
             problems.append(f"{source}:{lines.get(('sweep', key), 1)}: sweep.{key}: {msg}")
     points_n = 1
@@ -467,6 +481,11 @@ def _check_point(d: dict, lines: dict, source: str, topo_lines: dict, topo_src: 
         tdata = d["topology"]
         topo, tprobs = tload.check(tdata, topo_lines, topo_src, topo_base)
         topo_found += tprobs
+    if spec is not None:
+        hprobs = _check_hosts(spec, d)
+        found += [(tload._line(lines, p.path), p.path, p.message) for p in hprobs]
+        if not hprobs and spec.hosts is not None and spec.path is not None:
+            topo = rhosts.declared_topology(spec.name or "hosts", spec.hosts, spec.path)
     if spec is not None and topo is not None:
         found += [(tload._line(lines, p.path), p.path, p.message) for p in _cross_check(spec, topo)]
     out = tload.where(found, source) + tload.where(topo_found, topo_src)
@@ -506,6 +525,56 @@ def _show(d: dict, key: str) -> str:
         return str(_get(d, key))
     except (KeyError, IndexError, TypeError):
         return "?"
+
+
+def _check_hosts(spec: ScenarioFile, d: dict) -> list[Problem]:
+    """A scenario runs on an emulated lab (topology:) or on real machines (hosts:, with
+    path:), not both; on real machines, only what needs no lab."""
+    has_topo = d.get("topology") is not None
+    if spec.hosts is None:
+        out = [] if has_topo else [Problem((), "a scenario needs topology: (an emulated lab) or hosts: "
+                                               "(real machines reached over SSH)")]
+        out += [Problem((k,), f"{k}: describes real hosts (hosts:); an emulated lab's path is its "
+                              "links' rate, delay and loss") for k in ("path", "clocks") if k in d]
+        return out
+    if has_topo:
+        return [Problem(("hosts",), "give topology: (an emulated lab) or hosts: (real machines over "
+                                    "SSH), not both")]
+    out: list[Problem] = []
+    for name in spec.hosts:
+        if (why := rhosts.name_problem(name)) is not None:
+            out.append(Problem(("hosts", name), why))
+    if len(spec.hosts) < 2:
+        out.append(Problem(("hosts",), "at least two hosts: flows run between them"))
+    if spec.path is None:
+        out.append(Problem(("hosts",), "real hosts need path: {rate: ..., rtt: ...}: what you know of "
+                                       "the path between them, which theory reads (e.g. the Wi-Fi "
+                                       "link's rate and the RTT ping shows)"))
+    for name, f in spec.flows.items():
+        if f.kind == "web":
+            out.append(Problem(("flows", name, "kind"), "a web flow runs nginx inside an emulated lab, "
+                               "not on real hosts: use kind: fetch (netrig-perf's request/response)"))
+    for i, m in enumerate(spec.monitors):
+        if m.kind != "tcp_info":
+            out.append(Problem(("monitors", i, "kind"), f"a {m.kind} monitor watches an emulated lab's "
+                               "links or namespaces, which real hosts (hosts:) do not have; only "
+                               "tcp_info (a tcp flow's own samples) works there"))
+    if spec.events:
+        out.append(Problem(("events",), "events change an emulated lab while flows run: real hosts "
+                           "(hosts:) have no lab for netrig to change"))
+    return out
+
+
+def _real_sweep_problem(d: dict, key: str) -> str | None:
+    """Why a sweep key cannot be swept on real hosts (None: it can)."""
+    if d.get("hosts") is None:
+        return None
+    for k in key.split(","):
+        head = k.strip().split(".")[0]
+        if head in ("path", "clocks", "hosts"):
+            return (f"{head}: is what you declare about real machines: sweeping it would change "
+                    "theory, not the network (sweep flows.* instead)")
+    return None
 
 
 def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
@@ -783,6 +852,9 @@ def find_link(topo: Topology, name: str) -> Link:
 def _resolve(d: dict, key: str) -> tuple[Any, str | int]:
     """The container and the final key a path names (creating mappings on the way)."""
     parts = key.split(".")
+    if parts[0] in ("links", "topology") and d.get("hosts") is not None:
+        raise KeyError(f"{parts[0]}.* changes an emulated lab; this scenario runs on real hosts "
+                       "(hosts:), whose network netrig does not change (sweep flows.* instead)")
     if parts[0] == "links":
         if len(parts) < 3:
             raise KeyError("links.NAME.KEY names a value of a link")
