@@ -231,7 +231,9 @@ def make_underlay(prefix: str, subnet: str = "192.168.217.0/30", mtu: int = 1500
         netns.add([u.a.ns, u.b.ns])
         _ip([f"link add {u.a.dev} netns {u.a.ns} mtu {mtu} type veth peer name {u.b.dev} "
              f"netns {u.b.ns} mtu {mtu}"], None, "underlay veth")
-        for v in (u.a, u.b):
+        for v in (u.a, u.b):  # IPv4 only, as in a lab: no IPv6 chatter in the counters
+            netns.sysctls(v.ns, {"net.ipv6.conf.all.disable_ipv6": "1",
+                                 "net.ipv6.conf.default.disable_ipv6": "1"})
             _ip(["link set lo up", f"addr add {v.addr}/{plen} dev {v.dev}", f"link set {v.dev} up"],
                 v.ns, f"underlay {v.ns}")
     except BaseException:
