@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 from netlab import assert_emulated_rtt, needs_root
 from netrig import binary
-from netrig.lab import netns
+from netrig.lab import frr, netns
 from netrig.lab.network import Network, PingResult
 from netrig.lab.stitch import (
     Side,
@@ -41,6 +42,7 @@ pytestmark = pytest.mark.net
 
 N = os.getpid() % 100000
 PREFIX_A, PREFIX_B, PREFIX_C = f"sta{N}", f"stb{N}", f"stc{N}"
+PREFIX_OA, PREFIX_OB = f"sto{N}", f"stp{N}"
 UNDER = f"stu{N}"
 
 
@@ -49,10 +51,10 @@ def netrig(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-def up(tmp: Path, name: str, prefix: str, pool: str, nodes: dict, links: list) -> Network:
+def up(tmp: Path, name: str, prefix: str, pool: str, nodes: dict, links: list, **more) -> Network:
     f = tmp / f"{name}.yaml"
-    f.write_text(json.dumps({"name": name, "prefix": prefix, "addressing": {"pool": pool},
-                             "nodes": nodes, "links": links}))
+    f.write_text(json.dumps({"name": name, "prefix": prefix, "addressing": {"pool": pool, **more.pop("addressing", {})},
+                             "nodes": nodes, "links": links, **more}))
     p = netrig("up", str(f), "-q")
     assert p.returncode == 0, p.stderr
     return Network.attach(prefix)
@@ -232,3 +234,44 @@ def test_an_emulated_link_carried_over_the_tunnel_keeps_theory(labs, tmp_path):
         down = netrig("down", "--prefix", PREFIX_C)
         assert down.returncode == 0 and errors == [], (down.stderr, errors)
     assert not [ns for ns in os.listdir("/run/netns") if ns.startswith((PREFIX_C + "-", UNDER))]
+
+
+def test_ospf_across_the_tunnel_routes_one_lab_to_the_other(tmp_path, underlay):
+    """Routing unchanged: two OSPF labs (their own loopback pools, so router IDs differ),
+    stitched with no static route; once OSPF runs on the tunnel interface (as the one
+    plan of a split topology would have configured it), each router learns the other
+    lab's subnets over the tunnel and h1 reaches h2."""
+    needs_root()
+    if shutil.which(frr.VTYSH) is None or not os.access(frr.frr_dir() / "ospfd", os.X_OK):
+        pytest.fail("FRR is not installed: bash scripts/install.sh installs it")
+    made, s = [], None
+    try:
+        nets = {}
+        for prefix, name, pool, lo, r, hs in ((PREFIX_OA, "sto", "10.44.0.0/16", "10.255.44.0/24", "r1", ("h1", "h3")),
+                                              (PREFIX_OB, "stp", "10.45.0.0/16", "10.255.45.0/24", "r2", ("h2", "h4"))):
+            made.append(prefix)
+            nets[r] = up(tmp_path, name, prefix, pool, {r: {"kind": "router", "ospf": True}, **dict.fromkeys(hs, "host")},
+                         [[hs[0], r], [r, hs[1]]], addressing={"loopbacks": lo}, routing={"ospf": {"hello": "1s"}})
+        a, b = nets["r1"], nets["r2"]
+        s = stitch(4444, Side(underlay.a, *place(a, "r1"), dev="vx0", addr="10.50.0.1/30"),
+                   Side(underlay.b, *place(b, "r2"), dev="vx0", addr="10.50.0.2/30"))
+        assert ping(a, "r1", "10.50.0.2").loss == 0
+        assert ping(a, "h1", b.addr("h2"), count=1).received == 0  # no route yet
+        for net, r in ((a, "r1"), (b, "r2")):
+            p = net[r].run(["vtysh", *frr.vtysh_args(frr.router_dir(net.state.dir, r)), "-c", "conf t",
+                            "-c", "interface vx0", "-c", "ip ospf area 0", "-c", "ip ospf network point-to-point",
+                            "-c", "ip ospf hello-interval 1", "-c", "ip ospf dead-interval 4"])
+            assert p.code == 0, p.stdout + p.stderr
+        deadline = time.monotonic() + 20
+        while ping(a, "h1", b.addr("h2"), count=1).received == 0:
+            assert time.monotonic() < deadline, subprocess.run(["ip", "-n", a["r1"].ns, "route"],
+                                                               capture_output=True, text=True).stdout
+        routes = subprocess.run(["ip", "-n", a["r1"].ns, "route"], capture_output=True, text=True).stdout
+        assert "10.45.0.0/24 nhid" in routes and "via 10.50.0.2 dev vx0 proto ospf" in routes, routes
+        assert ping(a, "h1", b.addr("h2")).loss == 0
+    finally:
+        errors = unstitch(s) if s else []
+        for prefix in made:
+            down = netrig("down", "--prefix", prefix)
+            assert down.returncode == 0, down.stderr
+        assert errors == []
