@@ -275,3 +275,27 @@ def test_ospf_across_the_tunnel_routes_one_lab_to_the_other(tmp_path, underlay):
             down = netrig("down", "--prefix", prefix)
             assert down.returncode == 0, down.stderr
         assert errors == []
+
+
+def test_a_bridge_whose_ports_carry_more_than_the_tunnel_is_refused(labs, tmp_path, underlay):
+    """Lab C's switch carries 1500-byte packets; a tunnel over a 1500-byte underlay
+    carries 1450: a frame between the two would vanish at the bridge (no ICMP, no
+    error), so the tunnel end is refused, and nothing of it is left."""
+    _, b = labs
+    c = up(tmp_path, "stc", PREFIX_C, "10.43.0.0/16", {"h1": "host", "r1": "router", "xs": "switch"},
+           [["h1", "r1"], {"a": "r1", "b": "xs", "rate": "20Mbit", "addr_a": "10.51.0.1/24"}])
+    try:
+        sc = Side(underlay.a, *place(c, "xs"), dev="vx1")
+        sb = Side(underlay.b, *place(b, "r2"), dev="vx1", addr="10.51.0.2/24")
+        with pytest.raises(StitchError) as e:
+            stitch(4343, sc, sb)
+        assert str(e.value) == (f"tunnel VNI 4343, end {sc.ns}/vx1: bridge xs's port xs-p0 carries packets "
+                                "of 1500 bytes, the tunnel 1450 (its underlay's MTU less 50); larger frames "
+                                "would vanish at the bridge without an error: raise the underlay's MTU to "
+                                "1550 or more, or lower the lab's MTU on this segment to 1450")
+        for ns in (sc.ns, underlay.a.ns, sb.ns):
+            assert "vx" not in subprocess.run(["ip", "-n", ns, "-br", "link"], capture_output=True,
+                                              text=True).stdout, ns
+    finally:
+        down = netrig("down", "--prefix", PREFIX_C)
+        assert down.returncode == 0, down.stderr
