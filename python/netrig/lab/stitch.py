@@ -23,7 +23,8 @@ is made there. The tunnel's MTU is the underlay's less 50 bytes (outer IPv4 20, 
 VXLAN 8, inner Ethernet 14; 70 over IPv6): raise the underlay's MTU to 1550 and the lab
 keeps 1500, or keep 1500 and the stitched interfaces get 1450 (TCP's MSS 1398). The
 kernel derives it only from the underlay device the tunnel is told (`dev`): without one
-a vxlan device gets 1500 and the underlay fragments every full-size frame.
+a vxlan device gets 1500 whatever the underlay. A tunnel end on a bridge whose ports
+carry larger packets than the tunnel is refused: the bridge would drop them silently.
 
 Owns the tunnels and the stand-in underlay, by the names it is given; not the labs
 (`netrig.lab.build`) nor their address plans: the caller gives each side's address and
