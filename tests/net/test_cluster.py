@@ -236,8 +236,10 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluste
     done = runs(out)
     assert len(done) == 4 and all(r["status"] == "ok" for r in done.values()), err[-3000:]
     lost = [r for r in done.values() if r["worker"].get("lost")]
-    assert len(lost) == 2 and all(r["worker"]["lost"] == [victim] for r in lost), [r["worker"] for r in done.values()]
-    assert f"its worker {victim} died while running it" in err
+    # Two attempts lost (one run may have lost both: its rerun can land on the victim again).
+    assert sum(len(r["worker"]["lost"]) for r in lost) == 2, [r["worker"] for r in done.values()]
+    assert all(set(r["worker"]["lost"]) == {victim} for r in lost)
+    assert f"its worker {victim}" in err and "died while running it" in err
     assert builder != builder2
 
 
