@@ -89,6 +89,9 @@ def test_flows_between_real_hosts_run_from_the_cli_beside_the_declared_theory(la
     assert set(idle) == {("a", "b"), ("b", "a")}
     assert all(x["received"] == x["sent"] == 15 and x["rtt_ms_avg"] < 50 for x in idle.values()), idle
     assert rem["theory_rtt_ms"]["a>b"] == pytest.approx(1.08, abs=0.01)
+    meta = json.loads((out / "meta.json").read_text())  # the hosts as declared
+    assert meta["hosts"]["b"]["ssh"].endswith(lab.addr("b")) and meta["clocks"] == "unknown"
+    assert meta["path"]["rate"] == "20Mbit"
     # the files a local run writes, and the report reads them
     assert (out / "runs" / doc["run"] / "flows" / "bulk.json").exists()
     assert (out / "results.csv").exists()

@@ -114,6 +114,11 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
         meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     if campaign is not None:
         meta["cluster"] = campaign.describe()
+    if scenario.points and scenario.points[0].hosts:  # real machines: as declared (each run
+        spec = scenario.points[0].spec               # records them as they described themselves)
+        meta["hosts"] = {n: h.model_dump(mode="json", exclude_none=True) for n, h in spec.hosts.items()}
+        meta["path"] = spec.path.model_dump(mode="json", exclude_none=True) if spec.path else None
+        meta["clocks"] = spec.clocks
     res.write_json(out / "meta.json", meta, out)
     old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
     tally = Tally(out)
