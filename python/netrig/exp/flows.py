@@ -14,7 +14,9 @@ import math
 import re
 import statistics
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -508,3 +510,27 @@ def _pacing(end: dict[str, Any], sent_bytes: float) -> dict[str, Any]:
     return {"sender_behind_s": sum(p.get("behind_seconds") or 0 for p in paced),
             "sender_max_behind_ms": max(p.get("max_behind_ms") or 0 for p in paced),
             "sender_short_pct": 100.0 * owed / (sent_bytes + owed) if sent_bytes + owed else 0.0}
+
+
+def wait_for_flows(threads: list[threading.Thread], t0: float, limit_s: float, stop: threading.Event,
+                   tick: Callable[[float], None] | None = None, length_s: float = 0.0,
+                   check: Callable[[], bool] | None = None) -> bool:
+    """Waits for the flows' threads (started at t0 on the monotonic clock), ticking the
+    progress; sets `stop` past limit_s or when `check()` says so. Ctrl-C stops them and
+    returns True (interrupted), after waiting up to 10 s for each to end."""
+    try:
+        while any(t.is_alive() for t in threads):
+            if time.monotonic() - t0 > limit_s:
+                stop.set()
+            if check is not None and check():
+                stop.set()
+            for t in threads:
+                t.join(timeout=0.1)
+            if tick:
+                tick(min(time.monotonic() - t0, length_s))
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+        return True
+    return False

@@ -43,6 +43,7 @@ from netrig.exp.flows import (
     ping_counts,
     run_process,
     server_argv,
+    wait_for_flows,
 )
 from netrig.exp.scenario import Point
 from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
@@ -132,19 +133,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *
         for t in threads:
             t.start()
         limit = point.length_s + 30 + max(h.spec.connect_timeout_s for h in hosts.values())
-        try:
-            while any(t.is_alive() for t in threads):
-                if time.monotonic() - t0 > limit:
-                    stop.set()
-                for t in threads:
-                    t.join(timeout=0.1)
-                if tick:
-                    tick(min(time.monotonic() - t0, point.length_s))
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            for t in threads:
-                t.join(timeout=10)
+        interrupted = wait_for_flows(threads, t0, limit, stop, tick, point.length_s)
         stop.set()
         failure = next((o.host_error for o in outcomes.values()
                         if isinstance(o, RemoteOutcome) and o.host_error), None)

@@ -54,6 +54,7 @@ from netrig.exp.flows import (
     ping_argv,
     run_process,
     server_argv,
+    wait_for_flows,
 )
 from netrig.exp.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
     _IfaceMonitor,
@@ -328,21 +329,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         for t in threads:
             t.start()
         limit = point.length_s + 30 + max((setup_s(plan, f) for f in spec.flows.values()), default=0.0)
-        try:
-            while any(t.is_alive() for t in threads):
-                if time.monotonic() - t0 > limit + 15:
-                    stop.set()
-                if watch.check(t0, "while its flows ran; they were stopped then"):
-                    stop.set()
-                for t in threads:
-                    t.join(timeout=0.1)
-                if tick:
-                    tick(min(time.monotonic() - t0, point.length_s))
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            for t in threads:
-                t.join(timeout=10)
+        interrupted = wait_for_flows(threads, t0, limit + 15, stop, tick, point.length_s,
+                                     lambda: watch.check(t0, "while its flows ran; they were stopped then"))
         stop.set()
         for m in imon:
             m.join()
