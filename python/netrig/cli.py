@@ -601,9 +601,9 @@ def _cluster(args: argparse.Namespace) -> int:
             raise NetrigError("netrig cluster status ADDRESS (e.g. tcp://10.0.0.1:8786)")
         rows = cluster.status(args.address)
         print(f"{len(rows)} netrig worker(s) at {args.address}")
-        for r in rows:
-            print(f"  {r['name']:<12} {r['hostname']:<16} {'busy' if r['busy'] else 'idle':<4}  "
-                  f"{r['kernel']}, {r['cpus']} CPU(s), netrig {r['netrig']}  {r['address']}")
+        for r in sorted(rows, key=lambda r: r["name"]):  # two lines each: 80 columns
+            print(f"  {r['name']:<12} {'busy' if r['busy'] else 'idle':<4}  {r['hostname']}  {r['address']}\n"
+                  f"  {'':<12} kernel {r['kernel']}, {r['cpus']} CPU(s), netrig {r['netrig']}")
         return 0
     env = dict(os.environ)
     if args.action == "scheduler":
