@@ -10,4 +10,4 @@ echo "== ruff (lint)"
 echo "== cargo test"
 cargo test --workspace --quiet 2>&1 | grep -v '^$'
 echo "== pytest"
-.venv/bin/python -m pytest -q -ra "$@"
+.venv/bin/python -m pytest -q -ra --durations=15 "$@"

@@ -585,49 +585,27 @@ def _cluster_address(args: argparse.Namespace) -> str | None:
     return args.cluster or os.environ.get("NETRIG_CLUSTER") or None
 
 
-# A worker takes one run at a time (one thread, one `run` resource), and cleans what a
-# crash left each time it starts (the preload); a worker silent for WORKER_TTL (a lost
-# machine) has its run given to another.
-WORKER_ARGS = ["--nthreads", "1", "--nworkers", "1", "--resources", "run=1",
-               "--preload", "netrig.exp.worker"]
-WORKER_TTL = "30s"
-
-
 def _cluster(args: argparse.Namespace) -> int:
     from netrig.exp import cluster
 
+    if args.action == "scheduler":
+        if args.address:
+            raise NetrigError("netrig cluster scheduler takes no ADDRESS (--host and --port say where it listens)")
+        cluster.exec_scheduler(args.port, args.host)
+    if not args.address:
+        raise NetrigError(f"netrig cluster {args.action} ADDRESS: the scheduler's (e.g. tcp://10.0.0.1:8786)")
     if args.action == "status":
-        if not args.address:
-            raise NetrigError("netrig cluster status ADDRESS (e.g. tcp://10.0.0.1:8786)")
         rows = cluster.status(args.address)
         print(f"{len(rows)} netrig worker(s) at {args.address}")
         for r in sorted(rows, key=lambda r: r["name"]):  # two lines each: 80 columns
             print(f"  {r['name']:<12} {'busy' if r['busy'] else 'idle':<4}  {r['hostname']}  {r['address']}\n"
                   f"  {'':<12} kernel {r['kernel']}, {r['cpus']} CPU(s), netrig {r['netrig']}")
         return 0
-    env = dict(os.environ)
-    if args.action == "scheduler":
-        if args.address:
-            raise NetrigError("netrig cluster scheduler takes no ADDRESS (--host and --port say where it listens)")
-        env.setdefault("DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL", WORKER_TTL)
-        argv = ["distributed.cli.dask_scheduler", "--port", str(args.port), "--no-dashboard"]
-        argv += ["--host", args.host] if args.host else []
-        print(f"netrig: a scheduler on port {args.port}; start a worker on each machine with "
-              f"'netrig cluster worker tcp://THIS-HOST:{args.port}', then "
-              f"'netrig run SCENARIO --cluster tcp://THIS-HOST:{args.port}'", file=sys.stderr)
-    else:
-        if not args.address:
-            raise NetrigError("netrig cluster worker ADDRESS: the scheduler's (e.g. tcp://10.0.0.1:8786)")
-        if os.geteuid() != 0:
-            raise NeedsRoot("netrig cluster worker needs root (its runs create network namespaces); "
-                            "run it with sudo")
-        argv = ["distributed.cli.dask_worker", args.address, *WORKER_ARGS, "--no-dashboard"]
-        argv += ["--name", args.name] if args.name else []
-        argv += ["--host", args.host] if args.host else []
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", *argv], env)
-    return 0  # pragma: no cover
+    if os.geteuid() != 0:
+        raise NeedsRoot("netrig cluster worker needs root (its runs create network namespaces); "
+                        "run it with sudo")
+    cluster.exec_worker(args.address, args.name, args.host)
+    return 0  # pragma: no cover (exec_* replace this process)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -19,7 +19,9 @@ are cancelled.
 from __future__ import annotations
 
 import json
+import os
 import queue
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -34,6 +36,12 @@ CONNECT_S = 10.0
 WORKERS_WAIT_S = 30.0  # for a first worker to join a scheduler that has none yet
 STOP_WAIT_S = 30.0  # for the runs going on to tear down when the campaign is stopped
 HOW = "start one on each machine with `netrig cluster worker ADDRESS` (as root)"
+# A worker takes one run at a time (one thread, one `run` resource) and, each time it
+# starts, removes the labs a crash left (the preload); a worker silent for WORKER_TTL (a
+# lost machine) has its run given to another.
+WORKER_ARGS = ["--nthreads", "1", "--nworkers", "1", "--resources", f"{wk.RESOURCE}=1",
+               "--preload", "netrig.exp.worker"]
+WORKER_TTL = "30s"
 
 
 class ClusterError(NetrigError):
@@ -204,3 +212,29 @@ def status(address: str) -> list[dict[str, Any]]:
         return [{"address": a, **f, "busy": bool(busy.get(a))} for a, f in sorted(c.workers.items())]
     finally:
         c.close()
+
+
+def exec_scheduler(port: int, host: str | None) -> None:
+    """Becomes a Dask scheduler for campaigns (`netrig cluster scheduler`)."""
+    env = dict(os.environ)
+    env.setdefault("DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL", WORKER_TTL)
+    argv = ["distributed.cli.dask_scheduler", "--port", str(port), "--no-dashboard"]
+    argv += ["--host", host] if host else []
+    print(f"netrig: a scheduler on port {port}; start a worker on each machine with "
+          f"'netrig cluster worker tcp://THIS-HOST:{port}', then "
+          f"'netrig run SCENARIO --cluster tcp://THIS-HOST:{port}'", file=sys.stderr)
+    _become(argv, env)
+
+
+def exec_worker(address: str, name: str | None, host: str | None) -> None:
+    """Becomes a netrig worker of the scheduler at `address` (`netrig cluster worker`)."""
+    argv = ["distributed.cli.dask_worker", address, *WORKER_ARGS, "--no-dashboard"]
+    argv += ["--name", name] if name else []
+    argv += ["--host", host] if host else []
+    _become(argv, dict(os.environ))
+
+
+def _become(argv: list[str], env: dict[str, str]) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", *argv], env)
