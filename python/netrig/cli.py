@@ -544,10 +544,19 @@ def _run(args: argparse.Namespace) -> int:
     if address := _cluster_address(args):  # reached and checked before anything is written
         from netrig.exp.cluster import Campaign
 
+        if scenario.points and scenario.points[0].hosts:
+            raise NetrigError(f"--cluster {address}: {scenario.name} runs on real hosts (hosts:), which "
+                              "its runs would share: several at once would measure each other. Run it "
+                              "from one machine (--local)")
         campaign = Campaign(address)
-    if not args.resume:
-        out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name,
-                                                           args.allow_foreign_dir)
+    try:
+        if not args.resume:
+            out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name,
+                                                               args.allow_foreign_dir)
+    except BaseException:
+        if campaign is not None:
+            campaign.close()
+        raise
     if not args.quiet:
         print(f"netrig: {scenario.name}: {len(scenario.points)} point(s) x {scenario.repeat} "
               f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} min; "

@@ -150,6 +150,14 @@ class Cluster:
     def __init__(self, tmp: Path, names: list[str]) -> None:
         needs_root()
         self.procs: list[subprocess.Popen] = []
+        self.client = None
+        try:
+            self._start(tmp, names)
+        except BaseException:  # what was started is stopped, whatever failed
+            self.stop()
+            raise
+
+    def _start(self, tmp: Path, names: list[str]) -> None:
         log = tmp / "scheduler.log"
         self.procs.append(subprocess.Popen(
             [sys.executable, "-m", "netrig", "cluster", "scheduler", "--port", "0", "--host", "127.0.0.1"],
@@ -177,7 +185,8 @@ class Cluster:
         return {str(info[a]["name"]): pid for a, pid in got.items()}
 
     def stop(self) -> None:
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()

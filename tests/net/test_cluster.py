@@ -113,6 +113,61 @@ def test_no_scheduler_is_said_plainly(monkeypatch):
     assert "netrig cluster scheduler" in str(e.value)
 
 
+BATCH = """\
+name: tiny
+topology:
+  nodes: {h1: host, h2: host}
+  links:
+    - {a: h1, b: h2, rate: 10Mbit, delay: 2ms}
+duration: 2s
+repeat: 4
+flows:
+  bulk: {kind: tcp, from: h1, to: h2}
+"""
+# Repetition: (seconds it takes, how it ends): three failures in a row, and a fourth run
+# that ends well 20 ms after the third: it comes back in the same batch as the third.
+PLAN = {0: (0.1, "failed"), 1: (0.3, "failed"), 2: (1.0, "failed"), 3: (1.02, "ok")}
+
+
+def stand_in_run(point, rep, seed, rid, campaign, version, settle_s=0.0):
+    from distributed import get_worker
+
+    w = get_worker()
+    w.log_event(wk.TOPIC, {"campaign": campaign, "run": rid, "name": str(w.name), "hostname": "h"})
+    took, status = PLAN[rep]
+    time.sleep(took)
+    doc = {"run": rid, "point": 0, "rep": rep, "seed": seed, "params": {}, "status": status,
+           "error": "boom" if status == "failed" else "", "flows": {}}
+    return {"files": {"run.json": json.dumps(doc).encode(), "x.txt": b"x"},
+            "worker": {"name": str(w.name), "hostname": "h"}}
+
+
+def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_prompt(monkeypatch, tmp_path):
+    from distributed import LocalCluster
+    from netrig.exp.progress import Display
+    from netrig.exp.runner import RunFailed, Tally, Todo
+    from netrig.exp.scenario import loads_scenario
+
+    monkeypatch.setattr(wk, "do_run", stand_in_run)
+    monkeypatch.setattr(wk, "facts", good_facts)
+    monkeypatch.setattr(head, "STOP_WAIT_S", 8.0)
+    sc = loads_scenario(BATCH)
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
+                      resources={wk.RESOURCE: 1}) as lc:
+        c = head.Campaign(lc.scheduler_address, wait_s=5)
+        try:
+            todo = [Todo(r, sc.points[0], r, r, f"p000-r{r:02d}") for r in range(4)]
+            t = time.monotonic()
+            with pytest.raises(RunFailed, match="three runs in a row failed"):
+                with Display(4, 10, False) as shown:
+                    c.run(sc, tmp_path, todo, shown, Tally(tmp_path))
+            assert time.monotonic() - t < 6  # not the whole stop wait (8 s)
+        finally:
+            c.close()
+    got = {d.name: json.loads((d / "run.json").read_text())["status"] for d in (tmp_path / "runs").iterdir()}
+    assert got == {"p000-r00": "failed", "p000-r01": "failed", "p000-r02": "failed", "p000-r03": "ok"}
+
+
 def netrig(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "netrig", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -206,8 +261,8 @@ def test_a_campaign_on_two_workers_writes_what_a_local_run_writes(cluster, tmp_p
 
 
 def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluster, tmp_path):
-    # Runs of 8 s: a run that went on after its worker died would hold its lab for 6 s
-    # more, past the 4 s allowed for its teardown.
+    # Runs of 8 s: a run that went on after its worker died would hold its lab for 7 s
+    # more, past the 6 s allowed for its teardown.
     (tmp_path / "s.yaml").write_text(SCENARIO % ("8s", "[10Mbit, 20Mbit]"))
     out = tmp_path / "out"
     victim = cluster.names[0]
@@ -218,7 +273,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluste
     prefix, builder = wait_for_run_on(worker)
     time.sleep(0.5)
     os.kill(worker, signal.SIGKILL)
-    assert gone(prefix, 4), f"the killed worker's lab {prefix} was left"
+    assert gone(prefix, 6), f"the killed worker's lab {prefix} was left"
     # 2. The worker and its run die together (a machine that crashed): the network stays
     # until the worker starts again, whose first act is to clean it.
     deadline = time.monotonic() + 30

@@ -139,3 +139,23 @@ def test_the_report_says_when_a_points_runs_came_from_machines_that_differ():
                      "b (1 run; kernel 6.6, 0 % of packets > 1 ms late)"]
     assert report.ran_on(R.runs[1]) == "wb (b) after wa died"
     assert report.ran_on(R.runs[0]) == "a"
+
+
+def test_a_scenario_on_real_hosts_is_not_handed_to_a_cluster(capsys, monkeypatch):
+    monkeypatch.setattr(cluster.Campaign, "__init__", lambda *a, **k: pytest.fail("no cluster to reach"))
+    assert cli.main(["run", "examples/005-real-hosts.yaml", "--cluster", "tcp://10.0.0.1:8786"]) == 1
+    err = capsys.readouterr().err
+    assert "runs on real hosts (hosts:), which its runs would share" in err and "--local" in err
+
+
+def test_an_interrupted_run_on_a_cluster_is_not_a_success_and_unwritable_files_fail_the_run(tmp_path):
+    tally = Tally(tmp_path)
+    doc = json.loads(run_json(status="interrupted"))
+    assert "run p000-r00 was interrupted" in tally.ran(todo(), doc)
+    assert tally.status == "failed"
+    c = object.__new__(cluster.Campaign)
+    got = {"files": {"run.json": run_json(), "../../escape": b"x"}, "worker": {"name": "wa"}}
+    note = c._record(Done(got), todo(), tmp_path, Tally(tmp_path), ["wa"])
+    assert "its files could not be written here" in note
+    assert json.loads((tmp_path / "runs" / "p000-r00" / "run.json").read_text())["status"] == "failed"
+    assert not (tmp_path.parent / "escape").exists()

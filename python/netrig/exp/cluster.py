@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from netrig import __version__, safefs
+from netrig import __version__, safefs, units
 from netrig.errors import NetrigError
 from netrig.exp import results as res
 from netrig.exp import worker as wk
@@ -51,7 +51,7 @@ class ClusterError(NetrigError):
 class Campaign:
     """A connection to a cluster, checked, that runs a campaign's runs on its workers."""
 
-    def __init__(self, address: str, wait_s: float = WORKERS_WAIT_S) -> None:
+    def __init__(self, address: str, wait_s: float = WORKERS_WAIT_S, strict: bool = True) -> None:
         from distributed import Client
 
         self.address = address
@@ -63,7 +63,7 @@ class Campaign:
                                "is `netrig cluster scheduler` running there, and is the address right "
                                "(tcp://HOST:PORT)?") from None
         try:
-            self.workers = self._check(wait_s)
+            self.workers = self._check(wait_s, strict)
         except BaseException:
             self.client.close()
             raise
@@ -72,9 +72,9 @@ class Campaign:
     def size(self) -> int:
         return len(self.workers)
 
-    def _check(self, wait_s: float) -> dict[str, dict[str, Any]]:
+    def _check(self, wait_s: float, strict: bool = True) -> dict[str, dict[str, Any]]:
         """The workers that will run runs (address: facts); refuses a cluster with none,
-        or with one that would not measure what a local run does."""
+        or (strict) with one that would not measure what a local run does."""
         deadline = time.monotonic() + wait_s
         while True:
             info = self.client.scheduler_info(n_workers=-1)["workers"]
@@ -85,7 +85,11 @@ class Campaign:
         if not runners:
             others = f" (its {len(info)} worker(s) lack the '{wk.RESOURCE}' resource)" if info else ""
             raise ClusterError(f"cluster {self.address}: no netrig worker joined within {wait_s:.0f} s{others}; {HOW}")
-        facts = self.client.run(wk.facts, workers=runners)
+        try:
+            facts = self.client.run(wk.facts, workers=runners)
+        except Exception as e:  # a worker that left while asked, one that cannot import netrig
+            raise ClusterError(f"cluster {self.address}: asking its workers what they run failed: "
+                               f"{type(e).__name__}: {e}") from None
         problems = []
         for addr, f in sorted(facts.items()):
             who = f"worker {info[addr].get('name', addr)} ({f['hostname']}, {addr})"
@@ -96,7 +100,7 @@ class Campaign:
                 problems.append(f"{who} is not root: a worker builds networks; start it as root")
             if f["missing"]:
                 problems.append(f"{who}: {f['missing']}")
-        if problems:
+        if problems and strict:
             raise ClusterError(f"cluster {self.address}: " + "\n".join(problems))
         return {a: {"name": str(info[a].get("name", a)), **facts[a]} for a in runners}
 
@@ -115,7 +119,8 @@ class Campaign:
         tries: dict[str, list[str]] = {}
         self.client.subscribe_topic(wk.TOPIC, lambda ev: started.put(ev[1]))
         stop = Event(wk.stop_event(self.id), client=self.client)
-        futures = {self.client.submit(wk.do_run, t.point, t.rep, t.seed, t.rid, self.id,
+        settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
+        futures = {self.client.submit(wk.do_run, t.point, t.rep, t.seed, t.rid, self.id, __version__, settle,
                                       key=f"netrig-{self.id}-{t.rid}", pure=False, retries=0,
                                       resources={wk.RESOURCE: 1}): t for t in todo}
         by_rid = {t.rid: t for t in todo}
@@ -142,22 +147,21 @@ class Campaign:
         try:
             while not pending.is_empty():
                 starts()
-                for fut in pending.next_batch(block=False):
+                for fut in pending.next_batch(block=False):  # (each of them: it is not given again)
                     finish(fut)
-                    tally.check()
+                tally.check()
                 time.sleep(0.1)
         except BaseException:  # Ctrl-C, SIGTERM, three failures in a row
             stop.set()  # runs going on tear down; one starting now does not start
             starts()
-            waiting = [f for f, t in futures.items() if t.rid not in tries]
+            waiting = [f for f, t in futures.items() if t.rid not in tries and not f.done()]
             self.client.cancel(waiting)
             for f in waiting:
                 futures.pop(f)
             deadline = time.monotonic() + STOP_WAIT_S
             while futures and time.monotonic() < deadline:
-                for fut in pending.next_batch(block=False):
-                    if fut in futures:
-                        finish(fut)
+                for fut in [f for f in futures if f.done()]:  # what came back is kept
+                    finish(fut)
                 time.sleep(0.1)
             self.client.cancel(list(futures))
             raise
@@ -186,13 +190,16 @@ class Campaign:
         if "error" in got:
             return tally.crashed(t, got["error"], {"worker": who})
         files = got["files"]
-        doc = json.loads(files.pop("run.json"))
-        doc.pop("schema", None)
-        doc["worker"] = who
-        safefs.remove_tree(out, f"runs/{t.rid}")
-        for rel, data in files.items():
-            safefs.write(out, f"runs/{t.rid}/{rel}", data)
-        res.write_json(out / "runs" / t.rid / "run.json", doc, out)
+        try:
+            doc = json.loads(files.pop("run.json"))
+            doc.pop("schema", None)
+            doc["worker"] = who
+            safefs.remove_tree(out, f"runs/{t.rid}")
+            for rel, data in files.items():
+                safefs.write(out, f"runs/{t.rid}/{rel}", data)
+            res.write_json(out / "runs" / t.rid / "run.json", doc, out)
+        except (OSError, ValueError, NetrigError) as e:  # (safefs.UnsafePath: a name out of the run's dir)
+            return tally.crashed(t, f"its files could not be written here: {e}", {"worker": who})
         note = tally.ran(t, doc)
         if lost:
             note = "\n".join(x for x in (note, f"run {t.rid}: its worker {', '.join(lost)} died while "
@@ -206,7 +213,7 @@ class Campaign:
 def status(address: str) -> list[dict[str, Any]]:
     """Each netrig worker of the cluster: its name, address and facts, and whether it is
     running a run now."""
-    c = Campaign(address, wait_s=0.0)
+    c = Campaign(address, wait_s=0.0, strict=False)  # (listed, whatever they run: `status` is for finding out)
     try:
         busy = c.client.processing()
         return [{"address": a, **f, "busy": bool(busy.get(a))} for a, f in sorted(c.workers.items())]
@@ -215,14 +222,17 @@ def status(address: str) -> list[dict[str, Any]]:
 
 
 def exec_scheduler(port: int, host: str | None) -> None:
-    """Becomes a Dask scheduler for campaigns (`netrig cluster scheduler`)."""
+    """Becomes a Dask scheduler for campaigns (`netrig cluster scheduler`), on loopback
+    unless `host` says which address to listen on: whoever reaches it can run code as
+    root on every worker (Dask's scheduler has no authentication of its own)."""
     env = dict(os.environ)
     env.setdefault("DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL", WORKER_TTL)
-    argv = ["distributed.cli.dask_scheduler", "--port", str(port), "--no-dashboard"]
-    argv += ["--host", host] if host else []
-    print(f"netrig: a scheduler on port {port}; start a worker on each machine with "
-          f"'netrig cluster worker tcp://THIS-HOST:{port}', then "
-          f"'netrig run SCENARIO --cluster tcp://THIS-HOST:{port}'", file=sys.stderr)
+    where = host or "127.0.0.1"
+    argv = ["distributed.cli.dask_scheduler", "--port", str(port), "--no-dashboard", "--host", where]
+    print(f"netrig: a scheduler on {where}, port {port}; start a worker on each machine with "
+          f"'netrig cluster worker tcp://{where}:{port}', then 'netrig run SCENARIO --cluster "
+          f"tcp://{where}:{port}'. Anyone who reaches this port can run commands as root on the "
+          "workers: listen only on a network you trust.", file=sys.stderr)
     _become(argv, env)
 
 

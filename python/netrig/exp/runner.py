@@ -153,7 +153,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                     time.sleep(settle)
     except KeyboardInterrupt:
         tally.status = "interrupted"
-    except RunFailed:
+    except BaseException:  # three failures in a row, or the unforeseen: what ran is kept
         tally.status = "failed"
         raise
     finally:
@@ -186,6 +186,7 @@ class Tally:
         self.status = "complete"
         self.failures = 0
         self.last_error = ""
+        self.tripped = ""  # the last error of the first three failures in a row (check() raises)
 
     def ran(self, t: Todo, doc: dict[str, Any]) -> str:
         """The note to show for a run that wrote its run.json (doc)."""
@@ -200,11 +201,15 @@ class Tally:
             note = (note + "\n" if note else "") + f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
                 doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
             self.status = "failed"
+        if doc["status"] == "interrupted":  # (a campaign's run whose process was stopped by
+            self.status = "failed"           # someone else; a stopped campaign says "interrupted")
+            note = (note + "\n" if note else "") + f"run {rid} was interrupted: its flows' numbers cover part of it"
         if doc["status"] == "failed":  # recorded whole, flows and all
             self.last_error = doc.get("error", "")
             note = f"run {rid} failed: {self.last_error}" + (f"\n{note}" if note else "")
             self.status = "failed"
             self.failures += 1
+            self._trip()
         else:
             self.failures = 0
         return "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc), evs.note(doc)) if x)
@@ -214,15 +219,22 @@ class Tally:
         self.status = "failed"
         self.failures += 1
         self.last_error = error
+        self._trip()
         res.write_json(self.out / "runs" / t.rid / "run.json", {
             "run": t.rid, "point": t.point.index, "rep": t.rep, "seed": t.seed,
             "params": t.point.params, "status": "failed", "error": error, "flows": {}, **(extra or {})},
             self.out)
         return f"run {t.rid} failed: {error}"
 
+    def _trip(self) -> None:
+        if self.failures >= 3 and not self.tripped:
+            self.tripped = self.last_error
+
     def check(self) -> None:
-        if self.failures >= 3:
-            raise RunFailed(f"three runs in a row failed; the last: {self.last_error}")
+        """Raises RunFailed once three runs in a row have failed (on a cluster, in the
+        order they came back; a run that came back with them is kept all the same)."""
+        if self.tripped:
+            raise RunFailed(f"three runs in a row failed; the last: {self.tripped}")
 
 
 def _lab_prefix() -> str:

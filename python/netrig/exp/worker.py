@@ -57,33 +57,48 @@ def facts() -> dict[str, Any]:
             "cpu": h["cpu"], "cpus": h["cpus"], "root": os.geteuid() == 0, "missing": bins}
 
 
-def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str) -> dict[str, Any]:
+def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str, version: str,
+           settle_s: float = 0.0) -> dict[str, Any]:
     """Runs one run here; returns {"files": {relpath: bytes}, "worker": {...}}, or when
     the run could not run at all {"error": why, ...}, or {"stopped": True, ...} when the
-    campaign was stopped before it began."""
+    campaign was stopped before it began. `version`: the head's netrig (a worker that
+    joined after the head's check and runs another is refused here); `settle_s`: the
+    pause between this worker's runs, as between a local run's."""
     from distributed import Event, get_worker
 
+    global _last_end
     w = get_worker()
     me = {"name": str(w.name), "address": w.address, **facts()}
+    if me["netrig"] != version or not me["root"] or me["missing"]:
+        return {"worker": me, "error": f"worker {me['name']} ({me['hostname']}) cannot run it: " + (
+            f"it runs netrig {me['netrig']}, the head {version}" if me["netrig"] != version
+            else "it is not root" if not me["root"] else me["missing"])}
     stop = Event(stop_event(campaign))
-    if stop.is_set():  # the campaign stopped while this run waited for a worker
+    if _stopped(stop):  # the campaign stopped while this run waited for a worker
         return {"stopped": True, "worker": me}
+    time.sleep(max(0.0, settle_s - (time.monotonic() - _last_end)))
     w.log_event(TOPIC, {"campaign": campaign, "run": rid, "name": me["name"],
                         "hostname": me["hostname"], "event": "start"})
-    tmp = Path(tempfile.mkdtemp(prefix=f"netrig-{rid}-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{rid}-"))
+    child = None
+    stopped = False
     try:
         with open(tmp / "child.log", "wb") as log:
             child = subprocess.Popen([sys.executable, "-m", "netrig.exp.worker", str(tmp), str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True)
+            (tmp / "child.pid").write_text(str(child.pid))
             assert child.stdin is not None
-            child.stdin.write(pickle.dumps((point, rep, seed, rid)))
-            child.stdin.close()
-            stopped, asked = False, 0.0
+            try:
+                child.stdin.write(pickle.dumps((point, rep, seed, rid)))
+                child.stdin.close()
+            except BrokenPipeError:  # it died first: its log says why
+                pass
+            asked = 0.0
             while child.poll() is None:
                 time.sleep(0.02)
                 if not stopped and time.monotonic() - asked > 0.5:  # (a round trip to the scheduler)
                     asked = time.monotonic()
-                    if stop.is_set():
+                    if _stopped(stop):
                         child.send_signal(signal.SIGTERM)  # its run tears down and says "interrupted"
                         stopped = True
         me["lab"] = f"nx{child.pid % 100000}"
@@ -92,15 +107,46 @@ def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str) -> dict[str
             files = {str(p.relative_to(rdir)): p.read_bytes()
                      for p in sorted(rdir.rglob("*")) if p.is_file() and not p.is_symlink()}
             return {"files": files, "worker": me}
+        if stopped:  # stopped before its flows began: not run, as a local run stopped then
+            return {"stopped": True, "worker": me}
         said = (tmp / "error.txt").read_text() if (tmp / "error.txt").exists() else ""
         if not said:
             rc = child.returncode
             tail = (tmp / "child.log").read_text(errors="replace").strip()[-500:]
             said = (f"its process ended by {signal.Signals(-rc).name}" if rc < 0
                     else f"its process exited {rc}") + (f": {tail}" if tail else "")
+        _clean(w.name)  # a run killed outright left its lab
         return {"error": said, "worker": me}
     finally:
+        if child is not None and child.poll() is None:  # this task failed (the scheduler gone...)
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        _last_end = time.monotonic()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_last_end = 0.0  # when this worker's last run ended (monotonic)
+TMP_PREFIX = "netrig-run-"
+
+
+def _stopped(stop: Any) -> bool:
+    try:
+        return bool(stop.is_set())
+    except Exception:  # the scheduler did not answer this time: asked again later
+        return False
+
+
+def _clean(name: Any) -> None:
+    """Tears down the labs on this machine whose builder died (none of a live run's)."""
+    from netrig.lab.build import clean
+
+    for prefix, why, errors in clean(orphans_only=True):
+        print(f"netrig worker {name}: removed lab '{prefix}' ({why})"
+              + (f": {'; '.join(errors)}" if errors else ""), file=sys.stderr, flush=True)
 
 
 def _die_with(parent: int) -> None:
@@ -130,15 +176,19 @@ def child(argv: list[str]) -> int:
 
 def dask_setup(worker: Any) -> None:
     """The preload's hook, run each time the worker starts: refuses to serve without
-    root and removes the labs a crash left (as `netrig clean`)."""
-    from netrig.lab.build import clean
-
+    root, removes the labs a crash left (as `netrig clean`, but only those whose builder
+    died) and the run directories of runs whose process is gone."""
     if os.geteuid() != 0:
         raise SystemExit("netrig cluster worker: a worker builds networks, so it runs as root")
     t = time.monotonic()
-    for prefix, why, errors in clean():
-        print(f"netrig worker {worker.name}: removed lab '{prefix}' ({why})"
-              + (f": {'; '.join(errors)}" if errors else ""), file=sys.stderr, flush=True)
+    _clean(worker.name)
+    for d in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*"):
+        try:
+            pid = int((d / "child.pid").read_text())
+        except (OSError, ValueError):
+            continue  # (a run starting on another worker here: not yet ours to judge)
+        if not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
     if time.monotonic() - t > 1:
         print(f"netrig worker {worker.name}: cleaning took {time.monotonic() - t:.1f} s", file=sys.stderr)
 

@@ -348,11 +348,12 @@ def teardown(st: LabState) -> list[str]:
     return errors
 
 
-def clean(everything: bool = False) -> list[tuple[str, str, list[str]]]:
+def clean(everything: bool = False, orphans_only: bool = False) -> list[tuple[str, str, list[str]]]:
     """Tears down the labs whose builder was killed or whose netrig-link died (every
-    lab with `everything`): (prefix, why, problems) for each lab looked at that had a
-    problem or was removed (why is "" for a lab whose state could not be read). What
-    `netrig clean` does, and what a cluster worker does each time it starts."""
+    lab with `everything`; only those whose builder died with `orphans_only`, as a
+    cluster worker does: a live builder tears its own down): (prefix, why, problems)
+    for each lab looked at that had a problem or was removed (why is "" for a lab whose
+    state could not be read). What `netrig clean` does."""
     done = []
     for prefix in labs():
         try:
@@ -363,7 +364,7 @@ def clean(everything: bool = False) -> list[tuple[str, str, list[str]]]:
         crashed = st.owner_pid and not alive(st.owner_pid)
         emu_dead = "netrig-link" in st.pids and not alive(st.pids["netrig-link"], "netrig-link")
         why = ("--all" if everything else "its builder died" if crashed
-               else "its netrig-link died" if emu_dead else "")
+               else "its netrig-link died" if emu_dead and not orphans_only else "")
         if why:
             done.append((prefix, why, teardown(st)))
     return done
