@@ -203,8 +203,9 @@ def test_neighbour_and_peer_json_as_frr_8_prints_them():
                    {"id": "10.255.0.2", "state": "Init/-", "iface": "eth1"}]
     assert frr.full_by_iface(got) == {"eth0": 1}
     peers = frr.bgp_peers({"ipv4Unicast": {"peers": {"10.0.0.2": {"remoteAs": 65002, "state": "Established",
-                                                                   "pfxRcd": 3}}}})
-    assert peers == [{"address": "10.0.0.2", "as": 65002, "state": "Established", "received": 3}]
+                                                                   "pfxRcd": 3, "peerUptimeMsec": 4000}}}})
+    assert peers == [{"address": "10.0.0.2", "as": 65002, "state": "Established", "received": 3,
+                      "up_ms": 4000}]
     assert frr.bgp_peers({}) == [] and frr.ospf_neighbours({}) == []
 
 
@@ -234,3 +235,22 @@ def test_loopback_networks_are_host_routes():
     p = plan(RING)
     assert all(lo.network.prefixlen == 32 for lo in p.loopbacks.values())
     assert ipaddress.ip_network("10.255.0.1/32") in frr.expected_routes(p)["r2"]
+
+
+def test_convergence_waits_out_bgps_coalesce_time_and_watches_its_table_version():
+    # bgpd holds a new update subgroup's first UPDATEs 1 s + 50 ms per peer (at most 10 s):
+    # a table still for less than that is not settled.
+    assert frr.bgp_coalesce_s(3) == 1.15
+    assert frr.bgp_coalesce_s(1000) == 10.0
+    assert frr.bgp_table_version({"ipv4Unicast": {"tableVersion": 25, "peers": {}}}) == 25
+    assert frr.bgp_table_version({}) is None
+
+
+def test_a_session_just_up_is_not_yet_settled():
+    want = {"10.0.12.2": 65002, "10.255.0.1": 65001}
+    peers = frr.bgp_peers({"ipv4Unicast": {"peers": {
+        "10.0.12.2": {"remoteAs": 65002, "state": "Established", "pfxRcd": 0, "peerUptimeMsec": 1000},
+        "10.255.0.1": {"remoteAs": 65001, "state": "Established", "pfxRcd": 4, "peerUptimeMsec": 9000},
+        "10.9.9.9": {"remoteAs": 1, "state": "Established", "peerUptimeMsec": 0}}}})
+    assert frr.too_new(want, peers, 2.9) == ["10.0.12.2 (AS 65002, up 1.0 s of 2.9 s)"]
+    assert frr.too_new(want, peers, 0.5) == []

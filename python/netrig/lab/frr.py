@@ -568,11 +568,30 @@ def ospf_neighbours(doc: object) -> list[dict]:
     return out
 
 
+def bgp_coalesce_s(peers: int) -> float:
+    """How long bgpd holds a new update subgroup's first UPDATEs (coalesce time): 1 s,
+    plus 50 ms per peer, at most 10 s (bgpd's defaults)."""
+    return min(10.0, 1.0 + 0.05 * peers)
+
+
+def bgp_table_version(doc: object) -> int | None:
+    """`show bgp summary json`'s IPv4 table version: it moves with every best-path change."""
+    return (((doc or {}).get("ipv4Unicast") or {}).get("tableVersion"))  # type: ignore[union-attr]
+
+
 def bgp_peers(doc: object) -> list[dict]:
     """`show bgp summary json` as [{address, as, state, received}]."""
     peers = (((doc or {}).get("ipv4Unicast") or {}).get("peers") or {})  # type: ignore[union-attr]
     return [{"address": a, "as": p.get("remoteAs"), "state": p.get("state", "?"),
-             "received": p.get("pfxRcd", 0)} for a, p in peers.items()]
+             "received": p.get("pfxRcd", 0), "up_ms": p.get("peerUptimeMsec")} for a, p in peers.items()]
+
+
+def too_new(want: dict[str, int], peers: list[dict], hold_s: float) -> list[str]:
+    """The Established sessions of `want` up for less than `hold_s`: bgpd may still hold
+    their first UPDATEs (bgp_coalesce_s), so a route learnt elsewhere may yet lose."""
+    return [f"{p['address']} (AS {want[p['address']]}, up {p['up_ms'] / 1000:.1f} s of {hold_s:.1f} s)"
+            for p in peers if p["address"] in want and p["state"] == "Established"
+            and isinstance(p.get("up_ms"), int) and p["up_ms"] < hold_s * 1000]
 
 
 def router_status(ns: str, d: Path, procs: dict[str, list[int]], timeout: float = 3.0) -> dict:

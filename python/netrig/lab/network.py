@@ -344,6 +344,8 @@ class Network:
 
         adjacent = frr.expected_adjacencies(self.plan)
         sessions = frr.expected_bgp_peers(self.plan)
+        # A session's first UPDATEs leave after the coalesce time (both ends', in turn)
+        hold_s = 2 * frr.bgp_coalesce_s(max((len(v) for v in sessions.values()), default=0)) + 0.5
         short: dict[str, list[str]] = {}  # router -> what of its protocols is not up yet
 
         def protocols(r: str) -> list[str]:
@@ -357,6 +359,7 @@ class Network:
             if sessions.get(r):
                 peers = frr.bgp_peers(frr.vtysh(st.node_ns[r], d, "bgpd", "show bgp summary json"))
                 out += [f"BGP session to {p}" for p in frr.not_established(sessions[r], peers)]
+                out += [f"BGP session to {p}: just up" for p in frr.too_new(sessions[r], peers, hold_s)]
             return out
 
         def lacks(r: str) -> tuple[str, list[ipaddress.IPv4Network]]:
@@ -373,12 +376,26 @@ class Network:
             return r, gone
 
         # Settled: every table the same over an SPF hold and a bit (an adjacency that has
-        # just come up has not yet moved the routes).
+        # just come up has not yet moved the routes), each BGP router's table version
+        # included. BGP sessions must also have been up for hold_s (protocols()): a
+        # session just Established sends its first UPDATEs a coalesce time later, so a
+        # route learnt over another session sits still until then (seen: r12 kept r13's
+        # iBGP route over its own eBGP one, the table still for 0.5 s).
         t = self.topo.routing.ospf
         settle_s = 0.5 + (t.ms("spf_delay") + t.ms("spf_hold")) / 1000
 
+        def table(r: str) -> tuple:
+            if not sessions.get(r):
+                return (route_table(st.node_ns[r]),)
+            try:
+                version = frr.bgp_table_version(frr.vtysh(st.node_ns[r], frr.router_dir(st.dir, r), "bgpd",
+                                                          "show bgp summary json"))
+            except LabError as e:
+                version = str(e)
+            return route_table(st.node_ns[r]), version
+
         def tables() -> list:
-            return list(pool.map(lambda r: route_table(st.node_ns[r]), want))
+            return list(pool.map(table, want))
 
         pending = list(want)
         with ThreadPoolExecutor(max_workers=4) as pool:
