@@ -15,6 +15,7 @@ from netrig import units
 from netrig.exp.scenario import Point, find_link
 from netrig.lab import netns
 from netrig.lab.network import Network
+from netrig.procs import end as end_process
 
 
 class _RouteMonitor:
@@ -41,13 +42,7 @@ class _RouteMonitor:
     def stop(self, t0_wall: float | None) -> list[dict[str, Any]]:
         """Stops each monitor by its PID; the changes (t from t0_wall), or [] when None."""
         for p in self.procs.values():
-            if p.poll() is None:
-                p.terminate()
-            try:
-                p.wait(timeout=3)
-            except Exception:
-                p.kill()
-                p.wait(timeout=3)
+            end_process(p)
         if t0_wall is None:
             return []
         out: list[dict[str, Any]] = []

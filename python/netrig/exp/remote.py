@@ -46,6 +46,7 @@ from netrig.exp.flows import (
     wait_for_flows,
 )
 from netrig.exp.scenario import Point
+from netrig.procs import end as end_process
 from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan
@@ -429,13 +430,7 @@ def _stop_all(hosts: dict[str, Host], pids: dict[str, list[tuple[int, str]]],
         except HostError as e:
             errors.append(f"{e} (processes left there: {', '.join(str(p) for p, _ in procs)})")
     for _, _, p in servers:
-        if p.poll() is None:
-            p.terminate()
-        try:
-            p.wait(timeout=5)
-        except Exception:
-            p.kill()
-            p.wait(timeout=5)
+        end_process(p, 5)
     return errors
 
 

@@ -145,8 +145,6 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                     raise
                 except Exception as e:  # the run is recorded as failed; the rest go on
                     note = tally.crashed(t, str(e))
-                    if tally.failures >= 3:
-                        raise RunFailed(f"three runs in a row failed; the last: {e}") from e
                 shown.end_run(t.k, t.point.length_s, settle, note)
                 tally.check()
                 if settle and n + 1 < len(todo):

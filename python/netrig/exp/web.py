@@ -38,6 +38,7 @@ from typing import Any
 
 from netrig.exp import webserver, webtools
 from netrig.exp.scenario import FlowSpec
+from netrig.procs import end as end_process
 
 DEFAULT_SIZE = 100_000
 # curl -w's variables that a fetch reads, and the type each must have.
@@ -279,13 +280,7 @@ def _one(argv: list[str], lines: list[str], started: float, deadline: float,
         if time.monotonic() > deadline:
             problem = "curl did not finish by the flow's end + 30 s: stopped"
             break
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    end_process(p)
     reader.join(timeout=5)
     if p.returncode and p.returncode > 0 and len(lines) == before:
         problem = problem or f"curl exited {p.returncode} without a report"

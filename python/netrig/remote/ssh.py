@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netrig.errors import NetrigError
+from netrig.procs import end as end_process
 from netrig.remote.hosts import HostSpec
 
 SSH_FAILED = 255  # ssh's own exit status: it, not the remote command, failed
@@ -209,13 +210,7 @@ class Host:
                     m.wait(timeout=3)
                 except (OSError, subprocess.TimeoutExpired):
                     pass
-            if m.poll() is None:  # a master that never connected, or did not leave when asked
-                m.terminate()
-                try:
-                    m.wait(timeout=3)
-                except subprocess.TimeoutExpired:
-                    m.kill()
-                    m.wait(timeout=3)
+            end_process(m)  # a master that never connected, or did not leave when asked
         if self._dir is not None:
             for f in Path(self._dir).iterdir():
                 try:
