@@ -48,12 +48,14 @@ def _real_hosts_only(args: argparse.Namespace) -> bool:
         return False
     from pathlib import Path
 
+    from netrig.exp.results import load_scenario_of
     from netrig.exp.scenario import load_scenario
 
-    path = Path(args.resume) / "scenario.yaml" if args.resume else args.scenario
     try:
-        return path is not None and load_scenario(path, quick=bool(args.quick), sets=args.set).points[0].hosts \
-            is not None
+        if args.resume:  # (a results directory: read through safefs)
+            return load_scenario_of(Path(args.resume)).points[0].hosts is not None
+        return args.scenario is not None and load_scenario(
+            args.scenario, quick=bool(args.quick), sets=args.set).points[0].hosts is not None
     except (NetrigError, OSError, IndexError):
         return False
 
@@ -527,12 +529,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.resume:
         out = Path(args.resume)
-        if not (out / "meta.json").exists() or not (out / "scenario.yaml").exists():
-            raise NetrigError(f"--resume {out}: not a netrig results directory "
-                              "(it lacks meta.json or scenario.yaml)")
         if args.scenario or args.quick or args.set:
             raise NetrigError("--resume DIR runs the scenario saved in DIR: give no scenario, --quick or --set")
-        scenario = load_scenario(out / "scenario.yaml")
+        scenario = res.load_scenario_of(out)  # (meta.json and scenario.yaml through safefs)
     else:
         if not args.scenario:
             raise NetrigError("netrig run SCENARIO (or --resume DIR)")
@@ -572,7 +571,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from netrig.exp import report
 
-        page = report.build(out, args.allow_foreign_dir)
+        page = report.build(out, args.allow_foreign_dir, warn=_refused)
         print(f"report: {page}")
     except ImportError:
         pass
@@ -625,8 +624,13 @@ def _report(args: argparse.Namespace) -> int:
 
     res.load(Path(args.dir))  # not a results directory: said before anything is written
     _headline(Path(args.dir))
-    print(f"report: {report.build(Path(args.dir), args.allow_foreign_dir)}")
+    print(f"report: {report.build(Path(args.dir), args.allow_foreign_dir, warn=_refused)}")
     return 0
+
+
+def _refused(said: str) -> None:
+    """A file a results directory's reader refused (netrig.safefs), on stderr."""
+    print(f"netrig: {said}", file=sys.stderr)
 
 
 def _headline(out) -> None:
@@ -649,7 +653,7 @@ def _compare(args: argparse.Namespace) -> int:
     from netrig.exp import plot
 
     print(plot.compare_dirs([Path(d) for d in args.dirs], Path(args.out) if args.out else None,
-                            args.allow_foreign_dir))
+                            args.allow_foreign_dir, warn=_refused))
     return 0
 
 
@@ -661,7 +665,8 @@ def _plot(args: argparse.Namespace) -> int:
     dirs = [a for a in args.items if Path(a).is_dir()]
     names = [a for a in args.items if not Path(a).is_dir()]
     for path in plot.plot_command([Path(d) for d in dirs], names,
-                                  Path(args.out) if args.out else None, args.format, args.run):
+                                  Path(args.out) if args.out else None, args.format, args.run,
+                                  warn=_refused):
         print(path)
     return 0
 

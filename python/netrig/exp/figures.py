@@ -249,6 +249,7 @@ class Figure:
     kind: str  # "sweep", "fairness", "cdf" or "timeseries"
     files: list[Path] = field(default_factory=list)  # every format written
     marks: list[series.Mark] = field(default_factory=list)  # the events drawn on it
+    data: bytes = b""  # path's bytes as drawn, which the report embeds (it reads nothing back)
 
 
 class Figures(list[Figure]):
@@ -267,10 +268,11 @@ class _Plan:
     marks: list[series.Mark] = field(default_factory=list)
 
 
-def make_figures(out: Path, formats: Iterable[str] | None = None) -> Figures:
+def make_figures(out: Path, formats: Iterable[str] | None = None, res: Results | None = None) -> Figures:
     """Draws the figures of a results directory into out/figures (replacing its old
-    ones), each in every format of `formats` (see formats_of)."""
-    res = load(out)
+    ones), each in every format of `formats` (see formats_of); `res`: out read back
+    already (what it refuses is kept there)."""
+    res = res or load(out)
     plans = _sweep_plans([("", res)]) + _fairness(res) + _cdfs(res) + _timeseries(res)
     return _render(plans, out, formats)
 
@@ -311,14 +313,19 @@ def figure(plan_draw: Callable[[Axes], None], title: str) -> MplFigure:
 
 def save(fig: MplFigure, root: Path, stem: Path, formats: Iterable[str]) -> list[Path]:
     """fig as root/stem.FORMAT for each format (through no link: safefs)."""
-    paths = []
+    return [path for path, _ in _save(fig, root, stem, formats)]
+
+
+def _save(fig: MplFigure, root: Path, stem: Path, formats: Iterable[str]) -> list[tuple[Path, bytes]]:
+    """save's files, each with the bytes written."""
+    done = []
     for fmt in formats:
         buf = io.BytesIO()
         fig.savefig(buf, format=fmt, dpi=DPI, metadata=_METADATA.get(fmt))
         path = stem.with_name(f"{stem.name}.{fmt}")
         safefs.write(root, path, buf.getvalue())
-        paths.append(root / path)
-    return paths
+        done.append((root / path, buf.getvalue()))
+    return done
 
 
 # No creation date in SVG or PDF: the same data draws the same file.
@@ -341,8 +348,9 @@ def _render(plans: list[_Plan], out: Path, formats: Iterable[str] | None = None)
             k += 1
         stem = stem if k == 1 else f"{stem}-{k}"
         stems.add(stem)
-        files = save(fig, out, (dest / stem).relative_to(out), fmts)
-        done.append(Figure(files[0], plan.title, plan.caption, plan.kind, files, plan.marks))
+        files = _save(fig, out, (dest / stem).relative_to(out), fmts)
+        done.append(Figure(files[0][0], plan.title, plan.caption, plan.kind, [p for p, _ in files],
+                           plan.marks, files[0][1]))
     return done
 
 

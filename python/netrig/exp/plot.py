@@ -11,7 +11,7 @@ Drawing itself (style, legend, formats) is figures.py's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,12 @@ def _pick(res: Results, runs: Iterable[str] | None) -> list[dict[str, Any]]:
 
 
 def plot_command(dirs: list[Path], series_names: list[str], out: Path | None = None,
-                 fmt: str = "png", runs: list[str] | None = None) -> list[Path]:
+                 fmt: str = "png", runs: list[str] | None = None,
+                 warn: Callable[[str], None] | None = None) -> list[Path]:
     """`netrig plot`: each series of the runs of every directory on one axes; one file
     per series (out, or out-SERIES.FMT for several; default ./netrig-plot-SERIES.FMT).
-    Returns the files written."""
+    Returns the files written; each file a directory refused (results.Results.refused)
+    is given to `warn`, a sentence each."""
     if not dirs or not series_names:
         raise PlotError("netrig plot DIR [DIR...] SERIES...: give a results directory and a series "
                         f"({', '.join(SERIES_NAMES)})")
@@ -65,6 +67,21 @@ def plot_command(dirs: list[Path], series_names: list[str], out: Path | None = N
     results = [load(Path(d)) for d in dirs]
     sets = labelled(results) if len(results) > 1 else [("", results[0])]
     items = [(name, res, run) for name, res in sets for run in _pick(res, runs)]
+    try:
+        return _plot(items, dirs, qs, out, fmts)
+    finally:
+        _said(results, warn)
+
+
+def _said(results: list[Results], warn: Callable[[str], None] | None) -> None:
+    """Each directory's refused files, to `warn`."""
+    for r in results if warn else []:
+        for said in r.refused:
+            warn(f"{r.out}: {said}")
+
+
+def _plot(items: list[tuple[str, Results, dict[str, Any]]], dirs: list[Path], qs: list[str],
+          out: Path | None, fmts: tuple[str, ...]) -> list[Path]:
     if not items:
         raise PlotError(f"{', '.join(map(str, dirs))}: no finished run to plot")
     written = []
@@ -88,10 +105,11 @@ def plot_command(dirs: list[Path], series_names: list[str], out: Path | None = N
 
 
 def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool = False,
-                 formats: Iterable[str] | None = None) -> Path:
+                 formats: Iterable[str] | None = None, warn: Callable[[str], None] | None = None) -> Path:
     """`netrig compare` of N directories: compare.html in `out` (default: beside the
     first, compare-A-vs-B-vs-...): what differs between them, then the sweep curves and
-    time series of all of them on shared axes, each labelled by what differs."""
+    time series of all of them on shared axes, each labelled by what differs. Files a
+    directory refused are named in the page and given to `warn`."""
     from netrig.exp import report
 
     if len(dirs) < 2:
@@ -111,10 +129,11 @@ def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool 
                                               "values below (the first three)."
                                               if diff else "Nothing recorded differs between "
                                               "these directories: each is named by its directory."),
-                                  table]),
+                                  table, *(b for r in results for b in report.refusals(r, f"{r.out}: "))]),
                 ("Figures", list(drawn) or [report.Note("Nothing the directories share to draw.")])]
     title = "netrig compare: " + " vs ".join(r.out.name for r in results)
     safefs.write(out, Path("compare.html"), report.to_html(title, sections))
+    _said(results, warn)
     return out / "compare.html"
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -354,8 +355,8 @@ def _html_block(b: Block) -> str:
     if isinstance(b, Details):
         inner = "\n".join(_html_block(x) for x in b.blocks)
         return f"<details><summary>{_esc(b.summary)}</summary>\n{inner}\n</details>"
-    if isinstance(b, Figure):
-        data = base64.b64encode(b.path.read_bytes()).decode("ascii")
+    if isinstance(b, Figure):  # (its bytes as drawn, or as read through safefs: nothing by path)
+        data = base64.b64encode(b.data).decode("ascii")
         return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(b.title)}">'
                 f"<figcaption><b>{_esc(b.title)}.</b> {_esc(b.caption)}</figcaption></figure>")
     return "<ul>\n" + "".join(f"<li>{_esc(x)}</li>\n" for x in b) + "</ul>"
@@ -410,19 +411,20 @@ def to_markdown(title: str, sections: list[Section], base: Path) -> str:
 
 
 # The report.
-def build(out: Path, allow_foreign: bool = False) -> Path:
+def build(out: Path, allow_foreign: bool = False, warn: Callable[[str], None] | None = None) -> Path:
     """Rewrites results.csv, the figures, report.html and report.md; returns report.html.
-    Refuses (safefs.ForeignDir) a directory another user owns unless `allow_foreign`."""
+    Refuses (safefs.ForeignDir) a directory another user owns unless `allow_foreign`.
+    Every file is read through safefs (results.Results); what it refused is named in
+    the report and given to `warn`, a sentence each."""
     safefs.check_owner(out, allow_foreign)
     res = load(out)
-    write_csv(out)
-    drawn = make_figures(out)
+    write_csv(out, res)
+    drawn = make_figures(out, res=res)
     rows = summary(res)
     problems = _problems(res)
     title = f"netrig report: {res.meta.get('scenario') or out.name}"
     topology = _topology(res, out)
-    sections: list[Section] = [
-        ("Results", [*_status(res, problems), *_results(res, rows)]),
+    rest: list[Section] = [
         ("Far from theory", _far(rows)),
         *_real_hosts(res),
         *_events(res),
@@ -434,9 +436,22 @@ def build(out: Path, allow_foreign: bool = False) -> Path:
             Details("Host and timing", [*_timing(res), _host(res), *_cluster(res)]),
             Details(f"Runs ({len(res.runs)})", [_run_list(res)])]),
     ]
+    sections: list[Section] = [("Results", [*_status(res, problems), *refusals(res),
+                                            *_results(res, rows)]), *rest]
     atomic_write(out / "report.md", to_markdown(title, sections, out), out)
     atomic_write(out / "report.html", to_html(title, sections), out)
+    for said in res.refused if warn else []:
+        warn(said)
     return out / "report.html"
+
+
+def refusals(res: Results, side: str = "") -> list[Block]:
+    """A warning naming each file of the directory that was not read (Results.refused)."""
+    if not res.refused:
+        return []
+    return [Note(f"{side}Files refused: netrig reads a results directory without following links, "
+                 "without leaving it and within a size bound for each kind of file; these were "
+                 "not read, and what they hold is missing below.", warn=True), list(res.refused)]
 
 
 def _real_hosts(res: Results) -> list[Section]:
@@ -579,6 +594,7 @@ def _captures(res: Results, out: Path) -> list[Section]:
             rows.append([r["run"], f"{c.get('where', '')} ({c.get('by', '')})", frames, tcp,
                          " ".join(f"runs/{r['run']}/{f}" for f in c.get("files", [])) or NONE])
     flows, graphs = [], []
+    before = len(res.refused)
     for r in runs:
         for name, f in (r.get("flows") or {}).items():
             s, where = f.get("summary") or {}, f.get("capture") or {}
@@ -588,14 +604,21 @@ def _captures(res: Results, out: Path) -> list[Section]:
                           NONE if s.get("retrans_pct") is None else f"{s['retrans_pct']:.3g} %",
                           f"{s.get('capture_retransmissions')} of {s.get('capture_segments')}",
                           str(s.get("capture_dup_acks")), str(s.get("capture_out_of_order"))])
-            png = out / "runs" / r["run"] / where.get("stevens", "-")
-            if where.get("stevens") and png.is_file() and len(graphs) < MAX_STEVENS:
-                graphs.append(Figure(png, f"{name} in run {r['run']}: time-sequence (Stevens) graph",
+            stevens = where.get("stevens")
+            if not stevens or len(graphs) >= MAX_STEVENS:
+                continue
+            png = res.run_file(str(r["run"]), str(stevens), f"capture graph of {name} in run {r['run']}",
+                               safefs.IMAGE)  # (named by run.json: read through safefs, or refused)
+            if png is not None:
+                graphs.append(Figure(out / "runs" / str(r["run"]) / str(stevens),
+                                     f"{name} in run {r['run']}: time-sequence (Stevens) graph",
                                      "Each data segment as a bar from its first to its last sequence "
                                      "number at the time the capture saw it (retransmissions and "
                                      "out-of-order segments marked), the receiver's cumulative ACK "
                                      "and its window's edge; below, throughput and goodput.",
-                                     "timeseries"))
+                                     "timeseries", data=png))
+    if len(res.refused) > before:
+        graphs.append(Note("Not shown: " + "; ".join(res.refused[before:]) + ".", warn=True))
     blocks: list[Block] = [
         Note("Packet captures (pcapng, openable in Wireshark). A capture of an emulated link "
              "also holds each frame the link dropped, commented with the cause "
@@ -682,8 +705,8 @@ def _scenario(res: Results) -> list[Block]:
              ["--quick", "yes" if m.get("quick") else "no"],
              ["--set", ", ".join(m.get("sets") or []) or "none"],
              ["command", " ".join(map(str, m.get("command") or []))]]
-    path = res.out / "scenario.yaml"
-    text = path.read_text(encoding="utf-8") if path.is_file() else "(no scenario.yaml)"
+    refused = next((x for x in res.refused if x.startswith("scenario.yaml refused")), "")
+    text = res.scenario_text or f"({refused or 'no scenario.yaml'})"
     return [Table(["", ""], facts),
                      Note("The scenario as run (--quick and --set applied, topology inline):"),
                      Pre(text)]
@@ -828,7 +851,7 @@ def _figures(drawn: Figures) -> list[Block]:
 def compare(a: Path, b: Path, out: Path | None = None, allow_foreign: bool = False) -> Path:
     """compare.html (in `out`, by default a new directory beside a); returns its path.
     Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`."""
-    ra, rb = load(a), load(b)
+    ra, rb = load(a), load(b)  # (through safefs: what either refused is named below)
     out = out or a.parent / f"compare-{a.name}-vs-{b.name}"
     safefs.check_owner(out, allow_foreign)
     safefs.makedirs(out)
@@ -838,6 +861,7 @@ def compare(a: Path, b: Path, out: Path | None = None, allow_foreign: bool = Fal
     drawn = compare_figures(ra, rb, out)
     warnings: list[Block] = [Note(f"{side}: {v.text}", warn=True)
                              for side, r in (("A", ra), ("B", rb)) if (v := _verdict_note(r)).warn]
+    warnings += [b for side, r in (("A", ra), ("B", rb)) for b in refusals(r, f"{side}: ")]
     sections: list[Section] = [
         ("Directories", [_sides(ra, rb), *warnings]),
         ("Summaries side by side", [Note("Joined on (sweep point, flow, metric); measured as "

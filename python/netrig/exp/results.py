@@ -38,14 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from netrig import safefs, units
 from netrig.errors import NetrigError
-from netrig.exp.scenario import SCHEMA, Point, loads_scenario
+from netrig.exp.scenario import SCHEMA, Point, Scenario, loads_scenario
 from netrig.exp.verdict import decimal, versus
 from netrig.exp.why import QueueSeen, queue_seen, rtt_here
 from netrig.link import spec as linkspec
+from netrig.topo import load as tload
 from netrig.topo.plan import make_plan, path
 
 # netrig-link counts a packet released more than its budget (1 ms) after its due time;
@@ -126,14 +125,26 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]], root: Path | None = None
     atomic_write(path, "".join(json.dumps(r, default=_plain) + "\n" for r in rows), root)
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+# Every file read back from a results directory goes through safefs's read side: below
+# the directory only, no link followed, a regular file within its kind's bound.
+INSIDE = "the results directory"
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
+def read_json(path: Path, root: Path | None = None, bound: safefs.Bound = safefs.RUN_JSON) -> dict[str, Any]:
+    """path's JSON document, read without following a link from `root` (the results
+    directory; by default path's own directory) down, at most `bound` of it (UnsafeRead)."""
+    base = root if root is not None else path.parent
+    return json.loads(safefs.read_bytes(base, path.relative_to(base), bound, INSIDE))
+
+
+def read_jsonl(path: Path, root: Path | None = None) -> list[dict[str, Any]]:
+    """path's JSON lines ([] when it is not there), read as read_json reads."""
+    base = root if root is not None else path.parent
+    try:
+        text = safefs.read_text(base, path.relative_to(base), safefs.SERIES, INSIDE)
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _plain(o: Any) -> Any:
@@ -282,15 +293,63 @@ def _read(path: str) -> str:
         return ""
 
 
-def runs(out: Path) -> list[dict[str, Any]]:
-    """Every finished run's run.json, in run order."""
-    return [read_json(p) for p in sorted((out / "runs").glob("*/run.json"))]
+def runs(out: Path, refused: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every finished run's run.json, in run order. A run.json (or runs/) refused by
+    safefs is left out and said in `refused` (raised without it)."""
+    return [doc for _, doc in _run_docs(out, refused)]
 
 
-def csv_rows(out: Path) -> tuple[list[str], list[dict[str, Any]]]:
+def _run_docs(out: Path, refused: list[str] | None) -> list[tuple[str, Any]]:
+    """(directory name, its run.json) of every run that has one, as `runs` reads them."""
+    def refuse(e: safefs.UnsafeRead, what: str) -> None:
+        if refused is None:
+            raise e
+        refused.append(f"{what} refused: {e.reason}")
+
+    try:
+        names = safefs.list_dir(out, "runs", INSIDE)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except safefs.UnsafeRead as e:
+        refuse(e, "runs/ (every run)")
+        return []
+    done = []
+    for name in names:
+        try:
+            done.append((name, read_json(out / "runs" / name / "run.json", out)))
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # not finished (or not a run)
+        except safefs.UnsafeRead as e:
+            refuse(e, f"runs/{name}/run.json")
+    return done
+
+
+def finished(out: Path) -> set[str]:
+    """The runs whose run.json says they ended well (`--resume` runs the others); a
+    run.json refused by safefs counts as not finished."""
+    return {name for name, doc in _run_docs(out, []) if isinstance(doc, dict) and doc.get("status") == "ok"}
+
+
+def read_meta(out: Path) -> dict[str, Any] | None:
+    """out/meta.json (None when it is not there); NotResults when safefs refuses it or it
+    is not JSON."""
+    try:
+        meta = read_json(out / "meta.json", out, safefs.META_JSON)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except safefs.UnsafeRead as e:
+        raise NotResults(f"{out}: meta.json refused: {e.reason}") from None
+    except (OSError, ValueError) as e:
+        raise NotResults(f"{out}: a results directory that cannot be read: {e}") from None
+    if not isinstance(meta, dict):
+        raise NotResults(f"{out}: meta.json is not a JSON object")
+    return meta
+
+
+def csv_rows(out: Path, res: Results | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """The tidy table: one row per flow per run (columns: CSV_FIRST, the sweep keys,
-    then every measured number)."""
-    res = load(out)
+    then every measured number); `res`: out read back already."""
+    res = res or load(out)
     keys = res.keys
     tol = res.tolerance
     rows: list[dict[str, Any]] = []
@@ -358,8 +417,8 @@ def event_rows(r: dict[str, Any], keys: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def write_csv(out: Path) -> Path:
-    cols, rows = csv_rows(out)
+def write_csv(out: Path, res: Results | None = None) -> Path:
+    cols, rows = csv_rows(out, res)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     w.writeheader()
@@ -380,10 +439,16 @@ class NotResults(NetrigError, ValueError):
 # Reading a results directory.
 @dataclass
 class Results:
+    """A results directory read back. Its files are read through safefs (`INSIDE`); what
+    it refused is in `refused`, a sentence each ("capture graph ... refused: its path
+    leaves the results directory"), for the report to name; the rest is read."""
+
     out: Path
     meta: dict[str, Any]
     runs: list[dict[str, Any]]
     scenario: dict[str, Any]
+    scenario_text: str = ""  # scenario.yaml as read ("" when it was not)
+    refused: list[str] = field(default_factory=list)
     _series: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -410,11 +475,35 @@ class Results:
                 out.setdefault(name, f)
         return out
 
+    def refuse(self, what: str, e: safefs.UnsafeRead) -> None:
+        """Keeps "WHAT refused: why" (once) for the report."""
+        said = f"{what} refused: {e.reason}"
+        if said not in self.refused:
+            self.refused.append(said)
+
     def series(self, run: str, name: str) -> list[dict[str, Any]]:
+        """A run's series NAME (both named by run.json), [] when it is not there or it
+        is refused (then said in `refused`)."""
         if (run, name) not in self._series:
-            path = self.out / "runs" / run / "series" / f"{name}.jsonl"
-            self._series[run, name] = read_jsonl(path)
+            rel = f"runs/{run}/series/{name}.jsonl"
+            try:
+                self._series[run, name] = read_jsonl(self.out / rel, self.out)
+            except safefs.UnsafeRead as e:
+                self.refuse(f"series {rel}", e)
+                self._series[run, name] = []
         return self._series[run, name]
+
+    def run_file(self, run: str, rel: str, what: str, bound: safefs.Bound) -> bytes | None:
+        """A file run.json names, below runs/RUN (a capture's Stevens graph); None when it
+        is not there or it is refused (then said in `refused`, `what` naming it)."""
+        path = f"runs/{run}/{rel}"
+        try:
+            return safefs.read_bytes(self.out, path, bound, INSIDE)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except safefs.UnsafeRead as e:
+            self.refuse(f"{what} ({path})", e)
+            return None
 
     def values(self, point: int, flow: str, metric: str) -> list[float]:
         """The metric in each repetition of the point whose flow ended well (or timed
@@ -451,17 +540,29 @@ class Results:
         except (NetrigError, ValueError, TypeError):
             return 0.1
 
+    def scenario_points(self) -> list[Point]:
+        """The sweep points as scenario.yaml makes them (topology, flows); [] when it no
+        longer loads. Its topology must be inline, as netrig writes it: a topology file
+        it names is refused (said in `refused`), never opened."""
+        if "points" not in self._cache:
+            self._cache["points"] = []
+            topo = self.scenario.get("topology")
+            if isinstance(topo, str):
+                self.refuse(f"the topology file scenario.yaml names ({topo})", safefs.UnsafeRead(
+                    self.out / "scenario.yaml", "a results directory's scenario.yaml holds its "
+                    "topology inline, and netrig opens no other file it names"))
+            elif self.scenario_text:
+                try:
+                    self._cache["points"] = loads_scenario(self.scenario_text,
+                                                           str(self.out / "scenario.yaml")).points
+                except (NetrigError, ValueError):
+                    pass
+        return self._cache["points"]
+
     def scenario_point(self, point: int) -> Point | None:
         """The sweep point as scenario.yaml makes it (its topology, its flows); None
         when that no longer loads."""
-        if "points" not in self._cache:
-            path_ = self.out / "scenario.yaml"
-            try:
-                text = path_.read_text(encoding="utf-8")
-                self._cache["points"] = loads_scenario(text, str(path_), base_dir=self.out).points
-            except (OSError, NetrigError, ValueError):
-                self._cache["points"] = []
-        return next((p for p in self._cache["points"] if p.index == point), None)
+        return next((p for p in self.scenario_points() if p.index == point), None)
 
     def queues(self, run: dict[str, Any], flow: str, acks: bool = False) -> list[QueueSeen]:
         """The recorded queues on a flow's path in a run, during the flow: the way its
@@ -530,18 +631,64 @@ class Results:
 
 
 def load(out: Path) -> Results:
-    """A results directory read back; NotResults when `out` is not one."""
-    if not (out / "meta.json").is_file():
+    """A results directory read back; NotResults when `out` is not one (or its meta.json
+    is refused). A refused scenario.yaml, runs/ or run.json is left out and said in
+    Results.refused."""
+    meta = read_meta(out)
+    if meta is None:
         raise NotResults(f"{out}: not a netrig results directory (it has no meta.json; "
                          "`netrig run` writes one)")
+    refused: list[str] = []
+    text = ""
     try:
-        meta = read_json(out / "meta.json")
-        scen = yaml.safe_load((out / "scenario.yaml").read_text(encoding="utf-8")) \
-            if (out / "scenario.yaml").is_file() else {}
-        done = runs(out)
-    except (OSError, ValueError, yaml.YAMLError) as e:
+        try:
+            text = safefs.read_text(out, "scenario.yaml", safefs.SCENARIO_YAML, INSIDE)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except safefs.UnsafeRead as e:
+            refused.append(f"scenario.yaml refused: {e.reason}")
+        scen = _yaml(text, out / "scenario.yaml")
+        done = runs(out, refused)
+    except (OSError, ValueError) as e:
         raise NotResults(f"{out}: a results directory that cannot be read: {e}") from None
-    return Results(out, meta, done, scen if isinstance(scen, dict) else {})
+    return Results(out, meta, done, scen if isinstance(scen, dict) else {}, text, refused)
+
+
+def _yaml(text: str, source: Path) -> Any:
+    """A YAML document netrig wrote, parsed within the scenario loader's bounds (no alias
+    bomb, no nesting past its depth); None when it is empty, ValueError when it is not
+    YAML."""
+    if not text.strip():
+        return None
+    try:
+        return tload._parse(text, str(source))[0]
+    except tload.TopologyError as e:
+        raise ValueError("; ".join(e.problems)) from None
+
+
+def load_scenario_of(out: Path) -> Scenario:
+    """The scenario saved in results directory `out`, for `--resume` to run the rest:
+    scenario.yaml read through safefs, its topology inline (a topology file it names is
+    refused, never opened); NotResults (or ScenarioError) with the reason otherwise."""
+    if read_meta(out) is None:
+        raise NotResults(f"--resume {out}: not a netrig results directory (it lacks meta.json)")
+    try:
+        text = safefs.read_text(out, "scenario.yaml", safefs.SCENARIO_YAML, INSIDE)
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotResults(f"--resume {out}: not a netrig results directory (it lacks scenario.yaml)") from None
+    except safefs.UnsafeRead as e:
+        raise NotResults(f"--resume {out}: scenario.yaml refused: {e.reason}") from None
+    except ValueError as e:
+        raise NotResults(f"--resume {out}: scenario.yaml is not UTF-8 text: {e}") from None
+    try:
+        data = _yaml(text, out / "scenario.yaml")
+    except ValueError:
+        data = None  # (loads_scenario says what is wrong with it)
+    if isinstance(data, dict) and isinstance(data.get("topology"), str):
+        raise NotResults(f"--resume {out}: scenario.yaml names a topology file ({data['topology']}); "
+                         "netrig saves a run's topology inline and opens no other file a results "
+                         "directory names")
+    return loads_scenario(text, str(out / "scenario.yaml"))
 
 
 def is_number(v: Any) -> bool:

@@ -102,7 +102,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     safefs.makedirs(out)
     if not resume:
         res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
-    meta = res.read_json(out / "meta.json") if resume and (out / "meta.json").exists() else {
+    meta = (res.read_meta(out) if resume else None) or {  # (read through safefs)
         "scenario": scenario.name, "source": scenario.source, "quick": scenario.quick,
         "sets": scenario.sets, "sweep_keys": scenario.sweep_keys, "repeat": scenario.repeat,
         "seed": scenario.seed, "command": argv or [], "host": res.host_facts(),
@@ -127,11 +127,11 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
         with Display(scenario.runs, scenario.estimate_s(), progress,
                      parallel=campaign.size if campaign else 1) as shown:
             todo = []
+            finished = res.finished(out)  # (--resume: each run.json through safefs)
             settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
             for k, (point, rep) in enumerate((p, r) for p in scenario.points for r in range(scenario.repeat)):
                 rid = res.run_id(point.index, rep)
-                done = out / "runs" / rid / "run.json"
-                if done.exists() and res.read_json(done).get("status") == "ok":
+                if rid in finished:
                     shown.end_run(k, point.length_s, settle)
                 else:
                     todo.append(Todo(k, point, rep, scenario.seed + point.index * scenario.repeat + rep, rid))

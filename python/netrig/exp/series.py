@@ -30,7 +30,7 @@ from typing import Any
 
 from netrig.errors import NetrigError
 from netrig.exp.results import Results, is_number
-from netrig.exp.scenario import Point, loads_scenario
+from netrig.exp.scenario import Point
 from netrig.theory import analyse
 from netrig.theory.path import HopInfo, bottleneck, hops
 from netrig.topo.plan import Plan, make_plan
@@ -183,13 +183,8 @@ class Theory:
         return self._points[index]
 
     def _load(self, index: int) -> tuple[Point, Plan] | None:
-        path = self.res.out / "scenario.yaml"
         if self._all is None:
-            try:
-                self._all = loads_scenario(path.read_text(encoding="utf-8"), str(path),
-                                           base_dir=self.res.out).points
-            except (OSError, NetrigError, ValueError):
-                self._all = []
+            self._all = self.res.scenario_points()  # (read as Results reads: through safefs)
         params = next((p["params"] for p in self.res.points if p["index"] == index), None)
         for p in self._all:
             if p.params == params or (params is None and p.index == index):
