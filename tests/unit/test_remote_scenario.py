@@ -159,7 +159,7 @@ def test_netrig_run_of_real_hosts_needs_no_root(tmp_path, monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
     monkeypatch.setattr(runner, "run", lambda scen, out, **kw: (ran.append(scen.name), (out, "complete"))[1])
-    monkeypatch.setattr(report, "build", lambda out, allow_foreign=False: out / "report.html")
+    monkeypatch.setattr(report, "build", lambda out, allow_foreign=False, **kw: out / "report.html")
     (tmp_path / "real.yaml").write_text(REAL)
     (tmp_path / "lab.yaml").write_text(LAB)
     assert cli.main(["run", str(tmp_path / "real.yaml"), "--out", str(tmp_path / "o1"), "-q"]) == 0

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from netrig import safefs, units
@@ -140,8 +140,12 @@ def read_json(path: Path, root: Path | None = None, bound: safefs.Bound = safefs
 def read_jsonl(path: Path, root: Path | None = None) -> list[dict[str, Any]]:
     """path's JSON lines ([] when it is not there), read as read_json reads."""
     base = root if root is not None else path.parent
+    return _jsonl(base, path.relative_to(base))
+
+
+def _jsonl(base: Path, rel: PurePath) -> list[dict[str, Any]]:
     try:
-        text = safefs.read_text(base, path.relative_to(base), safefs.SERIES, INSIDE)
+        text = safefs.read_text(base, rel, safefs.SERIES, INSIDE)
     except (FileNotFoundError, NotADirectoryError):
         return []
     return [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -485,9 +489,9 @@ class Results:
         """A run's series NAME (both named by run.json), [] when it is not there or it
         is refused (then said in `refused`)."""
         if (run, name) not in self._series:
-            rel = f"runs/{run}/series/{name}.jsonl"
+            rel = PurePath("runs", str(run), "series", f"{name}.jsonl")  # (absolute if a name is)
             try:
-                self._series[run, name] = read_jsonl(self.out / rel, self.out)
+                self._series[run, name] = _jsonl(self.out, rel)
             except safefs.UnsafeRead as e:
                 self.refuse(f"series {rel}", e)
                 self._series[run, name] = []
@@ -496,7 +500,7 @@ class Results:
     def run_file(self, run: str, rel: str, what: str, bound: safefs.Bound) -> bytes | None:
         """A file run.json names, below runs/RUN (a capture's Stevens graph); None when it
         is not there or it is refused (then said in `refused`, `what` naming it)."""
-        path = f"runs/{run}/{rel}"
+        path = PurePath("runs", str(run), rel)  # (absolute if rel is: refused as such)
         try:
             return safefs.read_bytes(self.out, path, bound, INSIDE)
         except (FileNotFoundError, NotADirectoryError):
@@ -622,7 +626,8 @@ class Results:
 
     def direction(self, link: str, d: str) -> str:
         """`s0→h2` for a link's a_to_b (or b_to_a) direction."""
-        for spec in (self.scenario.get("topology") or {}).get("links") or []:
+        topo = self.scenario.get("topology")
+        for spec in (topo.get("links") if isinstance(topo, dict) else None) or []:
             a, b, name = (spec[0], spec[1], None) if isinstance(spec, list) else (
                 spec.get("a"), spec.get("b"), spec.get("name"))
             if link in (name, f"{a}-{b}"):
