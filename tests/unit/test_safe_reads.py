@@ -338,3 +338,17 @@ def test_read_bytes_stops_at_the_bound(tmp_path):
     assert safefs.read_bytes(tmp_path, "ten", safefs.Bound("a test file", 10)) == b"0123456789"
     with pytest.raises(safefs.TooLarge, match="it holds 10 bytes; netrig reads at most 9 bytes of a test file"):
         safefs.read_bytes(tmp_path, "ten", safefs.Bound("a test file", 9))
+
+
+def test_a_server_log_swapped_for_a_link_is_not_copied_into_the_run(tmp_path):
+    """The runner quotes a server's log in run.json when it does not start
+    (results.log_tail): a link planted at the log's name is named, not followed."""
+    secret = _secret(tmp_path)
+    out = tmp_path / "res"
+    (out / "runs" / "p000-r00").mkdir(parents=True)
+    (out / "runs" / "p000-r00" / "server-bulk.log").symlink_to(secret)
+    (out / "runs" / "p000-r00" / "server-bulk.json").write_text("x" * 400 + "address in use\n")
+    said = res.log_tail(out, "runs/p000-r00/server-bulk.log")
+    assert SECRET not in said and said.startswith("runs/p000-r00/server-bulk.log refused: it is a symbolic link")
+    assert res.log_tail(out, "runs/p000-r00/server-bulk.json") == "x" * 286 + "address in use"
+    assert res.log_tail(out, "runs/p000-r00/server-none.log") == ""

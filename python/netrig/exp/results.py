@@ -151,6 +151,19 @@ def _jsonl(base: Path, rel: PurePath) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def log_tail(out: Path, rel: str | PurePath, chars: int = 300) -> str:
+    """The last `chars` characters of a log netrig wrote below results directory `out`
+    (a server's), read through safefs: "" when it is not there, the reason when it is
+    refused (a link swapped in is never followed into a run's record)."""
+    try:
+        text = safefs.read_bytes(out, rel, safefs.LOG, INSIDE).decode("utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except safefs.UnsafeRead as e:
+        return f"{rel} refused: {e.reason}"
+    return text.strip()[-chars:]
+
+
 def _plain(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)

@@ -306,7 +306,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         for name, port, p in servers:
             while not _tcp_listening(p.pid, port):
                 if p.poll() is not None or time.monotonic() > deadline:
-                    said = " ".join(x for x in ((rdir / f"server-{name}.{e}").read_text()[-300:].strip()
+                    said = " ".join(x for x in (res.log_tail(out, f"runs/{rid}/server-{name}.{e}")
                                                 for e in ("log", "json")) if x)
                     raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
