@@ -352,3 +352,16 @@ def test_a_server_log_swapped_for_a_link_is_not_copied_into_the_run(tmp_path):
     assert SECRET not in said and said.startswith("runs/p000-r00/server-bulk.log refused: it is a symbolic link")
     assert res.log_tail(out, "runs/p000-r00/server-bulk.json") == "x" * 286 + "address in use"
     assert res.log_tail(out, "runs/p000-r00/server-none.log") == ""
+
+
+def test_an_alias_bomb_in_scenario_yaml_is_not_expanded(tmp_path, capsys):
+    """scenario.yaml is parsed within the scenario loader's bounds: a billion laughs is
+    named and left out, and the runs are reported."""
+    out = make_results(tmp_path / "res")
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi"))
+    (out / "scenario.yaml").write_text(bomb)
+    page, md, err = _report(out, capsys)
+    assert "netrig: scenario.yaml not read: " in err and "an alias bomb" in err
+    assert BULK_ROW in page

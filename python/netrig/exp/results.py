@@ -665,7 +665,11 @@ def load(out: Path) -> Results:
             pass
         except safefs.UnsafeRead as e:
             refused.append(f"scenario.yaml refused: {e.reason}")
-        scen = _yaml(text, out / "scenario.yaml")
+        try:
+            scen = _yaml(text, out / "scenario.yaml")
+        except ValueError as e:  # (not YAML, or past the loader's bounds: the rest is read)
+            refused.append(f"scenario.yaml not read: {e}")
+            scen = None
         done = runs(out, refused)
     except (OSError, ValueError) as e:
         raise NotResults(f"{out}: a results directory that cannot be read: {e}") from None
