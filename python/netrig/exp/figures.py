@@ -249,7 +249,7 @@ class Figure:
     kind: str  # "sweep", "fairness", "cdf" or "timeseries"
     files: list[Path] = field(default_factory=list)  # every format written
     marks: list[series.Mark] = field(default_factory=list)  # the events drawn on it
-    data: bytes = b""  # path's bytes as drawn, which the report embeds (it reads nothing back)
+    data: bytes = field(default=b"", repr=False)  # path's bytes as drawn, which the report embeds (it reads nothing back)
 
 
 class Figures(list[Figure]):
