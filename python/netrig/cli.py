@@ -389,7 +389,10 @@ def _capture(args: argparse.Namespace) -> int:
     base = out.with_suffix("") if out.suffix == ".pcapng" else out
     options = cap.Options(filter=args.filter, snaplen=args.snaplen, size=units.size_bytes(args.size),
                           files=args.files, drops=not args.no_drops)
-    c = cap.Capture(net, where, base.resolve(), options)
+    from netrig import safefs
+
+    into = safefs.Held(base.resolve().parent)
+    c = cap.Capture(net, where, into, base.name, options, keep_log=False)
     stop = False
 
     def interrupted(*_: object) -> None:
@@ -408,6 +411,7 @@ def _capture(args: argparse.Namespace) -> int:
             time.sleep(0.1)
     finally:
         summary = c.stop()
+        into.close()
         signal.signal(signal.SIGINT, old)
     files = summary["files"]
     said = [f"{len(files)} file{'s' if len(files) != 1 else ''}", f"{summary['bytes'] / 1e6:.1f} MB"]
@@ -418,7 +422,6 @@ def _capture(args: argparse.Namespace) -> int:
     print(f"captured {where.describe}: {', '.join(said)}: {' '.join(files)}")
     if summary.get("error"):
         raise NetrigError(summary["error"])
-    c.log.unlink(missing_ok=True)  # dumpcap's own lines: kept only when it failed
     if args.analyze and files:
         from netrig.capture import report as capreport
 

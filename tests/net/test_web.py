@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from netlab import needs_root
+from netrig import safefs
 from netrig.exp import webserver
 from netrig.exp.runner import run_one
 from netrig.exp.scenario import loads_scenario
@@ -169,8 +172,9 @@ def test_stop_ends_a_worker_that_outlived_its_master(tmp_path):
     needs_root()
     ns = f"nrtw{os.getpid() % 100000}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
-    w = webserver.WebServer("h2", ns, tmp_path / "lab", tmp_path / "logs", {1000})
-    (tmp_path / "logs").mkdir()
+    run = Path(tempfile.mkdtemp(prefix="netrig-test-", dir="/run"))  # www-data must reach the objects
+    w = webserver.WebServer("h2", ns, tmp_path / "lab", run / "www" / "lab" / "h2", safefs.Held(tmp_path / "logs"),
+                            {1000})
     try:
         w.start()
         assert w.proc is not None and len(w.workers) == 1, w.pids()
@@ -188,6 +192,8 @@ def test_stop_ends_a_worker_that_outlived_its_master(tmp_path):
             if webserver._start_time(pid) == started:
                 os.kill(pid, signal.SIGKILL)
         subprocess.run(["ip", "netns", "del", ns], check=False)
+        w.logs.close()
+        shutil.rmtree(run)
 
 
 def test_netrig_down_ends_the_nginx_of_a_killed_run(tmp_path):

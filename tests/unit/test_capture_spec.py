@@ -3,10 +3,6 @@ bounds, and what a capture asks dumpcap for (no network)."""
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
 import pytest
 from netrig.capture import lab as cap
 from netrig.exp.scenario import ScenarioError, loads_scenario
@@ -82,7 +78,7 @@ def where(dir: str = "both", emulated: bool = False) -> cap.Where:
 
 
 def argv(w: cap.Where, opt: cap.Options) -> list[str]:
-    return cap.Capture(None, w, Path("/r/0-h1-s0"), opt)._dumpcap_argv()
+    return cap.Capture(None, w, None, "0-h1-s0", opt)._dumpcap_argv("/r/0-h1-s0.pcapng")
 
 
 def test_dumpcap_captures_one_direction_at_the_a_end_with_the_users_filter():
@@ -99,18 +95,11 @@ def test_dumpcap_captures_one_direction_at_the_a_end_with_the_users_filter():
     assert [both[i + 1] for i, x in enumerate(both) if x == "-b"] == ["filesize:50000", "files:4"]
 
 
-def test_a_rings_files_are_found_oldest_first_and_nothing_else(tmp_path):
-    names = ["0-l_00002_20261124101501.pcapng", "0-l_00001_20261124101500.pcapng", "0-l.pcapng.bak",
-             "0-lx.pcapng", "1-l.pcapng"]
-    for k, n in enumerate(names):
-        p = tmp_path / n
-        p.write_bytes(b"x")
-        t = time.time() - 100 + (10 if "00002" in n else k)
-        os.utime(p, (t, t))
-    got = [p.name for p in cap.files_of(tmp_path / "0-l")]
-    assert got == ["0-l_00001_20261124101500.pcapng", "0-l_00002_20261124101501.pcapng"]
-    (tmp_path / "0-l.pcapng").write_bytes(b"x")
-    assert [p.name for p in cap.files_of(tmp_path / "0-l")][-1] == "0-l.pcapng"
+def test_a_rings_files_are_found_in_order_and_nothing_else():
+    present = ["0-l_00001_20261124101500.pcapng", "0-l_00002_20261124101501.pcapng", "0-l.pcapng.bak",
+               "0-lx.pcapng", "1-l.pcapng", "0-l.dumpcap.log"]
+    assert cap.capture_files("0-l", present) == present[:2]
+    assert cap.capture_files("0-l", ["0-l.1.pcapng", "0-l.pcapng"]) == ["0-l.1.pcapng", "0-l.pcapng"]
 
 
 def _dir(data=0, retr=0, dup=0, rtt_n=0, rtt_sum=0.0):

@@ -230,11 +230,13 @@ def test_an_outcome_of_a_web_flow_reads_its_lines_once():
 # --- the server -----------------------------------------------------------------------
 
 def test_nginx_serves_h1_and_h2c_and_tls_only_when_asked(tmp_path):
-    plain = webserver.config(tmp_path, tmp_path / "www", tmp_path / "logs", tls=False)
+    logs = {"error": "/proc/self/fd/5", "access": "/proc/self/fd/6"}
+    plain = webserver.config(tmp_path, tmp_path / "www", logs, tls=False)
     assert "listen 8080;" in plain and "listen 8081 http2;" in plain and "8443" not in plain
     assert "gzip off;" in plain and "sendfile on;" in plain
-    assert f"access_log {tmp_path / 'logs' / 'access.log'} netrig;" in plain
-    tls = webserver.config(tmp_path, tmp_path / "www", tmp_path / "logs", tls=True)
+    assert "access_log /proc/self/fd/6 netrig;" in plain and "error_log /proc/self/fd/5 info;" in plain
+    assert "user www-data www-data;" in plain  # the worker is not root
+    tls = webserver.config(tmp_path, tmp_path / "www", logs, tls=True)
     assert "listen 8443 ssl http2;" in tls and "ssl_protocols TLSv1.3;" in tls
 
 

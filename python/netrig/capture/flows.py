@@ -38,8 +38,11 @@ def analyze_files(files: list[Path], series: float | None = SERIES_S) -> dict[st
         return tcp.analyze(files[0], series=series)
     with tempfile.NamedTemporaryFile(suffix=".pcapng") as joined:
         for f in files:
-            with open(f, "rb") as src:
-                shutil.copyfileobj(src, joined)
+            try:
+                with open(f, "rb") as src:
+                    shutil.copyfileobj(src, joined)
+            except OSError as e:
+                raise tcp.CaptureFileError(f"{f}: {e.strerror}") from None
         joined.flush()
         return tcp.analyze(joined.name, series=series)
 

@@ -1,10 +1,11 @@
 """Captures in a running lab: of a link, one direction or both, or of a node's interface.
 
     where = capture.lab.resolve(net, link="s0-h2", dir="a_to_b")
-    cap = capture.lab.Capture(net, where, Path("out/s0-h2"), Options(filter="tcp"))
-    cap.start()
-    ...
-    summary = cap.stop()   # the files written, frames, drops written, rotations
+    with safefs.Held(Path("out")) as into:
+        cap = capture.lab.Capture(net, where, into, "s0-h2", Options(filter="tcp"))
+        cap.start()
+        ...
+        summary = cap.stop()   # the files written, frames, drops written, rotations
 
 A link netrig-link emulates is captured by netrig-link itself: what the link delivered,
 as it left the emulator, and every frame it dropped, at the moment it did, with a
@@ -28,9 +29,9 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.link import bpf, userspace
 
@@ -152,41 +153,58 @@ def _safe(name: str) -> str:
 
 class Capture:
     """One capture, started and stopped; `stop` returns its summary (and is safe to call
-    twice, and after a failed start)."""
+    twice, and after a failed start).
 
-    def __init__(self, net: Any, where: Where, base: Path, options: Options = Options()) -> None:
-        self.net, self.where, self.base, self.opt = net, where, base, options
+    Its files are NAME.pcapng (or a ring's NAME_NNNNN_TIME.pcapng, NAME.N.pcapng) and
+    NAME.dumpcap.log in `into`, a directory netrig holds open. dumpcap and netrig-link
+    (both root) write them into a private directory made inside it for this capture
+    (safefs.Staging), named to them through a descriptor (/proc/self/fd/N, inherited,
+    for dumpcap; /proc/PID/fd/N, netrig's, for netrig-link), and `stop` renames them into
+    `into`: a component of into's path swapped for a link meanwhile changes nothing.
+    `keep_log`: keep dumpcap's log when the capture did not fail (a run keeps it,
+    `netrig capture` does not)."""
+
+    def __init__(self, net: Any, where: Where, into: safefs.Held | None, name: str,
+                 options: Options = Options(), keep_log: bool = True) -> None:
+        self.net, self.where, self.into, self.name, self.opt = net, where, into, name, options
+        self.keep_log = keep_log
         self.proc: subprocess.Popen | None = None
-        self.log = base.with_name(base.name + ".dumpcap.log")
+        self.stage: safefs.Staging | None = None
+        self.log = f"{name}.dumpcap.log"
         self.started = False
         self.summary: dict[str, Any] | None = None
         # Checked before anything starts: a bad filter names itself, not a dead process.
         self.program = bpf.compile_bpf(options.filter) if options.filter else None
 
     def start(self) -> None:
-        self.base.parent.mkdir(parents=True, exist_ok=True)
+        assert self.into is not None
+        self.stage = safefs.Staging(self.into, "capture")
         if self.where.emulated:
             self._start_emulated()
         else:
             self._start_dumpcap()
         self.started = True
 
+    def _pcapng(self) -> str:
+        assert self.stage is not None
+        return self.stage.proc_path(f"{self.name}.pcapng")
+
     def _start_emulated(self) -> None:
         o = self.opt
         try:
-            userspace.capture_start(self.net._lab().control, self.where.link, pcapng(self.base),
+            userspace.capture_start(self.net._lab().control, self.where.link, self._pcapng(),
                                     dir=self.where.dir, snaplen=o.snaplen, bpf_filter=o.filter,
                                     drops=o.drops, file_size=o.size // o.files, files=o.files)
         except NetrigError as e:
             raise CaptureError(f"netrig-link would not capture {self.where.describe}: {e}") from None
 
-    def _dumpcap_argv(self) -> list[str]:
+    def _dumpcap_argv(self, out: str) -> list[str]:
         w, o = self.where, self.opt
         expr = o.filter
         if w.way:
             expr = f"{w.way} and ({expr})" if expr else w.way
         argv = ["ip", "netns", "exec", w.ns, "dumpcap", "-q", "-n", "-i", w.dev, "-s", str(o.snaplen),
-                "-w", str(pcapng(self.base))]
+                "-w", out]
         if expr:
             argv += ["-f", expr]
         kb = max(o.size // o.files // 1000, 10)
@@ -196,14 +214,23 @@ class Capture:
             argv += ["-b", f"filesize:{kb}", "-b", f"files:{o.files}"]
         return argv
 
+    def _said(self) -> str:
+        return self.stage.read_tail(self.log, 1 << 20) if self.stage is not None else ""
+
     def _start_dumpcap(self) -> None:
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(self._dumpcap_argv(), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+        assert self.stage is not None
+        fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=self.stage.fd)
+        # dumpcap gives up its capabilities once capturing, so it may not enter another
+        # process's /proc/PID/fd: it gets the directory as a descriptor of its own.
+        out = f"/proc/self/fd/{self.stage.fd}/{self.name}.pcapng"
+        with os.fdopen(fd, "wb") as log:
+            self.proc = subprocess.Popen(self._dumpcap_argv(out), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, pass_fds=(self.stage.fd,))
         deadline = time.monotonic() + START_S
-        while "File: " not in self.log.read_text():  # after "Capturing on": the file is open
+        while "File: " not in self._said():  # after "Capturing on": the file is open
             if self.proc.poll() is not None:
-                said = self.log.read_text().strip()[-400:]
+                said = self._said().strip()[-400:]
                 raise CaptureError(f"dumpcap could not capture {self.where.describe}: {said}")
             if time.monotonic() > deadline:
                 self._end_dumpcap()
@@ -231,7 +258,7 @@ class Capture:
 
     def stop(self, flushed: bool = False) -> dict[str, Any]:
         """Stops the capture (flushed: FLUSH_S has passed since the traffic of interest,
-        as `stop_all` sees to) and returns its summary."""
+        as `stop_all` sees to), moves its files into place and returns its summary."""
         if self.summary is not None:
             return self.summary
         out: dict[str, Any] = {"where": self.where.describe, "link": self.where.link,
@@ -239,11 +266,11 @@ class Capture:
                                "by": "netrig-link" if self.where.emulated else "dumpcap",
                                "filter": self.opt.filter, "snaplen": self.opt.snaplen,
                                "size": self.opt.size, "files_max": self.opt.files}
-        files: list[str] | None = None
+        names: list[str] | None = None
         if self.where.emulated and self.started:
             try:
                 answer = userspace.capture_stop(self.net._lab().control, self.where.link,
-                                                pcapng(self.base))["capture"]
+                                                self._pcapng())["capture"]
             except (NetrigError, KeyError) as e:
                 answer = {"error": str(e)}
             if answer.get("error"):
@@ -252,19 +279,35 @@ class Capture:
             out.update({"frames": c.get("frames"), "drops_written": c.get("drops"),
                         "filtered": c.get("filtered"), "lost": c.get("lost"),
                         "over_size": c.get("over_size"), "files_rotated": c.get("files_rotated")})
-            files = answer.get("files")
+            if answer.get("files") is not None:
+                names = [os.path.basename(f) for f in answer["files"]]
         elif not self.where.emulated:
             code = self._end_dumpcap(flushed)
-            text = self.log.read_text() if self.log.exists() else ""
+            text = self._said()
             m = re.search(r"Packets received/dropped on interface '[^']*': (\d+)/(\d+)", text)
             if m:
                 out["frames"], out["kernel_dropped"] = int(m.group(1)), int(m.group(2))
             if code not in (0, None, -signal.SIGINT):
                 out["error"] = f"dumpcap exited {code}: {text.strip()[-300:]}"
-        out["files"] = files if files is not None else [str(p) for p in files_of(self.base)]
-        out["bytes"] = sum(os.path.getsize(p) for p in out["files"])
+        out["files"], out["bytes"] = self._move_in(names, keep_log=self.keep_log or "error" in out)
         self.summary = out
         return out
+
+    def _move_in(self, names: list[str] | None, keep_log: bool) -> tuple[list[str], int]:
+        """Renames the capture's files (`names`, oldest first, or those found) and its
+        log (if `keep_log`) into `into`; their paths there and their bytes."""
+        stage, self.stage = self.stage, None
+        if stage is None or self.into is None:
+            return [], 0
+        try:
+            present = stage.names()
+            files = [n for n in (names if names is not None else capture_files(self.name, present))
+                     if n in present]
+            size = sum(stage.size(n) for n in files)
+            stage.move_in(files + ([self.log] if keep_log and self.log in present else []))
+        finally:
+            stage.remove()
+        return [str(self.into.path / n) for n in files], size
 
 
 def stop_all(captures: list[tuple[int, Capture]]) -> None:
@@ -275,22 +318,17 @@ def stop_all(captures: list[tuple[int, Capture]]) -> None:
         c.stop(flushed=True)
 
 
-def pcapng(base: Path) -> Path:
-    return base.with_name(base.name + ".pcapng")
+def capture_files(name: str, present: list[str]) -> list[str]:
+    """A capture's files among `present` (names, oldest first), in that order:
+    NAME.pcapng alone, or a ring's files (dumpcap's NAME_NNNNN_TIME.pcapng, netrig-link's
+    NAME.N.pcapng)."""
+    pattern = re.escape(name) + r"(_\d+_\d+|\.\d+)?\.pcapng"
+    return [n for n in present if re.fullmatch(pattern, n)]
 
 
-def files_of(base: Path) -> list[Path]:
-    """A capture's files, oldest first: BASE.pcapng alone, or a ring's files (dumpcap's
-    BASE_NNNNN_TIME.pcapng, netrig-link's BASE.N.pcapng), by the order they were written."""
-    one = pcapng(base)
-    found = [p for p in base.parent.glob(base.name + "*.pcapng")
-             if p == one or re.fullmatch(re.escape(base.name) + r"(_\d+_\d+|\.\d+)\.pcapng", p.name)]
-    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
-
-
-def for_monitors(net: Any, monitors: list[Any], into: Path) -> list[tuple[int, Capture]]:
+def for_monitors(net: Any, monitors: list[Any], into: safefs.Held) -> list[tuple[int, Capture]]:
     """A Capture for each `capture` monitor of a scenario (by its index), writing
-    `into`/K-LABEL.pcapng; not started."""
+    K-LABEL.pcapng into the directory `into`; not started."""
     from netrig import units
 
     out = []
@@ -301,5 +339,5 @@ def for_monitors(net: Any, monitors: list[Any], into: Path) -> list[tuple[int, C
         opt = Options(filter=m.filter, snaplen=m.snaplen or SNAPLEN,
                       size=units.size_bytes(m.size) if m.size is not None else DEFAULT_SIZE,
                       files=m.files or 1, drops=True if m.drops is None else m.drops)
-        out.append((i, Capture(net, where, into / f"{i}-{where.label}", opt)))
+        out.append((i, Capture(net, where, into, f"{i}-{where.label}", opt)))
     return out

@@ -274,6 +274,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     firer: _EventFirer | None = None
     routes: _RouteMonitor | None = None
     captures: list[tuple[int, capture.Capture]] = []
+    cap_dir: safefs.Held | None = None  # held open while its captures run
     try:
         neigh = neighbour_patience(net, point)
         if neigh:
@@ -313,7 +314,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         for node, (sizes, tls) in web.servers_needed(spec.flows).items():
             webs.start(node, net[node].ns, sizes, tls)  # one per destination node
         if any(m.kind == "capture" for m in spec.monitors):
-            captures = capture.for_monitors(net, spec.monitors, safefs.makedirs(out, f"runs/{rid}/capture"))
+            cap_dir = safefs.Held(out, f"runs/{rid}/capture")
+            captures = capture.for_monitors(net, spec.monitors, cap_dir)
             for _, c in captures:
                 c.start()
         stop = threading.Event()
@@ -357,6 +359,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             routes.stop(None)  # stopped by its PIDs whatever happened (a second stop: nothing)
         for _, c in captures:
             c.stop()  # (a second stop: the first one's summary)
+        if cap_dir is not None:
+            cap_dir.close()
         for _, _, p in servers:
             if p.poll() is None:
                 p.kill()

@@ -1,11 +1,20 @@
 """The web server of a run's `web` flows: Debian's nginx, one per destination node.
 
-It owns nginx's side only: the objects it serves (files of the flows' sizes, written
-in the lab's directory), its configuration, starting it in the node's namespace (a
-master in the foreground, `daemon off`, and one worker) and stopping it by the PIDs it
-recorded (the master, then any worker left: a worker outlives a killed master). Its
-access and error logs go to the run's directory. The client side (curl, what a fetch
+It owns nginx's side only: the objects it serves (files of the flows' sizes), its
+configuration, starting it in the node's namespace (a master in the foreground, `daemon
+off`, and one worker) and stopping it by the PIDs it recorded (the master, then any
+worker left: a worker outlives a killed master). The client side (curl, what a fetch
 measured) is exp/web.py.
+
+Who may do what, as Debian's nginx does it: the master runs as root, reads its
+configuration, certificate and key (in the lab's directory, root's alone) and opens
+the logs; its worker, which talks to the network, runs as `www-data`. The worker reads
+the objects from `RUN/www/PREFIX/NODE` (root's, group www-data, 0750; files 0640; the
+directories above it searchable by that group only), and can write nowhere netrig
+reads. The logs (access.log, error.log, nginx.out) are in the run's directory
+(RUN_DIR/web-NODE/): files netrig creates there, through a descriptor of that
+directory it holds, and hands to nginx as descriptors (/proc/self/fd/N), so nginx opens
+no path in the results directory.
 
 Listeners, fixed in the node's fresh namespace (no other server there uses them):
 
@@ -21,10 +30,13 @@ by the server), and no access to anything outside the object directory.
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -33,6 +45,7 @@ from pathlib import Path
 from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.exp import webtools
+from netrig.lab.state import daemon_dir
 
 PORT_HTTP1 = 8080
 PORT_H2C = 8081
@@ -53,8 +66,12 @@ def object_bytes(size: int) -> bytes:
     return random.Random(size).randbytes(size)
 
 
-def config(prefix: Path, www: Path, logs: Path, tls: bool) -> str:
-    """nginx.conf for one node's server."""
+USER = "www-data"  # Debian's nginx's `user`
+
+
+def config(prefix: Path, www: Path, logs: dict[str, str], tls: bool) -> str:
+    """nginx.conf for one node's server; `logs`: the error and access logs' paths
+    ("error", "access")."""
     tmp = prefix / "tmp"
     listen = [f"listen {PORT_HTTP1};", f"listen {PORT_H2C} http2;"]
     if tls:
@@ -64,14 +81,14 @@ def config(prefix: Path, www: Path, logs: Path, tls: bool) -> str:
     return f"""\
 # netrig: a web flow's server (exp/webserver.py); started by PID, stopped by PID.
 worker_processes 1;
-user root root;
+user {USER} {USER};
 pid {prefix / 'nginx.pid'};
-error_log {logs / 'error.log'} info;
+error_log {logs['error']} info;
 events {{ worker_connections 1024; }}
 http {{
     log_format netrig '$msec $remote_addr:$remote_port "$request" $status $body_bytes_sent '
                       '$request_time conn=$connection req=$connection_requests $server_port';
-    access_log {logs / 'access.log'} netrig;
+    access_log {logs['access']} netrig;
     client_body_temp_path {tmp};
     proxy_temp_path {tmp};
     fastcgi_temp_path {tmp};
@@ -101,8 +118,9 @@ class WebServer:
 
     node: str
     ns: str
-    prefix: Path  # in the lab's directory: config, objects, pid file, certificate
-    logs: Path  # in the run's directory: access.log, error.log, nginx.out
+    prefix: Path  # in the lab's directory: config, pid file, certificate, key
+    www: Path  # the objects, which its worker (www-data) reads
+    logs: safefs.Held  # the run's RUN_DIR/web-NODE: access.log, error.log, nginx.out
     sizes: set[int]
     tls: bool = False
     proc: subprocess.Popen | None = None
@@ -112,17 +130,26 @@ class WebServer:
     def ports(self) -> list[int]:
         return [PORT_HTTP1, PORT_H2C] + ([PORT_TLS] if self.tls else [])
 
-    def write(self) -> Path:
+    def write(self, logs: dict[str, str]) -> Path:
         """The object files, the certificate (tls) and nginx.conf; returns the latter."""
-        www = self.prefix / "www"
-        for d in (self.prefix, www, self.prefix / "tmp"):
+        for d in (self.prefix, self.prefix / "tmp"):
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        share = www_share()
+        run = self.www.parents[2]  # RUN of RUN/www/PREFIX/NODE
+        rel = self.www.relative_to(run)
+        safefs.shared_dir(run, rel, share)
+        worker = pwd.getpwnam(USER)
+        blocked = safefs.unreachable_by(self.www, worker.pw_uid, {worker.pw_gid, share.gid})
+        if blocked is not None:
+            raise WebServerError(f"nginx's worker runs as {USER}, which may not enter {blocked} "
+                                 f"(mode {stat.S_IMODE(os.stat(blocked).st_mode):04o}) on the way to "
+                                 f"the objects in {self.www}: give NETRIG_RUN_DIR a directory it can")
         for size in sorted(self.sizes):
-            (www / object_name(size)).write_bytes(object_bytes(size))
+            safefs.write_shared(run, rel / object_name(size), object_bytes(size), share)
         if self.tls:
             _certificate(self.prefix)
         conf = self.prefix / "nginx.conf"
-        conf.write_text(config(self.prefix, www, self.logs, self.tls))
+        conf.write_text(config(self.prefix, self.www, logs, self.tls))
         return conf
 
     def start(self, timeout: float = 10.0) -> None:
@@ -133,16 +160,19 @@ class WebServer:
         if exe is None:
             raise WebServerError(f"node {self.node}: nginx is not installed "
                                  f"(apt-get install {webtools.NGINX_PACKAGE})")
-        conf = self.write()
-        argv = ["ip", "netns", "exec", self.ns, str(exe), "-c", str(conf), "-p", f"{self.prefix}/",
-                "-e", str(self.logs / "error.log"), "-g", "daemon off;"]
-        with open(self.logs / "nginx.out", "wb") as out:
+        with self.logs.open_new("nginx.out") as out, self.logs.open_new("error.log") as err, \
+                self.logs.open_new("access.log") as acc:
+            fds = {"error": err.fileno(), "access": acc.fileno()}
+            paths = {k: f"/proc/self/fd/{fd}" for k, fd in fds.items()}
+            conf = self.write(paths)
+            argv = ["ip", "netns", "exec", self.ns, str(exe), "-c", str(conf), "-p", f"{self.prefix}/",
+                    "-e", paths["error"], "-g", "daemon off;"]
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT)
+                                         stderr=subprocess.STDOUT, pass_fds=tuple(fds.values()))
         deadline = time.monotonic() + timeout
         while not all(_tcp_listening(self.proc.pid, p) for p in self.ports):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                said = " ".join(_tail(self.logs / f) for f in ("nginx.out", "error.log")).strip()
+                said = " ".join(self.logs.read_tail(f, 300) for f in ("nginx.out", "error.log")).strip()
                 self.stop()
                 raise WebServerError(f"nginx for node {self.node} did not start"
                                      f" (ports {', '.join(map(str, self.ports))})"
@@ -182,19 +212,33 @@ class WebServer:
         return ([self.proc.pid] if self.proc else []) + list(self.workers)
 
 
+def www_share() -> safefs.Shared:
+    """How the objects are shared with nginx's worker: group www-data, files 0640."""
+    try:
+        gid = grp.getgrnam(USER).gr_gid
+        pwd.getpwnam(USER)
+    except KeyError:
+        raise WebServerError(f"there is no user or group {USER}, which nginx's worker runs as "
+                             f"(Debian's nginx package creates it: apt-get install "
+                             f"{webtools.NGINX_PACKAGE})") from None
+    return safefs.Shared(gid, leaf=0o750)
+
+
 class WebServers:
     """A run's web servers: one nginx per destination node of its web flows, its files
-    under LAB_DIR/web/NODE and its logs in the run's directory (RUN/web-NODE/)."""
+    under LAB_DIR/web/NODE, its objects under RUN/www/PREFIX/NODE and its logs in the
+    run's directory (RUN_DIR/web-NODE/)."""
 
     def __init__(self, lab_dir: Path, results: Path, run_rel: str) -> None:
         self.dir = lab_dir / "web"
+        self.www = daemon_dir(lab_dir, "www")
         self.results, self.run_rel = results, run_rel
         self.servers: list[WebServer] = []
 
     def start(self, node: str, ns: str, sizes: set[int], tls: bool) -> WebServer:
-        logs = safefs.makedirs(self.results, f"{self.run_rel}/web-{node}")
+        logs = safefs.Held(self.results, f"{self.run_rel}/web-{node}")
         self.dir.mkdir(mode=0o700, exist_ok=True)
-        w = WebServer(node, ns, self.dir / node, logs, sizes, tls)
+        w = WebServer(node, ns, self.dir / node, self.www / node, logs, sizes, tls)
         self.servers.append(w)  # before it starts: stop() ends it whatever happens
         w.start()
         return w
@@ -204,9 +248,17 @@ class WebServers:
         try:
             for w in self.servers:
                 w.stop()
+                w.logs.close()
         finally:
-            if self.dir.is_dir() and not self.dir.is_symlink():
-                shutil.rmtree(self.dir, ignore_errors=True)
+            remove(self.dir.parent)
+
+
+def remove(lab_dir: Path) -> None:
+    """Removes a lab's web files: LAB_DIR/web and RUN/www/PREFIX."""
+    web = lab_dir / "web"
+    if web.is_dir() and not web.is_symlink():
+        shutil.rmtree(web, ignore_errors=True)
+    safefs.remove_tree(lab_dir.parent.parent, f"www/{lab_dir.name}")
 
 
 def _certificate(prefix: Path) -> None:
@@ -233,10 +285,3 @@ def _start_time(pid: int) -> int | None:
     from netrig.lab.frr import start_time
 
     return start_time(pid)
-
-
-def _tail(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace").strip()[-300:]
-    except OSError:
-        return ""

@@ -1,11 +1,13 @@
 """A lab's state file: everything a lab creates is named here before it is created.
 
 `/run/netrig/labs/PREFIX/state.json` (atomic writes) lists the lab's namespaces and
-processes (FRR's daemons by PID and start time, so a reused PID is never signalled;
-their files are under `PREFIX/frr/ROUTER/`). `netrig down` removes exactly those; `netrig clean` removes the labs whose
-builder died mid-build or whose link emulator died. Nothing else is ever touched.
-It holds PIDs and paths, so it is root's alone: the file is 0600, the directories
-below NETRIG_RUN_DIR 0700, and it is written through no symbolic link (netrig.safefs).
+processes (FRR's daemons by PID and start time, so a reused PID is never signalled).
+`netrig down` removes exactly those; `netrig clean` removes the labs whose builder died
+mid-build or whose link emulator died. Nothing else is ever touched. It holds PIDs and
+paths, so it is root's alone: the file is 0600, the directories below NETRIG_RUN_DIR
+0700, and it is written through no symbolic link (netrig.safefs). What a daemon's own
+user must reach (FRR's routers' directories, nginx's objects) is beside it, under
+RUN/frr/PREFIX and RUN/www/PREFIX (`daemon_dir`; RUN itself is searchable, 0711).
 
 A lab built from a file records the file's absolute path and the sha256 of its bytes as
 built: a later command that needs the topology (`link set`, `pingall`) re-reads it by
@@ -94,6 +96,13 @@ class LabState:
     def remove(self) -> None:
         for f in ("state.json", "state.json.tmp"):  # .tmp: the fixed temporary name of older netrig
             safefs.unlink(LABS_DIR.parent, f"{LABS_DIR.name}/{self.prefix}/{f}", safefs.PRIVATE)
+
+
+def daemon_dir(lab_dir: Path, tree: str) -> Path:
+    """RUN/TREE/PREFIX: the files of a lab that a daemon's own user must reach (`frr`:
+    FRR's routers; `www`: nginx's objects), beside the lab's root-only directory
+    RUN/labs/PREFIX (netrig.safefs.shared_dir makes them)."""
+    return lab_dir.parent.parent / tree / lab_dir.name
 
 
 def sha256(data: bytes) -> str:
