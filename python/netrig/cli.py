@@ -156,8 +156,9 @@ def _down(args: argparse.Namespace) -> int:
     from netrig.lab.state import LabState
 
     prefix = _prefix(args)
-    errors = teardown(LabState.load(prefix))
-    for e in errors:
+    notes: list[str] = []
+    errors = teardown(LabState.load(prefix), notes)
+    for e in notes + errors:
         print(f"netrig: {e}", file=sys.stderr)
     if not errors:
         print(f"lab '{prefix}' is down")
@@ -178,7 +179,7 @@ def _fmt_shaping(s: dict) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from netrig.lab import netns
+    from netrig.lab import frr, netns
     from netrig.lab.network import routing_status
     from netrig.lab.state import LabState, alive
     from netrig.link import userspace
@@ -194,7 +195,7 @@ def _status(args: argparse.Namespace) -> int:
             print(f"netrig: {e}", file=sys.stderr)
     missing = [ns for ns in st.namespaces if not netns.exists(ns)]
     dead = _dead(st, missing)
-    routing = routing_status(st) if st.frr or (st.dir / "frr").is_dir() else {}
+    routing = routing_status(st) if st.frr or frr.daemons_dir(st.dir).is_dir() else {}
     if args.json:
         print(json.dumps({"prefix": st.prefix, "status": st.status, "topology": st.topology,
                           "missing_namespaces": missing, "netrig_link": {"pid": pid, "alive": emu_alive},
@@ -498,7 +499,11 @@ def _clean(args: argparse.Namespace) -> int:
     from netrig.lab.build import clean
 
     removed = 0
-    for prefix, why, errors in clean(everything=args.all):
+    notes: list[str] = []
+    found = clean(everything=args.all, notes=notes)
+    for note in notes:
+        print(f"netrig: {note}", file=sys.stderr)
+    for prefix, why, errors in found:
         for e in errors:
             print(f"netrig: {e}", file=sys.stderr)
         if why:

@@ -1,8 +1,23 @@
-"""Ending a child process: SIGTERM, a grace period, then SIGKILL; always reaped."""
+"""Ending processes: a child by its Popen (SIGTERM, a grace period, then SIGKILL; always
+reaped), and processes netrig did not start itself (a lab's daemons, found by PID) by
+their PID and start time, waited for through pidfds until each has exited.
+
+"Exited" is the kernel's word (what a pidfd reports): every thread of the process has
+ended and released what it held (sockets, files, its namespaces). Its entry may stay in
+/proc as a zombie until its parent collects it; the lab's daemons are orphans, so that
+parent is PID 1, which netrig does not control (in a minimal container it collects
+about once a second: `ps` then still lists them, as <defunct>).
+"""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 
 def end(p: subprocess.Popen, grace_s: float = 3.0) -> None:
@@ -14,3 +29,106 @@ def end(p: subprocess.Popen, grace_s: float = 3.0) -> None:
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait(timeout=grace_s)
+
+
+@dataclass(frozen=True)
+class Proc:
+    """A process by its PID and start time (/proc/PID/stat field 22, clock ticks after
+    boot): the pair names one process, never a later one that reuses the number."""
+
+    pid: int
+    started: int
+    name: str  # what a person reads: "bgpd of r12", "netrig-link", "sleep in lab-h1"
+
+
+def start_time(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat, whatever the process's state (None: no such PID)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[-1].split()[19])
+
+
+def here(pid: int, name: str) -> Proc | None:
+    """The process `pid` as it is now (None if there is none)."""
+    started = start_time(pid) if pid > 0 else None
+    return None if started is None else Proc(pid, started, name)
+
+
+@dataclass
+class Stopped:
+    """What `stop` did: the processes it had to SIGKILL, and any it could not end."""
+
+    killed: list[Proc]
+    left: list[Proc]
+
+
+def stop(procs: list[Proc], grace_s: float = 5.0, kill_wait_s: float = 5.0,
+         sig: int = signal.SIGTERM) -> Stopped:
+    """Sends `sig` to each process of `procs` that is still the one named (PID and start
+    time) and has not exited, waits up to `grace_s` for them all to exit, SIGKILLs the
+    rest and waits up to `kill_wait_s` again. Returns only when each has exited, or
+    that bound passed (those are `left`); `killed`: those SIGKILLed. `sig` SIGKILL: no
+    grace (every one still there is killed)."""
+    fds: dict[int, Proc] = {}
+    try:
+        for p in procs:
+            fd = _pidfd(p)
+            if fd is not None:
+                fds[fd] = p
+        for fd in fds:
+            _send(fd, sig)
+        if sig != signal.SIGKILL:
+            _wait(fds, grace_s)
+        killed = list(fds.values())
+        for fd in fds:
+            _send(fd, signal.SIGKILL)
+        _wait(fds, kill_wait_s)
+        return Stopped(killed, list(fds.values()))
+    finally:
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+
+
+def _pidfd(p: Proc) -> int | None:
+    """A pidfd of `p` if it is still that process and has not exited, else None."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except (ProcessLookupError, OSError):
+        return None
+    # Opened first, checked second: the PID cannot be reused while the pidfd is held
+    # unexited, so a matching start time now means the pidfd is that process's.
+    if start_time(p.pid) != p.started or _exited(fd):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _exited(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def _send(fd: int, sig: int) -> None:
+    try:
+        signal.pidfd_send_signal(fd, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait(fds: dict[int, Proc], timeout: float) -> None:
+    """Until every pidfd in `fds` says its process exited (each removed and closed as it
+    does) or `timeout` passes."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    deadline = time.monotonic() + timeout
+    while fds:
+        left_ms = (deadline - time.monotonic()) * 1000
+        if left_ms <= 0:
+            return
+        for fd, _ in poller.poll(left_ms):
+            poller.unregister(fd)
+            os.close(fd)
+            fds.pop(fd, None)

@@ -5,6 +5,9 @@ other people's words do not run as root (netrig issue 24).
   directory after netrig made them (before dumpcap, netrig-link and nginx start): the
   captures (rings, so files are opened again mid-run) and nginx's logs land in the
   directories netrig made, and nothing in the root-only one.
+- FRR's daemons run as frr (uid, gid, capabilities no wider than FRR's own), so a raw
+  `frr:` line `log file` naming a root-only directory writes nothing there, and the
+  routers still converge.
 - nginx's worker runs as www-data (its master as root), and still serves the objects.
 """
 
@@ -22,6 +25,7 @@ from netrig.errors import NetrigError
 from netrig.exp import webserver
 from netrig.exp.runner import run_one
 from netrig.exp.scenario import loads_scenario
+from netrig.lab import frr
 from netrig.lab.network import Network
 from netrig.topo.load import loads
 
@@ -42,6 +46,23 @@ monitors:
   - {kind: capture, link: h1-h2, size: 300KB, files: 3, snaplen: 1600}
   - {kind: capture, node: h2, size: 300KB, files: 3, snaplen: 1600}
 """
+
+ROUTED = """
+name: frrlog
+routing: {ospf: {hello: 1s, dead: 4s}}
+nodes:
+  h1: host
+  h2: host
+  r1: {kind: router, ospf: true, frr: {zebra: "log file SECRET/zebra-as-root", ospfd: "log file SECRET/ospfd"}}
+  r2: {kind: router, ospf: true}
+links: [[h1, r1], [r1, r2], [r2, h2]]
+"""
+
+# What FRR's own packaging lets its daemons keep (capability numbers): NET_BIND_SERVICE,
+# NET_ADMIN, NET_RAW, SYS_ADMIN. Nothing that bypasses file permissions (DAC_OVERRIDE 1,
+# DAC_READ_SEARCH 2, FOWNER 3) or changes identity (SETUID 7).
+FRR_CAPS = (1 << 10) | (1 << 12) | (1 << 13) | (1 << 21)
+
 
 def status(pid: int) -> dict[str, list[str]]:
     lines = Path(f"/proc/{pid}/status").read_text().splitlines()
@@ -93,6 +114,30 @@ def test_swapping_a_runs_directories_for_links_mid_run_writes_nothing_through_th
     logs = rdir / "web-h2.moved"
     assert sorted(os.listdir(logs)) == ["access.log", "error.log", "nginx.out"]
     assert " 200 10000 " in (logs / "access.log").read_text()
+
+
+def test_frr_runs_as_frr_so_a_raw_log_file_line_writes_nothing_as_root(tmp_path):
+    needs_root()
+    if not (frr.frr_dir() / "zebra").exists():
+        pytest.skip("FRR is not installed")
+    secret = root_only(tmp_path)
+    topo = loads(ROUTED.replace("SECRET", str(secret)), "<frrlog>")
+    user = pwd.getpwnam("frr")
+    with Network(topo, prefix=f"fw{os.getpid() % 100000}") as net:
+        net.converge(30)
+        assert net.ping("h1", "h2", count=3).received == 3
+        st = net.state
+        assert st is not None and sorted(st.frr) == ["r1", "r2"]
+        for router, daemons in st.frr.items():
+            for daemon, (pid, _) in daemons.items():
+                s = status(pid)
+                who = f"{daemon} of {router}"
+                assert s["Uid"] == [str(user.pw_uid)] * 4 and s["Gid"] == [str(user.pw_gid)] * 4, (who, s)
+                assert int(s["CapPrm"][0], 16) & ~FRR_CAPS == 0, (who, s["CapPrm"])
+        shown = net["r1"].run(["vtysh", *frr.vtysh_args(frr.router_dir(st.dir, "r1")), "-c",
+                               "show running-config"])
+        assert f"log file {secret}/zebra-as-root" in shown.stdout  # the line was read ...
+    assert os.listdir(secret) == []  # ... and could not write as root
 
 
 def test_nginx_worker_runs_as_www_data_and_serves_the_objects(tmp_path):

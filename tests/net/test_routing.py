@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -238,12 +239,83 @@ def test_down_leaves_nothing_of_frr():
     net = Network(loads(RING, "<ring>"), prefix=prefix)
     net.start()
     lab = net.state.dir
+    routers = frr.daemons_dir(lab)
     try:
-        assert len(named(lab / "frr")) == 8  # zebra and ospfd on four routers
+        assert len(named(routers)) == 8  # zebra and ospfd on four routers
     finally:
         assert net.stop() == []
-    assert named(lab) == [] and not (lab / "frr").exists() and namespaces(prefix) == []
-    assert not any(Path("/etc/netns").glob(prefix + "-*"))
+    assert named(routers) == [] and not routers.exists() and namespaces(prefix) == []
+    assert not lab.exists() and not any(Path("/etc/netns").glob(prefix + "-*"))
+
+
+def still_running(pid: int, started: int) -> bool:
+    """Has the process (PID and start time) not exited yet? A zombie whose threads have
+    all ended has (its parent, PID 1 for a daemon, has yet to collect it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+        threads = len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return False
+    return int(fields[19]) == started and not (fields[0] == "Z" and threads <= 1)
+
+
+def sleeping_60(pid: int) -> bool:
+    """Is `pid` a `sleep 60` that has not exited?"""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0060\x00" and \
+            Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def lab_processes(prefix: str) -> dict[int, int]:
+    """PID -> start time of every process in the lab's namespaces."""
+    inodes = {os.stat(f"/run/netns/{ns}").st_ino for ns in namespaces(prefix)}
+    out = {}
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}/ns/net").st_ino in inodes:
+                out[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[19])
+        except OSError:
+            continue
+    return out
+
+
+def test_down_returns_once_every_process_of_the_lab_has_exited_and_up_again_works(tmp_path):
+    needs_root()
+    prefix = f"dg{os.getpid() % 100000}"
+    f = tmp_path / "wan.yaml"
+    f.write_text(TWO_AS)
+    spawned = tmp_path / "spawned"
+    # A process of the lab that ignores SIGTERM and, told to stop, starts another.
+    script = f"trap 'sleep 60 & echo $! > {spawned}' TERM; echo ready; while :; do sleep 0.1; done"
+    shell = None
+    try:
+        p = netrig("up", str(f), "--prefix", prefix, "-q")
+        assert p.returncode == 0 and "routing converged" in p.stdout, p.stdout + p.stderr
+        shell = subprocess.Popen([sys.executable, "-m", "netrig", "exec", "--prefix", prefix, "h1", "sh", "-c",
+                                  script], stdout=subprocess.PIPE, text=True)
+        assert shell.stdout.readline().strip() == "ready"
+        st = json.loads((LABS_DIR / prefix / "state.json").read_text())
+        daemons = {p: s for ds in st["frr"].values() for p, s in ds.values()}
+        before = {**lab_processes(prefix), **daemons}
+        assert len(daemons) == 8 and shell.pid in before  # zebra, ospfd, bgpd on a1 and a2; zebra, bgpd on b1
+        down = netrig("down", "--prefix", prefix)
+        assert down.returncode == 0, down.stderr
+        child = int(spawned.read_text())
+        left = [pid for pid, started in before.items() if still_running(pid, started)]
+        assert left == [] and not sleeping_60(child), (left, child)
+        assert f"killed sh in {prefix}-h1 (pid {shell.pid}): it had not exited 2 s after SIGTERM" in down.stderr
+        assert f"killed sleep in {prefix}-h1 (pid {child}): it started after the lab was told to stop" \
+            in down.stderr, down.stderr
+        again = netrig("up", str(f), "--prefix", prefix, "-q")  # at once, the same prefix
+        assert again.returncode == 0 and "routing converged" in again.stdout, again.stdout + again.stderr
+        assert netrig("pingall", "--prefix", prefix).returncode == 0
+    finally:
+        netrig("down", "--prefix", prefix)
+        if shell is not None:
+            shell.kill()
+            shell.wait(timeout=10)
 
 
 def test_clean_after_sigkill_of_netrig_up_leaves_nothing(tmp_path):
@@ -252,38 +324,36 @@ def test_clean_after_sigkill_of_netrig_up_leaves_nothing(tmp_path):
     f = tmp_path / "ring.yaml"
     f.write_text(RING)
     lab = LABS_DIR / prefix
+    routers = frr.daemons_dir(lab)
     up = subprocess.Popen([sys.executable, "-m", "netrig", "up", str(f), "--prefix", prefix],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     extra = f"{prefix}-x"
     try:
-        assert wait_for(lambda: (lab / "frr" / "r4" / "zebra.pid").exists(), 30, 0.005)
+        assert wait_for(lambda: (routers / "r4" / "zebra.pid").exists(), 30, 0.005)
         up.send_signal(signal.SIGKILL)
         up.wait(timeout=10)
         # And a daemon no state names, outside the lab's namespaces (as if netrig died
         # between starting it and recording it): only its command line says whose it is.
-        d = lab / "frr" / "stray"
-        d.mkdir(parents=True)
+        d = routers / "stray"
+        d.mkdir()
+        os.chown(d, 0, pwd.getpwnam("frr").pw_gid)
+        d.chmod(0o770)  # as netrig makes a router's: frr writes its pid file and sockets
         for name in ("zebra.conf", "vtysh.conf"):
             (d / name).write_text("hostname stray\n")
         subprocess.run(["ip", "netns", "add", extra], check=True)
-        (Path("/etc/netns") / extra).mkdir(parents=True, exist_ok=True)
-        (Path("/etc/netns") / extra / "group").write_text(frr.group_file())
-        subprocess.run(["ip", "netns", "exec", extra, str(frr.frr_dir() / "zebra"), "-d", "-u", "root", "-g",
-                        "root", "-P", "0", "-f", str(d / "zebra.conf"), "-i", str(d / "zebra.pid"),
-                        "-z", str(d / "zserv.api"), "--vty_socket", str(d), "--log", f"file:{d}/zebra.log"],
+        subprocess.run(["ip", "netns", "exec", extra, str(frr.frr_dir() / "zebra"), "-d", "-P", "0",
+                        "-f", str(d / "zebra.conf"), "-i", str(d / "zebra.pid"), "-z", str(d / "zserv.api"),
+                        "--vty_socket", str(d), "--log", f"file:{d}/zebra.log"],
                        check=True, capture_output=True, timeout=30)
-        assert len(named(lab)) >= 2
+        assert len(named(routers)) >= 2
         p = netrig("clean")
         assert p.returncode == 0 and f"removed lab '{prefix}'" in p.stdout, p.stdout + p.stderr
-        assert wait_for(lambda: named(lab) == [], 5), named(lab)
-        assert not lab.exists() and namespaces(prefix) == [extra]
+        assert named(routers) == []  # clean returned once they had all exited
+        assert not lab.exists() and not routers.exists() and namespaces(prefix) == [extra]
     finally:
         if up.poll() is None:
             up.kill()
         subprocess.run(["ip", "netns", "del", extra], capture_output=True)
-        for f in (Path("/etc/netns") / extra).glob("*"):
-            f.unlink()
-        (Path("/etc/netns") / extra).rmdir() if (Path("/etc/netns") / extra).exists() else None
         if lab.exists():
             netrig("down", "--prefix", prefix)
 

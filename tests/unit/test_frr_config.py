@@ -188,13 +188,6 @@ links: [[r1, s], [r2, s], [r3, s]]
     assert frr.expected_adjacencies(p) == {r: {"eth0": 2} for r in ("r1", "r2", "r3")}
 
 
-def test_group_file_puts_root_in_frrvty(tmp_path, monkeypatch):
-    text = frr.group_file()
-    line = next(x for x in text.splitlines() if x.startswith("frrvty:"))
-    assert "root" in line.split(":")[3].split(",")
-    assert text.count("\nfrrvty:") + text.startswith("frrvty:") == 1
-
-
 def test_neighbour_and_peer_json_as_frr_8_prints_them():
     doc = {"neighbors": {"10.255.0.2": [{"nbrState": "Full/-", "ifaceName": "eth0:10.0.0.1"},
                                         {"nbrState": "Init/-", "ifaceName": "eth1:10.0.1.1"}]}}

@@ -12,9 +12,10 @@ Routers that run OSPF or BGP get FRR's daemons last, once every link carries fra
 built).
 
 The state file names every namespace before it is created; teardown stops FRR's
-daemons (protocols, then zebra), kills the processes inside the lab's namespaces (they
-are the lab's), then any process whose command line names the lab's frr directory
-(a daemon a killed netrig never recorded), then deletes the namespaces. A lab
+daemons (protocols, then zebra), netrig-link, then the processes inside the lab's
+namespaces (they are the lab's) and any process whose command line names the lab's
+routers' directories (a daemon a killed netrig never recorded), looking again until
+none is left; it waits for each to exit (netrig.procs), then deletes the namespaces. A lab
 built from a file records the file's absolute path and bytes; `topology_of` gives a
 later command that topology again, or refuses if the file is no longer what was built.
 """
@@ -31,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from netrig import procs, safefs
 from netrig.errors import NetrigError
 from netrig.lab import frr, netns, qdiscs
 from netrig.lab.state import LabError, LabState, alive, check_prefix, labs, read_topology, sha256
@@ -42,6 +44,9 @@ from netrig.topo.plan import Plan
 EMU = "-emu"  # namespace suffix: PREFIX--emu (node names cannot contain '-')
 SW = "-sw"  # all of a lab's switches: PREFIX--sw
 IFNAMSIZ = 15
+LINK_STOP_S = 5.0  # netrig-link's grace after SIGTERM
+OTHERS_STOP_S = 2.0  # the grace of whatever else runs in the lab
+SWEEPS = 10  # looks for processes left in the lab's namespaces (the first: SIGTERM, then SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -302,38 +307,51 @@ def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
         time.sleep(0.05)
 
 
-def teardown(st: LabState) -> list[str]:
-    """Stops the lab's processes and deletes its namespaces; returns problems (if any)."""
-    errors = []
-    frr.stop_all([(d, *p) for procs in st.frr.values() for d, p in procs.items() if d != "zebra"])
-    frr.stop_all([(d, *p) for procs in st.frr.values() for d, p in procs.items() if d == "zebra"])
+def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
+    """Stops the lab's processes and deletes its namespaces; returns problems (if any).
+
+    Returns once every process of the lab has exited (netrig.procs: each waited for
+    through a pidfd): FRR's daemons (protocols, then zebra), netrig-link, then whatever
+    runs in the lab's namespaces or names its routers' directories, looked for again
+    until none is left (a process that starts another when told to stop leaves nothing
+    behind). Each gets SIGTERM, then SIGKILL after a grace; `notes` gets a line for each
+    that had to be killed."""
+    errors: list[str] = []
+    said = notes if notes is not None else []
+
+    def stop(group: list[procs.Proc], grace_s: float, sig: int = signal.SIGTERM) -> None:
+        done = procs.stop(group, grace_s=grace_s, sig=sig)
+        why = f"it had not exited {grace_s:g} s after SIGTERM" if sig != signal.SIGKILL \
+            else "it started after the lab was told to stop"
+        said.extend(f"killed {p.name} (pid {p.pid}): {why}" for p in done.killed)
+        errors.extend(f"{p.name} (pid {p.pid}) is still there after SIGKILL" for p in done.left)
+
+    daemons = [(d, procs.Proc(p, s, f"{d} of {r}")) for r, ds in st.frr.items() for d, (p, s) in ds.items()]
+    stop([p for d, p in daemons if d != "zebra"], frr.STOP_WAIT_S)
+    stop([p for d, p in daemons if d == "zebra"], frr.STOP_WAIT_S)
     pid = st.pids.get("netrig-link", 0)
-    if alive(pid, "netrig-link"):
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    link = procs.here(pid, "netrig-link") if alive(pid, "netrig-link") else None
+    if link is not None:
+        stop([link], LINK_STOP_S)
     userspace.forget(pid)
-    # Whatever still runs inside the lab's namespaces belongs to the lab.
-    victims = {p for ps in netns.pids(st.namespaces).values() for p in ps}
-    victims.discard(os.getpid())
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in list(victims):
-            try:
-                os.kill(p, sig)
-            except ProcessLookupError:
-                victims.discard(p)
-        deadline = time.monotonic() + 2
-        while victims and time.monotonic() < deadline:
-            victims = {p for p in victims if alive(p)}
-            time.sleep(0.02)
-    frr.sweep(st.dir)  # daemons whose namespace is gone, or that no state recorded
+    # Whatever still runs inside the lab's namespaces belongs to the lab; so does a
+    # daemon no state recorded (its command line names the lab's routers' directories).
+    for round in range(SWEEPS):
+        found = _in_namespaces(st.namespaces) + frr.strays(st.dir)
+        if not found:
+            break
+        if round == 0:
+            stop(found, OTHERS_STOP_S)
+        else:
+            stop(found, 0, signal.SIGKILL)
+    else:
+        errors.append(f"processes kept starting in the lab's namespaces after {SWEEPS} rounds of "
+                      "SIGKILL: " + ", ".join(f"{p.name} (pid {p.pid})" for p in found[:5]))
     frr.remove(st.dir)
     web = st.dir / "web"  # web flows' nginx files (exp/webserver.py), if a killed run left them
     if web.is_dir() and not web.is_symlink():
         shutil.rmtree(web, ignore_errors=True)
+    safefs.remove_tree(st.dir.parent.parent, f"www/{st.prefix}")  # and their objects (daemon_dir)
     errors += netns.delete(st.namespaces)
     for ns in st.namespaces:
         netns.remove_etc(ns)
@@ -348,12 +366,33 @@ def teardown(st: LabState) -> list[str]:
     return errors
 
 
-def clean(everything: bool = False, orphans_only: bool = False) -> list[tuple[str, str, list[str]]]:
+def _in_namespaces(namespaces: list[str]) -> list[procs.Proc]:
+    """The processes in these namespaces (this one left out), each named by its program
+    and namespace."""
+    me = os.getpid()
+    out = []
+    for ns, pids in netns.pids(namespaces).items():
+        for pid in pids:
+            if pid == me:
+                continue
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            p = procs.here(pid, f"{comm} in {ns}")
+            if p is not None:
+                out.append(p)
+    return out
+
+
+def clean(everything: bool = False, orphans_only: bool = False,
+          notes: list[str] | None = None) -> list[tuple[str, str, list[str]]]:
     """Tears down the labs whose builder was killed or whose netrig-link died (every
     lab with `everything`; only those whose builder died with `orphans_only`, as a
     cluster worker does: a live builder tears its own down): (prefix, why, problems)
     for each lab looked at that had a problem or was removed (why is "" for a lab whose
-    state could not be read). What `netrig clean` does."""
+    state could not be read); `notes`, as teardown's, each line after its lab's prefix.
+    What `netrig clean` does."""
     done = []
     for prefix in labs():
         try:
@@ -366,7 +405,10 @@ def clean(everything: bool = False, orphans_only: bool = False) -> list[tuple[st
         why = ("--all" if everything else "its builder died" if crashed
                else "its netrig-link died" if emu_dead and not orphans_only else "")
         if why:
-            done.append((prefix, why, teardown(st)))
+            said: list[str] = []
+            done.append((prefix, why, teardown(st, said)))
+            if notes is not None:
+                notes.extend(f"lab '{prefix}': {x}" for x in said)
     return done
 
 

@@ -22,14 +22,17 @@ Pure part (no system calls; `tests/unit/test_frr_config.py`):
   with BGP, everything announced by the ASes its AS is joined to by eBGP.
   `expected_adjacencies(plan)`: the Full OSPF neighbours each interface should have.
 
-System part: `start(...)`/`stop(...)` run the daemons inside a router's namespace, from
-its directory `LAB_DIR/frr/ROUTER/` (configs, pid files, vty sockets, zserv.api,
-logs); `sweep(lab_dir)` kills any process whose command line names a lab's frr
-directory (by exact path, never by program name). The daemons need the group `frrvty`
-with root in it: `/etc/netns/NS/group` (which `ip netns exec` binds over /etc/group)
-is the host's /etc/group with root added; the host's own /etc is never changed.
-Stopping zebra withdraws every route the router's protocols installed (FRR removes
-them from the kernel on exit).
+System part: `start(...)`/`stop(...)` run the daemons inside a router's namespace as
+FRR's user `frr` (Debian's; each daemon keeps only the capabilities FRR gives it, so a
+raw line such as `log file /root/x` fails as frr would), from the router's directory
+`RUN/frr/PREFIX/ROUTER/` (configs, pid files, vty sockets, zserv.api, logs): root's,
+group frr, 1770, its parents searchable by group frr only (and RUN by everyone), the
+configs root's and 0640, so frr reads them but cannot replace them. Nothing of the lab's
+root-only directory nor of the results is frr's to reach. `sweep(lab_dir)` kills any
+process whose command line names a lab's routers' directory (by exact path, never by
+program name). Stopping returns once every daemon has exited (netrig.procs). Stopping
+zebra withdraws every route the router's protocols installed (FRR removes them from
+the kernel on exit).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import ipaddress
 import json
 import math
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -46,7 +50,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from netrig.lab.state import LabError
+from netrig import procs, safefs
+from netrig.errors import NetrigError
+from netrig.lab.state import LabError, daemon_dir
 from netrig.topo.model import Topology
 from netrig.topo.plan import Iface, Plan, Segment
 
@@ -56,6 +62,11 @@ VTYSH = "vtysh"
 ORDER = ("zebra", "staticd", "ospfd", "bgpd")
 INSTALL_HINT = "apt-get install frr, or bash scripts/install.sh"
 STOP_WAIT_S = 5.0
+USER = "frr"  # Debian's FRR user and group (FRR's own default); frr is in group frrvty
+# A router's directory: root's, group frr; frr makes its pid files and sockets there, and
+# the sticky bit keeps netrig's files (configs, logs) from being replaced by frr.
+ROUTER_MODE = 0o1770
+_ROOTS = safefs.Modes(file=0o600, dir=0o700, enforce=False)
 
 
 def frr_dir() -> Path:
@@ -351,36 +362,29 @@ def default_wait_s(topo: Topology) -> float:
 
 # The daemons.
 
+def ids() -> tuple[int, int, set[int]]:
+    """FRR's user: its uid, gid and every group it is in (LabError if there is none)."""
+    try:
+        pw = pwd.getpwnam(USER)
+    except KeyError:
+        raise LabError(f"there is no user {USER}, which FRR's daemons run as (Debian's frr package "
+                       f"creates it: {INSTALL_HINT})") from None
+    return pw.pw_uid, pw.pw_gid, set(os.getgrouplist(USER, pw.pw_gid))
+
+
+def daemons_dir(lab_dir: Path) -> Path:
+    """RUN/frr/PREFIX: the lab's routers' directories (outside its root-only directory:
+    the daemons, as frr, must reach them)."""
+    return daemon_dir(lab_dir, "frr")
+
+
 def router_dir(lab_dir: Path, router: str) -> Path:
-    return lab_dir / "frr" / router
+    return daemons_dir(lab_dir) / router
 
 
 def vtysh_args(d: Path) -> list[str]:
     """What vtysh needs to reach a router's daemons (and skip PAM)."""
     return ["--config_dir", str(d), "--vty_socket", str(d)]
-
-
-def group_file() -> str:
-    """The host's /etc/group with root in the group frrvty (a line added if none)."""
-    try:
-        lines = Path("/etc/group").read_text().splitlines()
-    except OSError:
-        lines = ["root:x:0:"]
-    out, seen = [], False
-    for line in lines:
-        f = line.split(":")
-        if len(f) == 4 and f[0] == "frrvty":
-            seen = True
-            members = [m for m in f[3].split(",") if m]
-            if "root" not in members:
-                f[3] = ",".join([*members, "root"])
-            line = ":".join(f)
-        out.append(line)
-    if not seen:
-        gids = {int(f[2]) for f in (x.split(":") for x in lines) if len(f) >= 3 and f[2].isdigit()}
-        gid = next(g for g in range(990, 60000) if g not in gids)
-        out.append(f"frrvty:x:{gid}:root")
-    return "\n".join(out) + "\n"
 
 
 def start_time(pid: int) -> int | None:
@@ -400,32 +404,51 @@ def running(pid: int, started: int) -> bool:
     return pid > 0 and start_time(pid) == started
 
 
+def _rel(lab_dir: Path, *names: str) -> tuple[Path, str]:
+    """RUN and frr/PREFIX/... below it."""
+    return lab_dir.parent.parent, "/".join(("frr", lab_dir.name, *names))
+
+
 def write(plan: Plan, lab_dir: Path, router: str, ns: str) -> Path:
-    """The router's directory with its configs (old files removed), and its group file."""
+    """The router's directory, made afresh (root's, group frr, ROUTER_MODE), with its
+    configs (root's, group frr reads them; vtysh.conf root's alone)."""
+    uid, gid, groups = ids()
     d = router_dir(lab_dir, router)
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(parents=True, mode=0o700)
+    run, rel = _rel(lab_dir, router)
+    safefs.remove_tree(run, rel)
+    try:
+        safefs.shared_dir(run, rel, safefs.Shared(gid, leaf=ROUTER_MODE))
+    except (OSError, NetrigError) as e:
+        raise LabError(f"router {router}: its directory {d}: {e}") from None
+    blocked = safefs.unreachable_by(d, uid, groups)
+    if blocked is not None:
+        raise LabError(f"router {router}: FRR's daemons run as {USER}, which may not enter {blocked} "
+                       f"on the way to {d}: give NETRIG_RUN_DIR a directory {USER} can reach")
     for name, text in configs(plan, router).items():
-        (d / name).write_text(text)
-    etc = Path("/etc/netns") / ns
-    etc.mkdir(parents=True, exist_ok=True)
-    (etc / "group").write_text(group_file())
+        mode = 0o600 if name == "vtysh.conf" else 0o640  # vtysh runs as root
+        safefs.write_shared(run, f"{rel}/{name}", text, safefs.Shared(gid, leaf=ROUTER_MODE, file=mode))
     return d
 
 
 def start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[str, list[int]]:
-    """Starts the router's daemons (zebra first); daemon -> [pid, start time]."""
+    """Starts the router's daemons (zebra first), as FRR's user with the capabilities
+    FRR keeps for each (`-u frr -g frr`: each starts as root, opens its log, drops to
+    frr); daemon -> [pid, start time]."""
     d = router_dir(lab_dir, router)
+    run, rel = _rel(lab_dir, router)
+    _, gid, _ = ids()
     where = frr_dir()
     out: dict[str, list[int]] = {}
     for name in daemons(topo, router):
         for f in (f"{name}.pid", f"{name}.vty") + (("zserv.api",) if name == "zebra" else ()):
-            (d / f).unlink(missing_ok=True)
-        argv = ["ip", "netns", "exec", ns, str(where / name), "-d", "-u", "root", "-g", "root", "-P", "0",
+            (d / f).unlink(missing_ok=True)  # (a link is removed, not followed)
+        # Its log, root's before the daemon opens it (as root, before it drops to frr):
+        # the sticky directory keeps frr from putting a link in its place.
+        safefs.write_shared(run, f"{rel}/{name}.log", b"", safefs.Shared(gid, leaf=ROUTER_MODE, file=0o600))
+        argv = ["ip", "netns", "exec", ns, str(where / name), "-d", "-u", USER, "-g", USER, "-P", "0",
                 "-f", str(d / f"{name}.conf"), "-i", str(d / f"{name}.pid"), "-z", str(d / "zserv.api"),
                 "--vty_socket", str(d), "--log", f"file:{d / name}.log"]
-        with open(d / f"{name}.err", "w") as err:
+        with safefs.open_new(run, f"{rel}/{name}.err", _ROOTS) as err:
             p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, timeout=30)
         if p.returncode != 0:
             raise LabError(f"router {router}: {name} did not start (exit {p.returncode}): "
@@ -448,16 +471,13 @@ def start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[st
 
 def _pid_file(p: Path) -> int:
     try:
-        return int(p.read_text().strip() or 0)
-    except (OSError, ValueError):
+        return int(safefs.read_tail(p, 64).strip() or 0)  # frr's file: read, never followed
+    except ValueError:
         return 0
 
 
 def _tail(p: Path, n: int = 400) -> str:
-    try:
-        text = p.read_text(errors="replace").strip()
-    except OSError:
-        return ""
+    text = safefs.read_tail(p, 65536).strip()
     useful = [x for x in text.splitlines() if "could chown socket" not in x and "write error on fd 2" not in x]
     return " | ".join(useful)[-n:]
 
@@ -479,48 +499,34 @@ def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[
             f.result()
 
 
-def stop(procs: dict[str, list[int]], wait_s: float = STOP_WAIT_S) -> list[str]:
+def stop(recorded: dict[str, list[int]], wait_s: float = STOP_WAIT_S) -> list[str]:
     """Stops one router's daemons (daemon -> [pid, start time]): protocols, then zebra
-    (which withdraws their routes); SIGTERM, then SIGKILL after wait_s. Returns the
-    daemons that had to be killed."""
-    protocols = [d for d in reversed(ORDER) if d in procs and d != "zebra"]
+    (which withdraws their routes); SIGTERM, then SIGKILL after wait_s. Returns only
+    once each has exited; the daemons that had to be killed."""
+    protocols = [d for d in reversed(ORDER) if d in recorded and d != "zebra"]
     killed = []
-    for group in (protocols, ["zebra"] if "zebra" in procs else []):
-        killed += stop_all([(d, *procs[d]) for d in group], wait_s)
+    for group in (protocols, ["zebra"] if "zebra" in recorded else []):
+        killed += stop_all([(d, *recorded[d]) for d in group], wait_s)
     return killed
 
 
-def stop_all(procs: list[tuple[str, int, int]], wait_s: float = STOP_WAIT_S) -> list[str]:
-    """SIGTERM to each (name, pid, start time) still running, wait up to wait_s for them
-    all, SIGKILL the rest; returns the names of those killed."""
-    live = [(n, p, s) for n, p, s in procs if running(p, s)]
-    for _, p, _ in live:
-        _signal(p, signal.SIGTERM)
-    deadline = time.monotonic() + wait_s
-    while live and time.monotonic() < deadline:
-        live = [(n, p, s) for n, p, s in live if running(p, s)]
-        if live:
-            time.sleep(0.02)
-    for _, p, _ in live:
-        _signal(p, signal.SIGKILL)
-    return [n for n, _, _ in live]
+def stop_all(named: list[tuple[str, int, int]], wait_s: float = STOP_WAIT_S) -> list[str]:
+    """SIGTERM to each (name, pid, start time) still running, SIGKILL to those still there
+    after wait_s; returns once each has exited (netrig.procs.stop): the names of those
+    killed, and of any still there after SIGKILL (said as such)."""
+    done = procs.stop([procs.Proc(p, s, n) for n, p, s in named], grace_s=wait_s)
+    return [p.name for p in done.killed] + [f"{p.name} (pid {p.pid}: still there after SIGKILL)"
+                                            for p in done.left]
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def sweep(lab_dir: Path) -> list[int]:
-    """Kills (SIGKILL) every process whose command line names a path inside
-    `lab_dir/frr` (a daemon's -f, -i, -z, --vty_socket, --log): the daemons a netrig
-    killed before it recorded them. Matches paths exactly, never program names.
-    Returns the PIDs killed."""
-    top = str(lab_dir / "frr")
+def strays(lab_dir: Path) -> list[procs.Proc]:
+    """Every process whose command line names a path inside the lab's routers'
+    directories (a daemon's -f, -i, -z, --vty_socket, --log): the daemons a netrig
+    killed before it recorded them, or whose namespace is gone. Matches paths exactly,
+    never program names."""
+    tops = [str(daemons_dir(lab_dir)), str(lab_dir / "frr")]  # (and where an older netrig put them)
     me = os.getpid()
-    killed = []
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -530,15 +536,26 @@ def sweep(lab_dir: Path) -> list[int]:
             continue
         for a in args:
             s = a.decode(errors="replace").removeprefix("file:")
-            if s == top or s.startswith(top + "/"):
-                _signal(int(entry), signal.SIGKILL)
-                killed.append(int(entry))
+            if any(s == top or s.startswith(top + "/") for top in tops):
+                p = procs.here(int(entry), f"{Path(args[0].decode(errors='replace')).name} (no state named it)")
+                if p is not None:
+                    found.append(p)
                 break
-    return killed
+    return found
+
+
+def sweep(lab_dir: Path) -> list[procs.Proc]:
+    """Kills (SIGKILL) the lab's `strays` and waits for each to exit; returns them."""
+    found = strays(lab_dir)
+    procs.stop(found, sig=signal.SIGKILL)
+    return found
 
 
 def remove(lab_dir: Path) -> None:
-    d = lab_dir / "frr"
+    """Removes the lab's routers' directories (links inside removed, never followed)."""
+    run, rel = _rel(lab_dir)
+    safefs.remove_tree(run, rel)
+    d = lab_dir / "frr"  # where an older netrig put them
     if d.is_dir() and not d.is_symlink():
         shutil.rmtree(d, ignore_errors=True)
 
