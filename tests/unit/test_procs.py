@@ -1,4 +1,5 @@
-"""Ending a child: SIGTERM first, SIGKILL after the grace period, always reaped."""
+"""Ending a child: SIGTERM first, SIGKILL after the grace period, always reaped; and
+ending processes by PID and start time (netrig.procs.stop), waited for through pidfds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from netrig import procs
 from netrig.procs import end
 
 
@@ -22,3 +24,32 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_and_reaped():
     end(q)
     assert q.returncode == -signal.SIGTERM
     end(q)  # an ended one: nothing
+
+
+def _ready(code: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", f"import signal, time\n{code}\nprint('ready', flush=True)\n"
+                          "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def test_stop_waits_until_each_has_exited_and_names_those_it_killed():
+    stubborn = _ready("signal.signal(signal.SIGTERM, signal.SIG_IGN)")
+    polite = _ready("")
+    mine = [procs.here(stubborn.pid, "stubborn"), procs.here(polite.pid, "polite")]
+    t = time.monotonic()
+    done = procs.stop(mine, grace_s=0.3)
+    assert [p.name for p in done.killed] == ["stubborn"] and done.left == []
+    assert time.monotonic() - t < 10
+    # exited: their pidfds said so before stop returned (they are zombies of ours now)
+    assert stubborn.wait(timeout=0.1) == -signal.SIGKILL and polite.wait(timeout=0.1) == -signal.SIGTERM
+    assert procs.stop(mine) == procs.Stopped([], [])  # nothing left to stop
+
+
+def test_stop_never_signals_another_process_that_has_the_pid():
+    p = _ready("")
+    wrong = procs.Proc(p.pid, procs.start_time(p.pid) + 1, "an older process of that number")
+    assert procs.stop([wrong], grace_s=0.1) == procs.Stopped([], [])
+    assert p.poll() is None
+    procs.stop([procs.here(p.pid, "it")], sig=signal.SIGKILL)
+    assert p.wait(timeout=0.1) == -signal.SIGKILL
