@@ -44,6 +44,7 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -391,10 +392,10 @@ def start_time(pid: int) -> int | None:
     """Field 22 of /proc/PID/stat (clock ticks after boot): with the PID, it names one
     process, never a later one that reuses the number."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat.rsplit(")", 1)[-1].split()
+    fields = text.rsplit(")", 1)[-1].split()
     if fields[0] == "Z":
         return None
     return int(fields[19])
@@ -443,8 +444,14 @@ def start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[st
         for f in (f"{name}.pid", f"{name}.vty") + (("zserv.api",) if name == "zebra" else ()):
             (d / f).unlink(missing_ok=True)  # (a link is removed, not followed)
         # Its log, root's before the daemon opens it (as root, before it drops to frr):
-        # the sticky directory keeps frr from putting a link in its place.
-        safefs.write_shared(run, f"{rel}/{name}.log", b"", safefs.Shared(gid, leaf=ROUTER_MODE, file=0o600))
+        # the sticky directory keeps frr from putting a link in place of a root file.
+        # A restarted daemon appends to its log if that is still netrig's own.
+        try:
+            log: os.stat_result | None = os.lstat(d / f"{name}.log")
+        except FileNotFoundError:
+            log = None
+        if log is None or not stat.S_ISREG(log.st_mode) or log.st_uid != os.geteuid():
+            safefs.write_shared(run, f"{rel}/{name}.log", b"", safefs.Shared(gid, leaf=ROUTER_MODE, file=0o600))
         argv = ["ip", "netns", "exec", ns, str(where / name), "-d", "-u", USER, "-g", USER, "-P", "0",
                 "-f", str(d / f"{name}.conf"), "-i", str(d / f"{name}.pid"), "-z", str(d / "zserv.api"),
                 "--vty_socket", str(d), "--log", f"file:{d / name}.log"]
