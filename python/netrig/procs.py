@@ -64,7 +64,10 @@ class Stopped:
     left: list[Proc]
 
 
-def stop(procs: list[Proc], grace_s: float = 5.0, kill_wait_s: float = 5.0,
+KILL_WAIT_S = 5.0  # how long `stop` waits after SIGKILL (a process in the kernel's D state)
+
+
+def stop(procs: list[Proc], grace_s: float = 5.0, kill_wait_s: float = KILL_WAIT_S,
          sig: int = signal.SIGTERM) -> Stopped:
     """Sends `sig` to each process of `procs` that is still the one named (PID and start
     time) and has not exited, waits up to `grace_s` for them all to exit, SIGKILLs the

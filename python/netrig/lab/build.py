@@ -318,13 +318,16 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     that had to be killed."""
     errors: list[str] = []
     said = notes if notes is not None else []
+    stuck: set[procs.Proc] = set()  # still there after SIGKILL (said once)
 
     def stop(group: list[procs.Proc], grace_s: float, sig: int = signal.SIGTERM) -> None:
-        done = procs.stop(group, grace_s=grace_s, sig=sig)
+        done = procs.stop([p for p in group if p not in stuck], grace_s=grace_s, sig=sig)
         why = f"it had not exited {grace_s:g} s after SIGTERM" if sig != signal.SIGKILL \
             else "it started after the lab was told to stop"
         said.extend(f"killed {p.name} (pid {p.pid}): {why}" for p in done.killed)
-        errors.extend(f"{p.name} (pid {p.pid}) is still there after SIGKILL" for p in done.left)
+        errors.extend(f"{p.name} (pid {p.pid}) is still there {procs.KILL_WAIT_S:g} s after SIGKILL"
+                      for p in done.left)
+        stuck.update(done.left)
 
     daemons = [(d, procs.Proc(p, s, f"{d} of {r}")) for r, ds in st.frr.items() for d, (p, s) in ds.items()]
     stop([p for d, p in daemons if d != "zebra"], frr.STOP_WAIT_S)
@@ -337,7 +340,7 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     # Whatever still runs inside the lab's namespaces belongs to the lab; so does a
     # daemon no state recorded (its command line names the lab's routers' directories).
     for round in range(SWEEPS):
-        found = _in_namespaces(st.namespaces) + frr.strays(st.dir)
+        found = [p for p in _in_namespaces(st.namespaces) + frr.strays(st.dir) if p not in stuck]
         if not found:
             break
         if round == 0:
