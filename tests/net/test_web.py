@@ -171,10 +171,10 @@ def test_stop_ends_a_worker_that_outlived_its_master(tmp_path):
     it by the PID (and start time) it recorded."""
     needs_root()
     ns = f"nrtw{os.getpid() % 100000}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
     run = Path(tempfile.mkdtemp(prefix="netrig-test-", dir="/run"))  # www-data must reach the objects
     w = webserver.WebServer("h2", ns, tmp_path / "lab", run / "www" / "lab" / "h2", safefs.Held(tmp_path / "logs"),
                             {1000})
+    subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         w.start()
         assert w.proc is not None and len(w.workers) == 1, w.pids()
