@@ -95,6 +95,22 @@ def stop(procs: list[Proc], grace_s: float = 5.0, kill_wait_s: float = KILL_WAIT
         fds.clear()
 
 
+REAP_WAIT_S = 3.0  # how long `reaped` waits for PID 1 to collect exited orphans
+
+
+def reaped(procs: list[Proc], timeout: float = REAP_WAIT_S) -> list[Proc]:
+    """Waits until none of `procs` is in /proc any more (an exited orphan stays there, a
+    zombie, until PID 1 collects it: at once under systemd, about once a second in some
+    containers), at most `timeout`; returns those still listed then. `ps` and `pgrep`
+    list zombies, so a lab is gone for whoever looks only once they are collected."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in procs if start_time(p.pid) == p.started]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.02)
+
+
 def _pidfd(p: Proc) -> int | None:
     """A pidfd of `p` if it is still that process and has not exited, else None."""
     try:

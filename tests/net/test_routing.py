@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from netlab import needs_root
+from netrig import procs
 from netrig.lab import frr
 from netrig.lab.network import Network
 from netrig.lab.state import LABS_DIR
@@ -240,11 +241,14 @@ def test_down_leaves_nothing_of_frr():
     net.start()
     lab = net.state.dir
     routers = frr.daemons_dir(lab)
+    daemons = [(pid, started) for ds in net.state.frr.values() for pid, started in ds.values()]
     try:
-        assert len(named(routers)) == 8  # zebra and ospfd on four routers
+        assert len(named(routers)) == 8 == len(daemons)  # zebra and ospfd on four routers
     finally:
         assert net.stop() == []
     assert named(routers) == [] and not routers.exists() and namespaces(prefix) == []
+    # Not even <defunct> in ps: down waits until PID 1 has collected the daemons (orphans).
+    assert [pid for pid, started in daemons if procs.start_time(pid) == started] == []
     assert not lab.exists() and not any(Path("/etc/netns").glob(prefix + "-*"))
 
 
@@ -305,6 +309,10 @@ def test_down_returns_once_every_process_of_the_lab_has_exited_and_up_again_work
         child = int(spawned.read_text())
         left = [pid for pid, started in before.items() if still_running(pid, started)]
         assert left == [] and not sleeping_60(child), (left, child)
+        # Nor listed by ps: the daemons (orphans) collected, not left <defunct> (the shell
+        # is this test's child: it collects that one itself).
+        listed = [pid for pid, started in before.items() if pid != shell.pid and procs.start_time(pid) == started]
+        assert listed == [], listed
         assert f"killed sh in {prefix}-h1 (pid {shell.pid}): it had not exited 2 s after SIGTERM" in down.stderr
         assert f"killed sleep in {prefix}-h1 (pid {child}): it started after the lab was told to stop" \
             in down.stderr, down.stderr

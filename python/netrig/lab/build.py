@@ -319,8 +319,10 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     errors: list[str] = []
     said = notes if notes is not None else []
     stuck: set[procs.Proc] = set()  # still there after SIGKILL (said once)
+    ended: list[procs.Proc] = []  # every process told to stop (waited for until collected)
 
     def stop(group: list[procs.Proc], grace_s: float, sig: int = signal.SIGTERM) -> None:
+        ended.extend(group)
         done = procs.stop([p for p in group if p not in stuck], grace_s=grace_s, sig=sig)
         why = f"it had not exited {grace_s:g} s after SIGTERM" if sig != signal.SIGKILL \
             else "it started after the lab was told to stop"
@@ -350,6 +352,12 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     else:
         errors.append(f"processes kept starting in the lab's namespaces after {SWEEPS} rounds of "
                       "SIGKILL: " + ", ".join(f"{p.name} (pid {p.pid})" for p in found[:5]))
+    # Exited is not yet gone for `ps`: the daemons are orphans, collected by PID 1.
+    zombies = procs.reaped([p for p in ended if p not in stuck])
+    if zombies:
+        said.append(f"{len(zombies)} of the lab's processes have exited but PID 1 has not "
+                    f"collected them after {procs.REAP_WAIT_S:g} s (ps lists them as <defunct>): "
+                    + ", ".join(f"{p.name} (pid {p.pid})" for p in zombies[:5]))
     frr.remove(st.dir)
     web = st.dir / "web"  # web flows' nginx files (exp/webserver.py), if a killed run left them
     if web.is_dir() and not web.is_symlink():
