@@ -12,7 +12,6 @@ import random
 import socket
 import struct
 import subprocess
-import threading
 import time
 from pathlib import Path
 

@@ -129,6 +129,9 @@ pub fn run_then(
         shutdown: AtomicBool::new(false),
     });
     let started = Instant::now();
+    // Bound now, so that the accepting thread polls it from the first UDP test on; if
+    // it cannot be, the first UDP test tries again and says why.
+    let _ = shared.hellos.socket(&listen_addr, cfg.common.bind_dev.as_deref());
     banner(&shared);
     let mut gate = Gate::new(Caps {
         deadline: cfg.handshake_timeout,

@@ -1,6 +1,7 @@
 //! UDP streams' set-up. The datagram that opens a UDP stream ("9876", 4 bytes) names
-//! no test, so one server socket takes them all ([`Hellos`], bound at the first UDP
-//! test and polled by the accepting thread) and hands each to the test waiting for
+//! no test, so one server socket takes them all ([`Hellos`], bound with the listening
+//! socket, or by the first UDP test if it could not be then, and polled by the
+//! accepting thread) and hands each to the test waiting for
 //! streams from that client address; the test answers from a socket of the stream's
 //! own, connected back to the client. Tests from one address set up their UDP streams
 //! one at a time (nothing tells their datagrams apart); tests from other addresses
@@ -60,7 +61,7 @@ impl Hellos {
     }
 
     /// The socket, bound at `addr` the first time (`--bind-dev` applied).
-    fn socket(&self, addr: &SocketAddr, dev: Option<&str>) -> Result<Arc<UdpSocket>> {
+    pub fn socket(&self, addr: &SocketAddr, dev: Option<&str>) -> Result<Arc<UdpSocket>> {
         let mut slot = self.sock.lock().unwrap();
         if let Some(s) = slot.as_ref() {
             return Ok(s.clone());
