@@ -179,9 +179,10 @@ class Host:
             raise classify(self.name, self.spec, p.stderr, step)
         return Done(p.returncode, p.stdout, p.stderr)
 
-    def popen(self, command: str, **kw) -> subprocess.Popen:
-        """Starts a shell line on the host; the caller reads and waits."""
-        return subprocess.Popen(self.argv(command), stdin=subprocess.DEVNULL, **kw)
+    def popen(self, command: str, stdin=subprocess.DEVNULL, **kw) -> subprocess.Popen:
+        """Starts a shell line on the host; the caller reads and waits (and writes, with
+        stdin=subprocess.PIPE: what the command reads, never on a command line)."""
+        return subprocess.Popen(self.argv(command), stdin=stdin, **kw)
 
     def copy(self, src: Path, dest: str, timeout: float) -> None:
         """Copies a local file to `dest` on the host (relative: to its home)."""
