@@ -239,6 +239,7 @@ def test_a_flows_server_serves_only_its_flow(lab, tmp_path):
     path = scenario(lab, tmp_path, flows="  bulk: {kind: tcp, from: a, to: b, start: 5s}", duration="2s")
     p = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--out", str(out), "-q"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = None
     try:
         log = out / "runs" / "p000-r00" / "server-bulk.log"
         deadline = time.monotonic() + 30
@@ -272,6 +273,9 @@ def test_a_flows_server_serves_only_its_flow(lab, tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+        if pid is not None and b"netrig-perf" in (Path(f"/proc/{pid}/cmdline").read_bytes()
+                                                 if Path(f"/proc/{pid}").exists() else b""):
+            os.kill(pid, 15)  # b's server, if the run was killed before it stopped it
     assert p.returncode == 0, stderr
     doc = run_json(out)
     assert doc["status"] == "ok", doc.get("error")
