@@ -98,6 +98,20 @@ class SshLab:
             sh("ip", "netns", "del", ns, check=False)
 
 
+def listening(pid: int, port: int) -> bool:
+    """Whether process `pid` (in whichever namespace) has a TCP socket listening on
+    `port` in its namespace."""
+    want = f":{port:04X} "
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            return False
+        if any(want in x.split(None, 2)[1] + " " and x.split()[3] == "0A" for x in lines):
+            return True
+    return False
+
+
 def make(tmp: Path, path: str = "/usr/bin:/bin") -> SshLab:
     """The lab: both hosts up, sshd running with sessions' PATH `path`."""
     if os.geteuid() != 0:

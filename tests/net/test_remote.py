@@ -3,12 +3,16 @@ each with its own OpenSSH server (tests/net/sshlab.py), joined to the head throu
 bridge; key authentication. `netrig run` (the CLI) runs a TCP flow, a ping and a probe
 between them with theory from the declared path, `netrig report` shows the hosts and
 the idle measurement; netrig-perf missing on a host is copied there; a host that is
-down and a wrong key fail at their step, naming the host, in bounded time."""
+down and a wrong key fail at their step, naming the host, in bounded time; a flow's
+server serves only its flow (a key in its environment, its flow's address, an end of its
+own) and a copied netrig-perf changed on its host is noticed (issue 24)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -200,3 +204,105 @@ def test_a_host_lost_mid_run_fails_that_run_and_the_campaign_goes_on(lab, tmp_pa
     assert "is it still up?" in first["error"]
     assert runs["p000-r01"]["status"] == "ok", runs["p000-r01"].get("error")
     assert runs["p000-r01"]["flows"]["bulk"]["summary"]["status"] == "ok"
+
+
+def flow_server(pid: int) -> tuple[list[str], str]:
+    """A flow server's command line and the key in its environment (issue 24: the key
+    travels on ssh's standard input into the environment, never on a command line)."""
+    argv = [x.decode() for x in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if x]
+    env = dict(x.decode().partition("=")[::2] for x in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if x)
+    return argv, env.get("NETRIG_PERF_KEY", "")
+
+
+def on_no_command_line(secret: str) -> list[int]:
+    """The processes of this machine whose command line holds `secret`."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if secret.encode() in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_flows_server_serves_only_its_flow(lab, tmp_path):
+    """b's server for the flow has a fresh key in its environment (on no command line,
+    neither ssh's here nor the remote shell's), listens on b's flow address only, and
+    ends by itself; strangers (no key, a wrong key, iperf3; from the head, and from b
+    itself to its loopback) are refused and the flow, 5 s later, runs (main: no key, the
+    stranger's test was the one-off server's one test, and the flow found nothing)."""
+    for name in ("a", "b"):
+        lab.start_sshd(name, f"{BIN}:/usr/bin:/bin")
+    out = tmp_path / "out"
+    path = scenario(lab, tmp_path, flows="  bulk: {kind: tcp, from: a, to: b, start: 5s}", duration="2s")
+    p = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--out", str(out), "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid = None
+    try:
+        log = out / "runs" / "p000-r00" / "server-bulk.log"
+        deadline = time.monotonic() + 30
+        while not (log.exists() and "netrig-pid" in log.read_text()):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        pid = int(log.read_text().split("netrig-pid ")[1].split()[0])
+        while not sshlab.listening(pid, 5301):
+            assert Path(f"/proc/{pid}").exists() and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        argv, key = flow_server(pid)
+        assert len(key) == 64 and int(key, 16) >= 0, key
+        assert on_no_command_line(key) == []
+        assert argv[argv.index("-B") + 1] == lab.addr("b") and "--exit-after" in argv
+        perf = str(BIN / "netrig-perf")
+        plain = {k: v for k, v in os.environ.items() if k != "NETRIG_PERF_KEY"}
+        strangers = [
+            ([perf, "-c", lab.addr("b"), "-p", "5301", "-t", "1"], plain, "requires a key"),
+            ([perf, "-c", lab.addr("b"), "-p", "5301", "-t", "1"], {**plain, "NETRIG_PERF_KEY": "guess"}, "wrong key"),
+            (["ip", "netns", "exec", lab.ns["b"], perf, "-c", "127.0.0.1", "-p", "5301", "-t", "1"], plain,
+             "Connection refused"),
+        ]
+        if shutil.which("iperf3"):
+            strangers.append((["iperf3", "-c", lab.addr("b"), "-p", "5301", "-t", "1"], plain, "error"))
+        for cmd, env, said in strangers:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=20)
+            assert r.returncode == 1 and said in r.stdout + r.stderr, (cmd, r.stdout, r.stderr)
+        assert Path(f"/proc/{pid}").exists()  # still waiting for its flow
+        _, stderr = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if pid is not None and b"netrig-perf" in (Path(f"/proc/{pid}/cmdline").read_bytes()
+                                                 if Path(f"/proc/{pid}").exists() else b""):
+            os.kill(pid, 15)  # b's server, if the run was killed before it stopped it
+    assert p.returncode == 0, stderr
+    doc = run_json(out)
+    assert doc["status"] == "ok", doc.get("error")
+    assert doc["flows"]["bulk"]["summary"]["status"] == "ok"
+    assert doc["flows"]["bulk"]["summary"]["throughput_bps"] > 1e6
+
+
+def test_a_copy_of_netrig_perf_changed_on_the_host_is_noticed_by_the_next_run(lab, tmp_path):
+    """b's copy is replaced by a script that records it ran and then runs the real
+    netrig-perf (a tampered copy that works): the next run checks the copy's SHA-256
+    before running it (even for --version), copies it again, and says so in run.json
+    (main: checked by --version only, the script ran every server)."""
+    for name in ("a", "b"):
+        lab.start_sshd(name, "/usr/bin:/bin")  # no netrig-perf on the PATH: copied
+    r = netrig("run", str(scenario(lab, tmp_path, duration="1s")), "--out", str(tmp_path / "first"), "-q")
+    assert r.returncode == 0, r.stderr + r.stdout
+    (copied,) = (lab.home("b") / ".cache" / "netrig").glob("netrig-perf-*")
+    marker = lab.home("b") / "tampered-copy-ran"
+    marker.unlink(missing_ok=True)
+    copied.write_text(f'#!/bin/sh\ntouch {marker}\nexec {BIN / "netrig-perf"} "$@"\n')
+    out = tmp_path / "second"
+    r = netrig("run", str(scenario(lab, tmp_path, duration="1s")), "--out", str(out), "-q")
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = run_json(out)
+    b = doc["remote"]["hosts"]["b"]
+    assert b["perf"] == str(copied) and "not this build's" in b.get("perf_recopied", ""), b
+    assert not marker.exists()
+    digest = hashlib.sha256((BIN / "netrig-perf").read_bytes()).hexdigest()
+    assert hashlib.sha256(copied.read_bytes()).hexdigest() == digest
+    assert doc["flows"]["bulk"]["summary"]["status"] == "ok"

@@ -1,6 +1,6 @@
 """`netrig run` when things go wrong, for real: SIGTERM mid-sweep (network torn down,
-results kept, `--resume` finishes only what is missing), a flow that fails, and a peer
-that cannot be reached."""
+results kept, `--resume` finishes only what is missing), a flow that fails, a peer
+that cannot be reached, and a stranger at a flow's server (refused by its key)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from netlab import needs_root
+from netrig import binary
 
 pytestmark = pytest.mark.net
 
@@ -159,3 +160,77 @@ flows:
         rows = {r["flow"]: r for r in csv.DictReader(f)}
     assert rows["dark"]["status"] == "timed_out" and rows["dark"]["verdict"] == "within"
     assert lab_of(p.pid) not in namespaces()
+
+
+FLOW_SERVER = """\
+name: keyed
+topology:
+  nodes: {h1: host, h2: host}
+  links:
+    - {a: h1, b: h2, rate: 20Mbit, delay: 2ms}
+duration: 2s
+settle: 0s
+flows:
+  bulk: {kind: tcp, from: h1, to: h2, start: 4s}
+"""
+
+
+def test_a_flows_server_in_a_lab_serves_only_its_flow(tmp_path):
+    """The lab's server for the flow: a fresh key in its environment (on no command
+    line), bound to h2's address, with an end of its own; a stranger on h1 without the
+    key, with a wrong one, or on h2's loopback is refused, and the flow runs (main: the
+    stranger's test was the one-off server's one test; the flow then found nothing)."""
+    (tmp_path / "s.yaml").write_text(FLOW_SERVER)
+    out = tmp_path / "r"
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q")
+    try:
+        deadline = time.monotonic() + 60
+        server = None
+        while server is None:
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            for d in Path("/proc").iterdir():
+                if d.name.isdigit():
+                    try:
+                        argv = (d / "cmdline").read_bytes().split(b"\0")
+                        ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    except (OSError, IndexError, ValueError):
+                        continue
+                    if ppid == p.pid and argv[0].endswith(b"netrig-perf") and b"-s" in argv:
+                        server = int(d.name)
+            time.sleep(0.05)
+        argv = [x.decode() for x in Path(f"/proc/{server}/cmdline").read_bytes().split(b"\0") if x]
+        env = dict(x.decode().partition("=")[::2] for x in Path(f"/proc/{server}/environ").read_bytes().split(b"\0")
+                   if x)
+        key, addr, port = env.get("NETRIG_PERF_KEY", ""), argv[argv.index("-B") + 1], argv[argv.index("-p") + 1]
+        assert len(key) == 64 and "--exit-after" in argv, (argv, key)
+        assert all(key.encode() not in (d / "cmdline").read_bytes() for d in Path("/proc").iterdir()
+                   if d.name.isdigit() and (d / "cmdline").exists())
+        while not listening(server, int(port)):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        perf = str(binary("netrig-perf"))
+        plain = {k: v for k, v in os.environ.items() if k != "NETRIG_PERF_KEY"}
+        h1, h2 = f"{lab_of(p.pid)}-h1", f"{lab_of(p.pid)}-h2"
+        for ns, target, env, said in ((h1, addr, plain, "requires a key"),
+                                      (h1, addr, {**plain, "NETRIG_PERF_KEY": "guess"}, "wrong key"),
+                                      (h2, "127.0.0.1", plain, "Connection refused")):
+            r = subprocess.run(["ip", "netns", "exec", ns, perf, "-c", target, "-p", port, "-t", "1"],
+                               capture_output=True, text=True, env=env, timeout=20)
+            assert r.returncode == 1 and said in r.stderr, (ns, target, r.stderr)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err[-2000:]
+    bulk = run_json(out, "p000-r00")["flows"]["bulk"]["summary"]
+    assert bulk["status"] == "ok" and bulk["throughput_bps"] > 1e6, bulk
+
+
+def listening(pid: int, port: int) -> bool:
+    want = f":{port:04X}"
+    try:
+        lines = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(x.split()[1].endswith(want) and x.split()[3] == "0A" for x in lines)

@@ -28,7 +28,18 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp.flows import Outcome, parse_perf_json, perf_argv, ping_argv, ping_count, server_argv
+from netrig.exp.flows import (
+    KEY_ENV,
+    Outcome,
+    flow_key,
+    keyed_env,
+    parse_perf_json,
+    perf_argv,
+    ping_argv,
+    ping_count,
+    server_argv,
+    server_lifetime_s,
+)
 from netrig.exp.runner import _LinkRecorder, queue_rows
 from netrig.exp.scenario import FlowSpec, loads_scenario
 
@@ -313,8 +324,9 @@ def test_a_server_output_of_the_wrong_shape_is_an_error_not_a_crash():
 
 def test_the_flow_asks_the_server_for_its_intervals_at_its_own_interval():
     # iperf3's client does not send its -i: the server reports at its own, so both get it
-    server = server_argv(5301, 0.1)
-    assert server[1:] == ["-s", "-1", "-p", "5301", "-J", "-i", "0.1", "--handshake-timeout", "5"]
+    server = server_argv(5301, 0.1, 5.0, "10.0.0.2", 95.0)
+    assert server[1:] == ["-s", "-1", "-p", "5301", "-B", "10.0.0.2", "-J", "-i", "0.1", "--handshake-timeout", "5",
+                          "--exit-after", "95"]
     client = perf_argv(spec("tcp", rate="10Mbit"), "10.0.0.2", 5301, 3.0, 0.1, 100)
     assert client[client.index("-i") + 1] == "0.1" and "--get-server-output" in client
     assert "--get-server-output" in perf_argv(spec("udp"), "10.0.0.2", 5301, 3.0, 0.1, None)
@@ -388,3 +400,18 @@ def test_nothing_is_recorded_without_netrig_link(tmp_path):
                             .split("monitors:")[0]).points[0]  # no queue to watch in the kernel
     rec = _LinkRecorder(_FakeLab(tmp_path, 11.0), kernel, kernel.spec.monitors)
     assert rec.rated == []
+
+
+def test_a_flows_server_gets_a_fresh_key_in_its_environment_a_bind_address_and_an_end():
+    """The key never reaches a command line: not the server's, not the client's."""
+    a, b = flow_key(), flow_key()
+    assert a != b and len(a) == 64 and int(a, 16) >= 0
+    assert keyed_env(a)[KEY_ENV] == a
+    server = server_argv(5301, 1.0, 5.0, "10.0.0.2", 100.0)
+    client = perf_argv(spec("tcp"), "10.0.0.2", 5301, 3.0, 1.0, None)
+    assert all(a not in x for x in server + client)
+    assert not any(x.startswith("--auth-key") for x in server + client)
+    assert server[server.index("-B") + 1] == "10.0.0.2"
+    # the flow's start, its client's limit and the grace
+    late = spec("tcp", start="20s")
+    assert server_lifetime_s(late, 63.0) == 20 + 63 + 60

@@ -167,3 +167,60 @@ def test_netrig_run_of_real_hosts_needs_no_root(tmp_path, monkeypatch, capsys):
     assert cli.main(["run", str(tmp_path / "lab.yaml"), "--out", str(tmp_path / "o2"), "-q"]) == 2
     assert "netrig run needs root (it creates network namespaces)" in capsys.readouterr().err
     assert ran == ["wifi"]
+
+
+OPTIONS = """\
+name: wifi
+hosts:
+  a: {ssh: alice@192.168.1.20, options: {StrictHostKeyChecking: accept-new}}
+  b:
+    ssh: bob@192.168.1.21
+    options:
+      LogLevel: ERROR
+      X
+path: {rate: 10Mbit, rtt: 20ms}
+duration: 10s
+flows:
+  bulk: {kind: tcp, from: a, to: b}
+"""
+
+
+@pytest.mark.parametrize("line,key", [
+    ("ProxyCommand: nc %h %p", "ProxyCommand"),
+    ("proxycommand: nc %h %p", "proxycommand"),
+    ("PROXYCOMMAND: nc %h %p", "PROXYCOMMAND"),
+    ('"ProxyCommand=nc %h %p": x', "ProxyCommand=nc %h %p"),
+    ('"ProxyCommand nc %h %p": ""', "ProxyCommand nc %h %p"),
+    ("LocalCommand: touch /tmp/owned", "LocalCommand"),
+    ("PermitLocalCommand: 'yes'", "PermitLocalCommand"),
+    ("KnownHostsCommand: /bin/sh -c id", "KnownHostsCommand"),
+    ("'Match exec \"touch /tmp/owned\"': x", 'Match exec "touch /tmp/owned"'),
+    ('"match=exec true": x', "match=exec true"),
+    ("PKCS11Provider: /tmp/evil.so", "PKCS11Provider"),
+    ("ControlPath: /tmp/elsewhere", "ControlPath"),
+])
+def test_ssh_options_that_run_local_commands_are_refused_at_their_line(line, key):
+    got = problems(OPTIONS.replace("X", line))
+    name = key.replace("=", " ").split()[0]
+    assert len(got) == 1 and got[0].startswith(f"s.yaml:8: hosts.b.options.{key}: {name} "), got
+    assert "on this machine" in got[0] or "its own ControlMaster" in got[0], got
+
+
+@pytest.mark.parametrize("line,why", [
+    ('Compression: "yes ProxyCommand=sh"', "Compression: its value carries another option, ProxyCommand, which runs"),
+    ('User: "-oProxyCommand=sh"', "User: '-oProxyCommand=sh': a host or user that starts with '-'"),
+    ('ProxyJump: "jump,-oProxyCommand=sh"', "ProxyJump: 'jump,-oProxyCommand=sh': a host or user that starts"),
+    ('HostName: "x\\nProxyCommand sh"', "HostName: its value spans lines"),
+])
+def test_an_option_smuggled_in_a_value_is_refused_naming_the_key(line, why):
+    got = problems(OPTIONS.replace("X", line))
+    assert len(got) == 1 and got[0].startswith(f"s.yaml:6: hosts.b.options: {why}"), got
+
+
+def test_harmless_options_and_a_jump_host_load():
+    text = OPTIONS.replace("X", 'ProxyJump: "alice@jump:22,bob@jump2"\n      Ciphers: "-3des-cbc"\n'
+                                "      IdentityFile: ~/.ssh/match\n      UserKnownHostsFile: /dev/null")
+    b = loads_scenario(text, "s.yaml").points[0].hosts["b"]
+    assert b.options["ProxyJump"] == "alice@jump:22,bob@jump2" and b.options["Ciphers"] == "-3des-cbc"
+    key = problems(OPTIONS.replace("X", "").replace("{ssh: alice@192.168.1.20,", "{ssh: alice@h, key: -oX=y,"))
+    assert key[0].startswith("s.yaml:3: hosts.a.key: '-oX=y' starts with '-'"), key

@@ -126,3 +126,11 @@ def test_a_working_master_then_a_command_and_a_copy_that_fail(path):
     finally:
         h.close()
     assert h.control is None
+
+
+def test_a_host_built_without_the_scenarios_checks_still_refuses_a_local_command():
+    spec = B.model_copy(update={"options": {"proxyCommand": "sh -c 'touch /tmp/owned'"}})
+    with pytest.raises(HostError) as e:
+        Host("b", spec).argv("true")
+    assert str(e.value).startswith("host b (root@10.217.0.9:2222): connect: options: proxyCommand: refused — "
+                                   "proxyCommand runs a command on this machine"), str(e.value)

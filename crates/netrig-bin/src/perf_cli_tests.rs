@@ -290,3 +290,47 @@ fn the_key_comes_from_a_private_file_or_the_flag() {
     assert!(err(client(&["--auth-key", ""])).contains("the key is empty"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_servers_share_per_address_its_streams_its_grace_and_its_end() {
+    let d = server(&[]).unwrap();
+    assert_eq!(
+        (d.max_tests, d.max_tests_per_source, d.max_streams),
+        (64, 16, 1024)
+    );
+    assert_eq!((d.grace, d.exit_after), (Duration::from_secs(10), None));
+    let s = server(&[
+        "--max-tests",
+        "4",
+        "--max-streams",
+        "8",
+        "--grace",
+        "1",
+        "--exit-after",
+        "2.5",
+    ])
+    .unwrap();
+    assert_eq!((s.max_tests, s.max_tests_per_source, s.max_streams), (4, 1, 8));
+    assert_eq!(s.grace, Duration::from_secs(1));
+    assert_eq!(s.exit_after, Some(Duration::from_millis(2500)));
+    assert_eq!(
+        server(&["--max-tests", "4", "--max-tests-per-source", "3"])
+            .unwrap()
+            .max_tests_per_source,
+        3
+    );
+    assert!(err(server(&["--max-tests", "4", "--max-tests-per-source", "4"]))
+        .contains("must be below --max-tests 4"));
+    assert!(err(server(&["--exit-after", "0"])).contains("--exit-after: 0 s is outside"));
+    for flag in [
+        "--max-tests-per-source",
+        "--max-streams",
+        "--grace",
+        "--exit-after",
+    ] {
+        assert!(
+            err(client(&[flag, "2"])).contains(&format!("{flag} is a server option")),
+            "{flag}"
+        );
+    }
+}

@@ -1,10 +1,12 @@
 //! Values of netrig-perf's iperf3 flags that take more than a number: `-A n[,m]`,
-//! `--server-bitrate-limit RATE[/SECS]`, `-L N`, each checked as iperf3 checks it.
+//! `--server-bitrate-limit RATE[/SECS]`, `-L N`, each checked as iperf3 checks it; and
+//! the server's own limits that depend on each other (`--max-tests-per-source`,
+//! `--max-streams`) and its seconds (`--grace`, `--exit-after`).
 
 use std::time::Duration;
 
 use netrig_core::units::parse_rate;
-use netrig_perf::config::BitrateLimit;
+use netrig_perf::config::{tests_per_source, BitrateLimit, DEFAULT_MAX_STREAMS};
 
 /// `-A n[,m]`: this side's CPU and the one asked of the server (0..1024, as iperf3).
 pub fn parse_affinity(text: &str) -> anyhow::Result<(usize, Option<u32>)> {
@@ -59,6 +61,38 @@ pub fn parse_flowlabel(text: &str) -> anyhow::Result<u32> {
     }
 }
 
+/// `--max-tests-per-source` (default a quarter of `--max-tests`, at least 1) and
+/// `--max-streams` (default 1024), each 1..65536; one address's share of the slots is
+/// below all of them (unless the server runs one test at a time).
+pub fn server_caps(
+    max_tests: usize,
+    per_source: Option<usize>,
+    streams: Option<usize>,
+) -> anyhow::Result<(usize, usize)> {
+    let per_source = match per_source {
+        None => tests_per_source(max_tests),
+        Some(n @ 1..=65_536) if n < max_tests || (max_tests == 1 && n == 1) => n,
+        Some(n @ 1..=65_536) => anyhow::bail!(
+            "--max-tests-per-source {n} must be below --max-tests {max_tests}, so that one address cannot take every test slot (raise --max-tests)"
+        ),
+        Some(n) => anyhow::bail!("--max-tests-per-source: {n} is outside 1..65536"),
+    };
+    let streams = match streams {
+        None => DEFAULT_MAX_STREAMS,
+        Some(n @ 1..=65_536) => n,
+        Some(n) => anyhow::bail!("--max-streams: {n} is outside 1..65536"),
+    };
+    Ok((per_source, streams))
+}
+
+/// A server's seconds flag, within `lo..=hi`.
+pub fn seconds(flag: &str, secs: f64, lo: f64, hi: f64) -> anyhow::Result<Duration> {
+    if !(lo..=hi).contains(&secs) {
+        anyhow::bail!("{flag}: {secs} s is outside {lo}..{hi} seconds");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +110,33 @@ mod tests {
         assert!(l("10M/61").is_err());
         assert!(l("10M/x").unwrap_err().to_string().contains("seconds"));
         assert!(l("fast").is_err());
+    }
+
+    #[test]
+    fn one_address_gets_a_share_of_the_slots_below_all_of_them() {
+        assert_eq!(server_caps(64, None, None).unwrap(), (16, 1024));
+        assert_eq!(server_caps(4, None, None).unwrap(), (1, 1024));
+        assert_eq!(server_caps(1, None, None).unwrap(), (1, 1024));
+        assert_eq!(server_caps(1, Some(1), None).unwrap(), (1, 1024));
+        assert_eq!(server_caps(8, Some(7), Some(64)).unwrap(), (7, 64));
+        let e = server_caps(4, Some(4), None).unwrap_err().to_string();
+        assert!(e.contains("must be below --max-tests 4"), "{e}");
+        assert!(server_caps(4, Some(0), None).is_err());
+        assert!(server_caps(4, None, Some(0))
+            .unwrap_err()
+            .to_string()
+            .contains("--max-streams"));
+    }
+
+    #[test]
+    fn server_seconds_are_bounded() {
+        assert_eq!(
+            seconds("--grace", 1.5, 0.0, 10.0).unwrap(),
+            Duration::from_millis(1500)
+        );
+        let e = seconds("--exit-after", 0.0, 0.1, 10.0).unwrap_err().to_string();
+        assert!(e.starts_with("--exit-after: 0 s is outside"), "{e}");
+        assert!(seconds("--grace", f64::NAN, 0.0, 10.0).is_err());
     }
 
     #[test]

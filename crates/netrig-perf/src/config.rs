@@ -199,6 +199,13 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Tests served at the same time; more get ACCESS_DENIED.
     pub max_tests: usize,
+    /// Tests served at the same time from one source (an IPv4 address or an IPv6 /64);
+    /// more from it get ACCESS_DENIED. Below `max_tests` (see [`tests_per_source`]).
+    pub max_tests_per_source: usize,
+    /// Data streams (one thread each) of all tests together; a test that would go over
+    /// gets ACCESS_DENIED. One source's tests hold at most its share (see
+    /// [`ServerConfig::streams_per_source`]).
+    pub max_streams: usize,
     /// How long a new connection may take, from its accept, to send its cookie and (if
     /// it opens a test) its parameters: one deadline for the whole handshake, not a
     /// timeout per read (default 5 s). Later setup steps of a test use it too.
@@ -209,8 +216,13 @@ pub struct ServerConfig {
     /// netrig: connections waiting for their handshake from one source, an IPv4 address
     /// or an IPv6 /64 (default 16). Past it, that source's longest-waiting one is closed.
     pub max_pending_per_source: usize,
-    /// Idle limit on a running test's control connection beyond its duration.
+    /// `--grace`: how long past a test's declared end (`-O` and `-t`, or
+    /// `--max-duration` for a test of `-n`/`-k`) its client has to end it; then the
+    /// server ends it (at least `handshake_timeout`), and one `handshake_timeout` later
+    /// closes it whatever the client does.
     pub grace: Duration,
+    /// `--exit-after`: the server ends every test and exits this long after it started.
+    pub exit_after: Option<Duration>,
     /// Largest rr response a client may ask for.
     pub max_rr_response: u64,
     /// `--idle-timeout`: with no test for this long, a one-off server exits and any
@@ -218,6 +230,28 @@ pub struct ServerConfig {
     pub idle_timeout: Option<Duration>,
     /// `--server-bitrate-limit`: the most a test may move, all streams together.
     pub bitrate_limit: Option<BitrateLimit>,
+}
+
+/// `--max-streams`' default: four tests of -P 128 (or two of -P 128 --bidir) at once,
+/// a thousand threads and, at the largest -l (1 MiB), a GiB of buffers at worst.
+pub const DEFAULT_MAX_STREAMS: usize = 1024;
+
+/// `--max-tests-per-source`' default: a quarter of `--max-tests` (16 of the default 64),
+/// at least 1. One address then leaves three quarters of the slots to others, and
+/// still runs as many tests at once as anyone runs by hand.
+pub fn tests_per_source(max_tests: usize) -> usize {
+    (max_tests / 4).max(1)
+}
+
+impl ServerConfig {
+    /// The streams one source's tests may hold at once: its share of `max_streams`, in
+    /// the proportion of its test slots (`max_tests_per_source` of `max_tests`), rounded
+    /// up; 256 with the defaults, one test of -P 128 --bidir.
+    pub fn streams_per_source(&self) -> usize {
+        let tests = self.max_tests.max(1);
+        let share = (self.max_streams * self.max_tests_per_source.min(tests)).div_ceil(tests);
+        share.clamp(1, self.max_streams.max(1))
+    }
 }
 
 /// A server's limit on a test's total rate, averaged over a window (iperf3's
@@ -235,10 +269,13 @@ impl Default for ServerConfig {
             one_off: false,
             limits: Limits::default(),
             max_tests: 64,
+            max_tests_per_source: tests_per_source(64),
+            max_streams: DEFAULT_MAX_STREAMS,
             handshake_timeout: Duration::from_secs(5),
             max_pending: 256,
             max_pending_per_source: 16,
             grace: Duration::from_secs(10),
+            exit_after: None,
             max_rr_response: 1 << 30,
             idle_timeout: None,
             bitrate_limit: None,

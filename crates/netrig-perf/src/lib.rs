@@ -13,7 +13,9 @@
 //! - the modes: `client` (the bulk test, and the entry that hands `probe` and `rr`
 //!   their turn), `probe` (UDP latency probes), `rr` (TCP request/response), `server`
 //!   (every test, of every mode, at once; `server/gate` holds connections until their
-//!   cookie arrives);
+//!   cookie arrives, `server/params` judges a test's parameters, `server/slots` shares
+//!   test slots and streams per source, `server/watch` ends each test at its declared
+//!   end and grace, `server/udp` matches UDP streams to tests);
 //! - `protocol`: the control exchange those clients share (connect, cookie, parameters
 //!   and auth challenge, results, done) and opening data streams; `control` frames the
 //!   control channel; `auth` owns the shared-key challenge;

@@ -4,22 +4,28 @@
 //! each) until each has sent its 37-byte cookie within the handshake deadline. A cookie
 //! of a test that is opening streams makes it that test's data stream; any other cookie
 //! is asked for its parameters, and only a valid parameter exchange takes a test slot
-//! and a thread. UDP streams are matched to tests one test at a time (the "9876"
-//! datagram carries no cookie), under a short lock.
+//! and a thread, within the server's and its source's share of slots and streams
+//! ([`slots`]). UDP streams are matched to tests by the client's address ([`udp`]).
+//! Every test ends at its declared end plus the grace whatever its client does
+//! ([`watch`]), and every test ends when the server does (`--exit-after`).
 
 mod gate;
+mod params;
+mod slots;
+mod udp;
+mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use netrig_core::iperf3::{Mode, Params, Protocol, Results, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
-use netrig_core::wire::iperf3::{Cookie, State, UDP_CONNECT_REPLY};
+use netrig_core::wire::iperf3::{Cookie, State};
 use serde_json::Map;
 
 use crate::auth;
@@ -31,6 +37,9 @@ use crate::report::{CpuMeter, Sampler};
 use crate::session::{self, DataSock, DriveOpts, Ended, Session};
 use crate::sys;
 use gate::{Arrived, Caps, Gate, Ready};
+use params::{check_params, streams_of};
+use slots::{Slot, Slots};
+use watch::{Watch, Watched};
 
 /// Data connections handed to a test: (accept order, stream).
 type Incoming = Receiver<(u64, TcpStream)>;
@@ -43,9 +52,10 @@ struct Shared {
     pending: Mutex<HashMap<Cookie, Sender<(u64, TcpStream)>>>,
     /// Tests past stream setup; a late stream with their cookie is refused.
     running: Mutex<HashSet<Cookie>>,
-    active: AtomicUsize,
+    slots: Slots,
     tests: AtomicU64,
-    udp_setup: Mutex<()>,
+    hellos: udp::Hellos,
+    watch: Watch,
     shutdown: AtomicBool,
 }
 
@@ -114,11 +124,16 @@ pub fn run_then(
         listen: listen_addr,
         pending: Mutex::new(HashMap::new()),
         running: Mutex::new(HashSet::new()),
-        active: AtomicUsize::new(0),
+        slots: Slots::new(slots::Caps::of(cfg)),
         tests: AtomicU64::new(0),
-        udp_setup: Mutex::new(()),
+        hellos: udp::Hellos::default(),
+        watch: Watch::default(),
         shutdown: AtomicBool::new(false),
     });
+    let started = Instant::now();
+    // Bound now, so that the accepting thread polls it from the first UDP test on; if
+    // it cannot be, the first UDP test tries again and says why.
+    let _ = shared.hellos.socket(&listen_addr, cfg.common.bind_dev.as_deref());
     banner(&shared);
     let mut gate = Gate::new(Caps {
         deadline: cfg.handshake_timeout,
@@ -130,9 +145,22 @@ pub fn run_then(
     let mut accepted: u64 = 0;
     let mut idle_since = Instant::now();
     while !shared.shutdown.load(Relaxed) {
+        if let Some(after) = cfg.exit_after.filter(|&t| started.elapsed() >= t) {
+            let n = shared.watch.close_all(&format!(
+                "the server stopped: its --exit-after {} s passed",
+                after.as_secs_f64()
+            ));
+            crate::debug::line(|| format!("--exit-after: exiting, {n} tests ended"));
+            shared.shutdown.store(true, Relaxed);
+            break;
+        }
+        shared.watch.expire(Instant::now());
+        // The listener, then the UDP streams' opening socket (always one entry: -1
+        // when unbound, which poll skips), then the connections in the gate.
         pfds.clear();
         pfds.extend(
-            std::iter::once(listener.as_raw_fd())
+            [listener.as_raw_fd(), shared.hellos.fd().unwrap_or(-1)]
+                .into_iter()
                 .chain(gate.fds())
                 .map(|fd| libc::pollfd {
                     fd,
@@ -148,10 +176,13 @@ pub fn run_then(
         // SAFETY: pfds is valid for the call and its length is its element count.
         let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, wait_ms) };
         let now = Instant::now();
-        if shared.active.load(Relaxed) > 0 {
+        if shared.slots.active() > 0 {
             idle_since = now;
         }
-        let readable: Vec<bool> = pfds[1..].iter().map(|p| n > 0 && p.revents != 0).collect();
+        if n > 0 && pfds[1].revents != 0 {
+            shared.hellos.dispatch();
+        }
+        let readable: Vec<bool> = pfds[2..].iter().map(|p| n > 0 && p.revents != 0).collect();
         for r in gate.service(&readable, now) {
             route(&shared, &mut gate, r);
         }
@@ -207,9 +238,9 @@ pub fn run_then(
             notice(&shared, &format!("netrig-perf: {line}"));
         }
     }
-    // One-off: let the finished test's thread write its last words.
+    // One-off, or --exit-after: let the tests' threads write their last words.
     let t0 = Instant::now();
-    while shared.active.load(Relaxed) > 0 && t0.elapsed() < Duration::from_secs(5) {
+    while shared.slots.active() > 0 && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(10));
     }
     Ok(())
@@ -255,7 +286,7 @@ fn route(sh: &Arc<Shared>, gate: &mut Gate, r: Ready) {
                     Some(Ok(n)) => Some(n),
                     Some(Err(e)) => {
                         let e = PerfError::Auth(format!("no challenge for this connection: {e}"));
-                        return refuse_at_gate(sh, a, ierr::IEAUTHTEST, e);
+                        return refuse_at_gate(sh, a, ierr::IEAUTHTEST, e, false);
                     }
                 };
                 if let Some(r) = gate.await_params(a, challenge) {
@@ -263,10 +294,15 @@ fn route(sh: &Arc<Shared>, gate: &mut Gate, r: Ready) {
                 }
             }
         }
-        Ready::BadFrame { arrived, error } => refuse_at_gate(sh, arrived, ierr::IERECVPARAMS, error),
+        // Before its proof is checked: on a server with a key, a stranger's.
+        Ready::BadFrame { arrived, error } => {
+            let keyless = sh.cfg.common.auth_key.is_none();
+            refuse_at_gate(sh, arrived, ierr::IERECVPARAMS, error, keyless)
+        }
         Ready::Params { arrived, body, proof } => {
             match check_params(&sh.cfg, &arrived.cookie, &body, proof.as_ref()) {
-                Err((code, e)) => refuse_at_gate(sh, arrived, code, e),
+                // The proof is checked first: only a client with the key gets further.
+                Err((code, e)) => refuse_at_gate(sh, arrived, code, e, code != ierr::IEAUTHTEST),
                 Ok(params) => start_test(sh, arrived, params, body),
             }
         }
@@ -278,8 +314,11 @@ fn deny(mut stream: TcpStream) {
     let _ = stream.write_all(&[State::AccessDenied.emit()]);
 }
 
-/// Parameters this server will not run: the client hears why; the log says who asked.
-fn refuse_at_gate(sh: &Shared, a: Arrived, code: i32, e: PerfError) {
+/// A test this server will not run: the client hears why; the log says who asked. A
+/// one-off server ends after a refused test only if `ends_one_off` (the client had the
+/// key, or the server has none, and asked for a test it cannot run): a stranger's
+/// connection, or a test beside one running, leaves it waiting for its client.
+fn refuse_at_gate(sh: &Shared, a: Arrived, code: i32, e: PerfError, ends_one_off: bool) {
     let mut ctrl = Control::new(a.stream);
     let e = refuse(&mut ctrl, code, e);
     notice(
@@ -290,29 +329,34 @@ fn refuse_at_gate(sh: &Shared, a: Arrived, code: i32, e: PerfError) {
             a.peer.port()
         ),
     );
-    if sh.cfg.one_off {
+    if sh.cfg.one_off && ends_one_off {
         sh.shutdown.store(true, Relaxed);
     }
 }
 
-/// A test slot and a thread for a valid parameter exchange, or ACCESS_DENIED.
+/// A test slot, its streams and a thread for a valid parameter exchange, or iperf3's
+/// ACCESS_DENIED error ("the server is busy") with netrig's sentence after it: which
+/// limit, and what to do.
 fn start_test(sh: &Arc<Shared>, a: Arrived, params: Params, body: Vec<u8>) {
-    if sh.active.fetch_add(1, Relaxed) >= sh.cfg.max_tests {
-        sh.active.fetch_sub(1, Relaxed);
-        return deny(a.stream);
-    }
+    let source = gate::source_key(a.peer.ip());
+    let slot = match sh.slots.take(source, streams_of(&params)) {
+        Ok(slot) => slot,
+        Err(r) => {
+            let e = PerfError::Config(r.sentence(&slots::source_label(source)));
+            return refuse_at_gate(sh, a, ierr::IEACCESSDENIED, e, false);
+        }
+    };
     let _ = a.stream.set_nonblocking(false);
     let sh2 = sh.clone();
-    let spawned = std::thread::Builder::new()
+    // If no thread starts, the closure and the slot in it are dropped.
+    let _ = std::thread::Builder::new()
         .name("test".into())
-        .spawn(move || handle_test(sh2, a.stream, a.cookie, a.peer, params, body));
-    if spawned.is_err() {
-        sh.active.fetch_sub(1, Relaxed);
-    }
+        .spawn(move || handle_test(sh2, slot, a.stream, a.cookie, a.peer, params, body));
 }
 
 fn handle_test(
     sh: Arc<Shared>,
+    slot: Slot,
     stream: TcpStream,
     cookie: Cookie,
     peer: SocketAddr,
@@ -322,7 +366,22 @@ fn handle_test(
     let number = sh.tests.fetch_add(1, Relaxed) + 1;
     let mut out = Output::new(sh.cfg.common.format, sh.sink.clone(), true);
     out.configure(&sh.cfg.common);
-    let result = run_test(&sh, stream, cookie, peer, &params, &body, &mut out);
+    crate::debug::line(|| format!("parameters received: {}", String::from_utf8_lossy(&body)));
+    let setup = sh.cfg.handshake_timeout * 2;
+    let why = format!(
+        "its streams were not all connected within {:.1} s (twice --handshake-timeout)",
+        setup.as_secs_f64()
+    );
+    let result = match sh.watch.add(&stream, Instant::now() + setup + WATCH_SLACK, why) {
+        Ok(entry) => run_test(&sh, &entry.test, stream, cookie, peer, &params, &mut out).map_err(|e| {
+            match entry.test.closed() {
+                // What failed then (a read on a closed connection) is only the sequel.
+                Some(why) => format!("closed by the server: {why}"),
+                None => e.to_string(),
+            }
+        }),
+        Err(e) => Err(format!("cannot watch the test's control connection: {e}")),
+    };
     sh.pending.lock().unwrap().remove(&cookie);
     sh.running.lock().unwrap().remove(&cookie);
     if let Err(e) = &result {
@@ -336,8 +395,12 @@ fn handle_test(
     } else {
         banner(&sh);
     }
-    sh.active.fetch_sub(1, Relaxed);
+    drop(slot);
 }
+
+/// Past a deadline of the watch, the time a test's thread has to notice it is over by
+/// itself before the watch closes it.
+const WATCH_SLACK: Duration = Duration::from_secs(1);
 
 fn refuse(ctrl: &mut Control, code: i32, e: PerfError) -> PerfError {
     let _ = ctrl.send_error(code, &e.to_string());
@@ -346,11 +409,11 @@ fn refuse(ctrl: &mut Control, code: i32, e: PerfError) -> PerfError {
 
 fn run_test(
     sh: &Arc<Shared>,
+    watched: &Watched,
     stream: TcpStream,
     cookie: Cookie,
     peer: SocketAddr,
     params: &Params,
-    body: &[u8],
     out: &mut Output,
 ) -> Result<()> {
     let cfg = &sh.cfg;
@@ -364,7 +427,6 @@ fn run_test(
         serde_json::json!({ "host": peer.ip().to_string(), "port": peer.port() }),
     );
     let mut ctrl = Control::new(stream);
-    crate::debug::line(|| format!("parameters received: {}", String::from_utf8_lossy(body)));
     if let Some(cpu) = params.server_affinity {
         // This test's thread and the stream threads it starts run on that CPU.
         crate::sockopt::set_cpu_affinity(cpu as usize).map_err(|e| {
@@ -392,6 +454,7 @@ fn run_test(
         Protocol::Tcp => {
             let (tcp, rx) = collect_tcp(sh, &mut ctrl, cookie, expected, params)?;
             for (i, s) in tcp.into_iter().enumerate() {
+                watched.add_data(&s);
                 let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
                 out.connected(s.as_raw_fd(), &l, &r);
                 session.add(DataSock::Tcp(s), i >= senders_from, l.to_string(), r.to_string());
@@ -404,7 +467,7 @@ fn run_test(
             }
         }
         Protocol::Udp => {
-            let udp = collect_udp(sh, &mut ctrl, peer, expected, params)?;
+            let udp = udp::collect(sh, &mut ctrl, peer, expected, params)?;
             for (i, s) in udp.into_iter().enumerate() {
                 let (l, r) = (sys::canonical(s.local_addr()?), sys::canonical(s.peer_addr()?));
                 out.connected(s.as_raw_fd(), &l, &r);
@@ -422,6 +485,7 @@ fn run_test(
     let rr_refused = Arc::new(AtomicU64::new(0));
     let cpu = CpuMeter::start();
     let start_ns = sys::monotonic_ns();
+    watched.set_run(session.ctl.clone());
     let mut helpers = vec![];
     match mode {
         Mode::Bulk => session.start(params, start_ns)?,
@@ -446,6 +510,26 @@ fn run_test(
     } else {
         cfg.limits.max_time
     };
+    let grace = cfg.grace.max(cfg.handshake_timeout);
+    let declared = if params.time > 0 {
+        format!(
+            "its declared end (-t {} s after -O {} s)",
+            params.time, params.omit
+        )
+    } else {
+        format!(
+            "the longest test this server runs (--max-duration {} s: a test of -n or -k declares no duration)",
+            limit
+        )
+    };
+    watched.set_deadline(
+        Instant::now() + Duration::from_secs(limit) + grace + cfg.handshake_timeout + WATCH_SLACK,
+        format!(
+            "it went on past {declared}, the grace ({:.1} s: --grace, at least --handshake-timeout) and {:.1} s more for its results",
+            grace.as_secs_f64(),
+            cfg.handshake_timeout.as_secs_f64()
+        ),
+    );
     let opts = DriveOpts {
         interval: if bulk { cfg.common.interval } else { Duration::ZERO },
         omit: Duration::from_secs(params.omit),
@@ -456,7 +540,7 @@ fn run_test(
         // Past the test's time, the client's TEST_END is still on its way: a server that
         // gives a slow path's handshake more than the grace (a long RTT) gives its end as
         // much (at a 10 s RTT the TEST_END comes 10 s after the last data is due).
-        deadline: Some(Duration::from_secs(limit) + cfg.grace.max(cfg.handshake_timeout)),
+        deadline: Some(Duration::from_secs(limit) + grace),
         tcp_info_interval: None,
         rcv_timeout: bulk.then_some(cfg.common.rcv_timeout),
         rate_limit: if bulk { cfg.bitrate_limit } else { None },
@@ -551,87 +635,6 @@ fn run_test(
     Ok(())
 }
 
-/// The parameter exchange's verdict, before the test takes a slot: the proof answers
-/// this connection's challenge for these exact parameter bytes (if the server has a
-/// key), and the parameters parse within the server's limits, in a protocol version it
-/// speaks, and ask for a test it can serve.
-fn check_params(
-    cfg: &ServerConfig,
-    cookie: &Cookie,
-    body: &[u8],
-    proof: Option<&gate::Proof>,
-) -> std::result::Result<Params, (i32, PerfError)> {
-    if let Some(key) = &cfg.common.auth_key {
-        let refused = |why: String| (ierr::IEAUTHTEST, PerfError::Auth(why));
-        let Some(p) = proof else {
-            return Err(refused("this server requires a key and sent no challenge".into()));
-        };
-        auth::verify(key.as_bytes(), &p.nonce, cookie, body, &p.doc).map_err(|e| refused(e.to_string()))?;
-    }
-    let params = Params::parse(body, &cfg.limits).map_err(|e| (ierr::IERECVPARAMS, e.into()))?;
-    if let Some(v) = params
-        .netrig
-        .as_ref()
-        .map(|n| n.version)
-        .filter(|&v| v > crate::protocol::NETRIG_PROTO)
-    {
-        let e = PerfError::Config(format!(
-            "the client speaks netrig protocol version {v}; this server speaks up to {} (upgrade the server)",
-            crate::protocol::NETRIG_PROTO
-        ));
-        return Err((ierr::IEUNIMP, e));
-    }
-    let mode = params.mode();
-    if let (Mode::Probe, Protocol::Tcp) | (Mode::Rr, Protocol::Udp) = (mode, params.protocol) {
-        let e = PerfError::Config(format!("{mode:?} mode needs the other protocol"));
-        return Err((ierr::IEUNIMP, e));
-    }
-    server_checks(cfg, &params)?;
-    Ok(params)
-}
-
-/// What this server's own flags demand of a test, checked before any stream opens:
-/// the total rate it asks for against `--server-bitrate-limit` (as iperf3 does), and
-/// what `-F` can serve. (The CPU it asks for, `-A n,m`, is set on the test's thread.)
-fn server_checks(cfg: &ServerConfig, p: &Params) -> std::result::Result<(), (i32, PerfError)> {
-    if let Some(limit) = cfg.bitrate_limit {
-        let asked = p
-            .bandwidth
-            .saturating_mul(p.parallel as u64)
-            .saturating_mul(if p.bidirectional { 2 } else { 1 });
-        if asked > limit.bits_per_second {
-            return Err((
-                ierr::IETOTALRATE,
-                PerfError::Config(format!(
-                    "total required bandwidth is larger than server limit: the test asks for {asked} bit/s, limit {} bit/s (--server-bitrate-limit)",
-                    limit.bits_per_second
-                )),
-            ));
-        }
-    }
-    if let Some(f) = &cfg.common.file {
-        let why = if p.protocol == Protocol::Udp {
-            Some("UDP")
-        } else if p.parallel > 1 {
-            Some("-P above 1")
-        } else if p.bidirectional {
-            Some("--bidir")
-        } else {
-            None
-        };
-        if let (Some(why), Mode::Bulk) = (why, p.mode()) {
-            return Err((
-                ierr::IEUNIMP,
-                PerfError::Config(format!(
-                    "this server sends and receives the file {} (-F), which works with one TCP stream in one direction, not {why}",
-                    f.display()
-                )),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Announces CREATE_STREAMS and takes `expected` TCP data connections bearing the
 /// test's cookie (handed over by the connection threads).
 fn collect_tcp(
@@ -663,72 +666,6 @@ fn collect_tcp(
     // the connection threads may hand them over in any order.
     got.sort_by_key(|(seq, _)| *seq);
     Ok((got.into_iter().map(|(_, s)| s).collect(), rx))
-}
-
-/// Announces CREATE_STREAMS and takes `expected` UDP streams: each "9876" from the
-/// client's address gets a socket of its own, connected back, that answers "6789".
-/// One test at a time does this, since the datagram names no test.
-fn collect_udp(
-    sh: &Shared,
-    ctrl: &mut Control,
-    peer: SocketAddr,
-    expected: usize,
-    params: &Params,
-) -> Result<Vec<UdpSocket>> {
-    let _one_at_a_time = sh.udp_setup.lock().unwrap();
-    let listener = sys::udp_bind_shared(&udp_listen_addr(sh, ctrl)?)?;
-    if let Some(dev) = &sh.cfg.common.bind_dev {
-        crate::sockopt::bind_to_device(listener.as_raw_fd(), dev)?;
-    }
-    listener.set_read_timeout(Some(Duration::from_millis(100)))?;
-    ctrl.send_state(State::CreateStreams)?;
-    let deadline = Instant::now() + sh.cfg.handshake_timeout * 2;
-    let mut socks: Vec<UdpSocket> = vec![];
-    let mut buf = [0u8; 2048];
-    while socks.len() < expected {
-        if Instant::now() > deadline {
-            let e = PerfError::Timeout(format!(
-                "waiting for UDP streams: {} of {expected} connected",
-                socks.len()
-            ));
-            return Err(refuse(ctrl, ierr::IESTREAMACCEPT, e));
-        }
-        for s in &socks {
-            crate::engine::answer_repeated_hello(s);
-        }
-        let Ok((n, from)) = listener.recv_from(&mut buf) else {
-            continue;
-        };
-        if n != 4 || sys::canonical(from).ip() != peer.ip() {
-            continue; // a stray datagram (say, a late packet of an ended test)
-        }
-        let s = sys::udp_bind_shared(&listener.local_addr()?)?;
-        let extra = crate::sockopt::SockExtras {
-            fq_rate_bps: params.fqrate,
-            bind_dev: sh.cfg.common.bind_dev.clone(),
-            ..Default::default()
-        };
-        crate::sockopt::apply_udp(
-            s.as_raw_fd(),
-            &extra,
-            params.tos,
-            params.dont_fragment,
-            from.is_ipv6(),
-        )
-        .map_err(|e| refuse(ctrl, ierr::IESTREAMACCEPT, PerfError::Config(e.to_string())))?;
-        s.connect(from)?;
-        crate::protocol::size_udp_buffers(&s, params.window);
-        crate::debug::line(|| {
-            format!(
-                "UDP stream from {from} (socket {}): {}",
-                s.as_raw_fd(),
-                crate::sockopt::describe(s.as_raw_fd(), from.is_ipv6(), false)
-            )
-        });
-        s.send(&UDP_CONNECT_REPLY)?;
-        socks.push(s);
-    }
-    Ok(socks)
 }
 
 /// The address UDP streams arrive at: the control connection's local address.

@@ -5,13 +5,20 @@ fetch as request/response transactions) against a one-off server on `to`, the sy
 `ping`, or a user's command. `Flow.summary()` is its row in the tidy CSV (measured
 numbers only; theory is added by the runner), `Flow.series()` its time series (seconds
 from the run's start).
+
+A flow's server serves only its flow: it gets a fresh random key through its
+environment (never its command line: `flow_key`, `keyed_env`), which its client proves
+(netrig-perf's challenge refuses anyone else's connection), binds to the address the
+flow is sent to, and exits at the flow's end plus a grace (`server_argv`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import secrets
 import statistics
 import subprocess
 import threading
@@ -39,18 +46,45 @@ _TIMED_OUT = ("timed out", "no route to host", "peer closed the control connecti
               "did not finish within", "idle timeout", "connection reset")
 
 
+KEY_ENV = "NETRIG_PERF_KEY"  # where netrig-perf reads its key when no flag names one
+# How long a flow's server outlives the latest its client may end (its own time limit):
+# the servers start before the run's clock does (each waited for, captures, web
+# servers), and a server past this exits by itself (--exit-after).
+SERVER_GRACE_S = 60.0
+
+
+def flow_key() -> str:
+    """A fresh random key for one flow's server and client: 256 bits, as hex."""
+    return secrets.token_hex(32)
+
+
+def keyed_env(key: str) -> dict[str, str]:
+    """This process's environment with the flow's key, for its server or client."""
+    return {**os.environ, KEY_ENV: key}
+
+
 def connect_timeout_s(f: FlowSpec) -> float:
     """How long the flow's client waits for its connection (and each setup step)."""
     return f.seconds("connect_timeout", CONNECT_TIMEOUT_S)
 
 
-def server_argv(port: int, interval: float, handshake_s: float = CONNECT_TIMEOUT_S) -> list[str]:
+def server_argv(port: int, interval: float, handshake_s: float, bind: str, lifetime_s: float) -> list[str]:
     """netrig-perf's one-off server for a flow: -J, so that a client's
     --get-server-output carries the receiver's own intervals, and the client's -i (as
     in iperf3, a server reports at its own -i: the client's is not sent to it); it
-    waits for the client's handshake as long as the client waits for its connection."""
-    return [str(binary("netrig-perf")), "-s", "-1", "-p", str(port), "-J", "-i", f"{interval:g}",
-            "--handshake-timeout", f"{max(CONNECT_TIMEOUT_S, handshake_s):g}"]
+    waits for the client's handshake as long as the client waits for its connection,
+    listens on the address the flow is sent to (`bind`) only, and exits after
+    `lifetime_s` whatever happened (see `server_lifetime_s`). Its key is not here: it
+    comes through the environment (`keyed_env`)."""
+    return [str(binary("netrig-perf")), "-s", "-1", "-p", str(port), "-B", bind, "-J", "-i", f"{interval:g}",
+            "--handshake-timeout", f"{max(CONNECT_TIMEOUT_S, handshake_s):g}",
+            "--exit-after", f"{lifetime_s:.0f}"]
+
+
+def server_lifetime_s(f: FlowSpec, client_timeout_s: float) -> float:
+    """How long a flow's server lives: until the flow's start, plus the longest its
+    client may run (the runner's own limit for it), plus `SERVER_GRACE_S`."""
+    return f.seconds("start") + client_timeout_s + SERVER_GRACE_S
 
 
 def perf_argv(f: FlowSpec, addr: str, port: int, duration: float, interval: float,
@@ -466,23 +500,26 @@ def _stats(prefix: str, xs: list[float]) -> dict[str, Any]:
 
 
 def run_process(outcome: Outcome, argv: list[str], timeout: float, started: float,
-                stop) -> None:
+                stop, env: dict[str, str] | None = None, stdin_text: str | None = None) -> None:
     """Runs argv (already wrapped for its namespace) to its end or the timeout, or
-    until `stop` is set; fills in the outcome."""
+    until `stop` is set; fills in the outcome. `env`: its environment (default this
+    process's); `stdin_text`: what it reads on its standard input (a remote flow's key)."""
     outcome.start_s = time.monotonic() - started
     try:
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             **({"stdin": subprocess.PIPE} if stdin_text is not None else {}))
     except OSError as e:
         outcome.error = f"could not start {argv[0]}: {e}"
         return
     deadline = time.monotonic() + timeout
     out = err = ""
+    feed = stdin_text
     while True:
         try:
-            out, err = p.communicate(timeout=0.1)  # reads as it waits: no full pipe
+            out, err = p.communicate(input=feed, timeout=0.1)  # reads as it waits: no full pipe
             break
         except subprocess.TimeoutExpired:
-            pass
+            feed = None  # given once; the rest of it is still written
         if stop.is_set() or time.monotonic() > deadline:
             if not stop.is_set():
                 outcome.error = f"did not finish within {timeout:g} s: stopped"

@@ -10,6 +10,13 @@ and back, recorded beside the declared RTT); start a one-off netrig-perf server 
 flow (its PID recorded); run the flows at their times; collect their output; stop every
 process still running by its PID, whatever happened.
 
+Each flow's server serves only its flow (exp/flows.py): bound to the address the flow
+is sent to, ended by itself at the flow's end plus a grace, and keyed with a fresh
+random key that travels to the server and its client on ssh's standard input and into
+their environment, never on a command line (the local ssh's, or the remote shell's).
+A netrig-perf netrig copied to a host is used only while its SHA-256 is this build's:
+checked at each run, copied again when it is not.
+
 The run's files are written as a local run writes them (runner._write_run: flows/,
 series/, run.json last), so `netrig report`, `--resume`, `compare` and the CSV read
 them unchanged; run.json adds `remote`: the hosts as each described itself, the path
@@ -24,6 +31,7 @@ import hashlib
 import os
 import re
 import shlex
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -36,13 +44,16 @@ from netrig.errors import NetrigError
 from netrig.exp import results as res
 from netrig.exp.expect import expectations
 from netrig.exp.flows import (
+    KEY_ENV,
     Outcome,
     connect_timeout_s,
+    flow_key,
     perf_argv,
     ping_argv,
     ping_counts,
     run_process,
     server_argv,
+    server_lifetime_s,
     wait_for_flows,
 )
 from netrig.exp.scenario import Point
@@ -115,11 +126,14 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *
                     send_buffers[name] = wmem
         idle = _idle(hosts, point)
         ports: dict[str, int] = {}
+        keys: dict[str, str] = {}
         for i, (name, f) in enumerate(spec.flows.items()):
             if f.kind in SERVED and f.count:
-                ports[name] = BASE_PORT + i
-                servers.append((name, f.to, _start_server(hosts[f.to], facts[f.to]["perf"], out, rid, name,
-                                                          ports[name], interval, connect_timeout_s(f), pids)))
+                ports[name], keys[name] = BASE_PORT + i, flow_key()
+                argv = [facts[f.to]["perf"], *server_argv(
+                    ports[name], interval, connect_timeout_s(f), point.hosts[f.to].to_address,
+                    server_lifetime_s(f, _client_timeout_s(point, f, hosts)))[1:]]
+                servers.append((name, f.to, _start_server(hosts[f.to], argv, out, rid, name, keys[name])))
         for name, _, proc in servers:
             _wait_listening(hosts[spec.flows[name].to], rdir, name, ports[name], pids, proc)
         stop = threading.Event()
@@ -130,7 +144,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *
             o.planned_s = point.flow_duration(f)
             outcomes[name] = o
             threads.append(threading.Thread(target=_flow, daemon=True, args=(
-                hosts, point, o, facts, ports.get(name), interval, t0, stop, pids)))
+                hosts, point, o, facts, ports.get(name), keys.get(name), interval, t0, stop, pids)))
         for t in threads:
             t.start()
         limit = point.length_s + 30 + max(h.spec.connect_timeout_s for h in hosts.values())
@@ -183,11 +197,15 @@ def _look(h: Host) -> dict[str, Any]:
         'echo "ping=$(command -v ping)"', 'echo "home=$HOME"',
     ]
     if given:
-        lines.append(f'p={_remote_path(given)}; [ -x "$p" ] && echo "perf=$p"')
+        lines.append(f'p={_remote_path(given)}; [ -x "$p" ] && echo "perf=$p" && ok=1')
     else:
-        lines.append(f'p=$(command -v netrig-perf) && echo "perf=$p" || {{ p={cached}; '
-                     f'[ -x "$p" ] && echo "perf=$p" && echo "perf_copied=yes"; }}')
-    lines.append('[ -n "$p" ] && [ -x "$p" ] && echo "perf_version=$("$p" --version 2>&1 | head -1)"')
+        # A copy netrig left there runs (even for --version) only if its SHA-256 is this
+        # build's; _perf copies it again when it is not.
+        lines.append(f'p=$(command -v netrig-perf) && echo "perf=$p" && ok=1 || {{ p={cached}; '
+                     f'if [ -x "$p" ]; then echo "perf=$p"; echo "perf_copied=yes"; '
+                     f'd=$(sha256sum < "$p" 2>/dev/null | cut -d" " -f1); echo "perf_sha256=$d"; '
+                     f'[ "$d" = {_local_digest()} ] && ok=1; fi; }}')
+    lines.append('[ -n "$ok" ] && echo "perf_version=$("$p" --version 2>&1 | head -1)"')
     lines.append("true")
     done = h.run(quote(["sh", "-c", "\n".join(lines)]), h.spec.connect_timeout_s + 10, "look at the host")
     facts: dict[str, Any] = {}
@@ -213,22 +231,35 @@ def _remote_path(p: str) -> str:
     return shlex.quote(p)
 
 
-_HASH: dict[str, str] = {}
+_HASH: dict[tuple[str, int, int], str] = {}
+
+
+def _local_digest() -> str:
+    """This machine's netrig-perf's SHA-256 (hex), read again when the file changes."""
+    local = binary("netrig-perf")
+    st = local.stat()
+    key = (str(local), st.st_mtime_ns, st.st_size)
+    if key not in _HASH:
+        _HASH[key] = hashlib.sha256(local.read_bytes()).hexdigest()
+    return _HASH[key]
 
 
 def _cache_name() -> str:
     """The copied binary's name on a host: netrig-perf-<its first 12 hex of SHA-256>,
     so that a host keeps the copy of exactly this build."""
-    local = binary("netrig-perf")
-    key = str(local)
-    if key not in _HASH:
-        _HASH[key] = hashlib.sha256(local.read_bytes()).hexdigest()[:12]
-    return f"netrig-perf-{_HASH[key]}"
+    return f"netrig-perf-{_local_digest()[:12]}"
 
 
 def _perf(h: Host, facts: dict[str, Any]) -> str:
     """The path of netrig-perf on the host: the one it has, or this machine's copied
-    into ~/.cache/netrig there (only onto the same machine architecture)."""
+    into ~/.cache/netrig there (only onto the same machine architecture). A copy netrig
+    left there is used only if its SHA-256 is this build's; else it is copied again."""
+    if facts.get("perf_copied") == "yes" and facts.get("perf_sha256") != _local_digest():
+        was = facts.pop("perf_sha256", "") or "unknown (no sha256sum there)"
+        facts["perf_recopied"] = (f"{facts.pop('perf')}'s SHA-256 was {was[:16]}, not this build's "
+                                  f"{_local_digest()[:16]}: copied again")
+        facts.pop("perf_copied")
+        facts.pop("perf_version", None)
     if facts.get("perf"):
         if not facts.get("perf_version", "").startswith("netrig-perf"):
             raise HostError(h.name, h.spec, "find netrig-perf",
@@ -247,8 +278,19 @@ def _perf(h: Host, facts: dict[str, Any]) -> str:
     tmp, dest = f"{cache}/{name}.tmp{os.getpid()}", f"{cache}/{name}"
     h.run(quote(["mkdir", "-p", cache]), h.spec.connect_timeout_s + 10, "copy netrig-perf")
     h.copy(binary("netrig-perf"), tmp, h.spec.connect_timeout_s + 60)
-    done = h.run(quote(["sh", "-c", 'chmod 755 "$1" && mv -f "$1" "$2" && "$2" --version', "sh", tmp, dest]),
+    # The copy takes its name only once its SHA-256 is this build's.
+    check = ('chmod 755 "$1" || exit 1; d=$(sha256sum < "$1" 2>/dev/null | cut -d" " -f1); '
+             '[ -n "$d" ] || { rm -f "$1"; exit 4; }; [ "$d" = "$3" ] || { rm -f "$1"; echo "$d"; exit 3; }; '
+             'mv -f "$1" "$2" && "$2" --version')
+    done = h.run(quote(["sh", "-c", check, "sh", tmp, dest, _local_digest()]),
                  h.spec.connect_timeout_s + 10, "copy netrig-perf")
+    if done.code in (3, 4):
+        said = (f"the copy's SHA-256 there is {done.stdout.strip()[:64]}, not this build's {_local_digest()}"
+                if done.code == 3 else "sha256sum is not there, so the copy cannot be checked")
+        raise HostError(h.name, h.spec, "copy netrig-perf", said,
+                        f"install coreutils on {h.name}, or netrig-perf on its PATH (or give perf: its path)"
+                        if done.code == 4 else f"is {h.name}'s disk or {home}/{CACHE} sound? (nothing ran: "
+                        "install netrig-perf there, or give perf: its path)")
     if done.code != 0 or not done.stdout.startswith("netrig-perf"):
         raise HostError(h.name, h.spec, "copy netrig-perf",
                         f"the copied netrig-perf does not run there: {(done.stdout + done.stderr).strip()[-200:]}",
@@ -258,10 +300,18 @@ def _perf(h: Host, facts: dict[str, Any]) -> str:
     return dest
 
 
-def _pid_wrapped(argv: list[str]) -> str:
+NO_KEY = 97  # a keyed command's exit status when its key did not come on its stdin
+
+
+def _pid_wrapped(argv: list[str], keyed: bool = False) -> str:
     """A remote command line that says its PID on stderr first ("netrig-pid N"), so the
-    process can be stopped by it."""
-    return quote(["sh", "-c", 'echo "netrig-pid $$" >&2; exec "$@"', "sh", *argv])
+    process can be stopped by it; `keyed`: it reads the flow's key, one line on its
+    standard input, into its environment first (not on any command line)."""
+    script = 'echo "netrig-pid $$" >&2; exec "$@"'
+    if keyed:
+        script = (f'echo "netrig-pid $$" >&2; IFS= read -r {KEY_ENV} || {{ echo "netrig: no key on '
+                  f'standard input" >&2; exit {NO_KEY}; }}; export {KEY_ENV}; exec "$@"')
+    return quote(["sh", "-c", script, "sh", *argv])
 
 
 def _idle(hosts: dict[str, Host], point: Point) -> list[dict[str, Any]]:
@@ -322,14 +372,27 @@ def _theory_rtts(plan, idle: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def _start_server(h: Host, perf: str, out: Path, rid: str, flow: str, port: int, interval: float,
-                  handshake_s: float, pids: dict[str, list[tuple[int, str]]]):
-    """A one-off netrig-perf server on the host (as a local run's, exp/flows.py's
-    server_argv); its -J document and its log stream back into the run's directory."""
-    argv = [perf, *server_argv(port, interval, handshake_s)[1:]]
+def _client_timeout_s(point: Point, f, hosts: dict[str, Host]) -> float:
+    """How long a netrig-perf flow's client may run: its duration (an hour for a flow
+    of bytes), 30 s, its connect timeout and its host's."""
+    return ((point.flow_duration(f) if f.bytes is None else 3600) + 30 + connect_timeout_s(f)
+            + hosts[f.src].spec.connect_timeout_s)
+
+
+def _start_server(h: Host, argv: list[str], out: Path, rid: str, flow: str, key: str):
+    """A flow's one-off netrig-perf server on the host (`argv`: exp/flows.py's
+    server_argv, with the host's netrig-perf), its key on ssh's standard input; its -J
+    document and its log stream back into the run's directory."""
     with safefs.open_new(out, f"runs/{rid}/server-{flow}.log") as log, \
             safefs.open_new(out, f"runs/{rid}/server-{flow}.json") as doc:
-        return h.popen(_pid_wrapped(argv), stdout=doc, stderr=log)
+        p = h.popen(_pid_wrapped(argv, keyed=True), stdin=subprocess.PIPE, stdout=doc, stderr=log)
+    try:
+        assert p.stdin is not None
+        p.stdin.write(f"{key}\n".encode())
+        p.stdin.close()
+    except OSError:
+        pass  # ssh already gone: _wait_listening says why
+    return p
 
 
 def _wait_listening(h: Host, rdir: Path, flow: str, port: int, pids: dict[str, list[tuple[int, str]]],
@@ -371,7 +434,8 @@ def _strip_pid(text: str) -> str:
 
 
 def _flow(hosts: dict[str, Host], point: Point, o: Outcome, facts: dict[str, dict[str, Any]], port: int | None,
-          interval: float, t0: float, stop: threading.Event, pids: dict[str, list[tuple[int, str]]]) -> None:
+          key: str | None, interval: float, t0: float, stop: threading.Event,
+          pids: dict[str, list[tuple[int, str]]]) -> None:
     f = o.spec
     if stop.wait(max(0.0, t0 + f.seconds("start") - time.monotonic())):
         o.error = "not started: the run was stopped"
@@ -384,7 +448,7 @@ def _flow(hosts: dict[str, Host], point: Point, o: Outcome, facts: dict[str, dic
         tcp_info = next((int(units.seconds(m.interval or "100ms") * 1e3) for m in point.spec.monitors
                          if m.kind == "tcp_info" and m.flow == o.name), tcp_info)
         argv = [facts[f.src]["perf"], *perf_argv(f, addr, port or 0, dur, interval, tcp_info)[1:]]
-        timeout = (dur if f.bytes is None else 3600) + 30 + connect_timeout_s(f) + h.spec.connect_timeout_s
+        timeout = _client_timeout_s(point, f, hosts)
         needle = "netrig-perf"
     elif f.kind == "ping":
         argv, timeout, needle = ping_argv(f, addr, dur), dur + 10 + h.spec.connect_timeout_s, "ping"
@@ -392,7 +456,9 @@ def _flow(hosts: dict[str, Host], point: Point, o: Outcome, facts: dict[str, dic
         argv = ["sh", "-c", f.command or "true"]
         timeout = (dur if f.duration is not None else f.seconds("timeout", 60.0)) + h.spec.connect_timeout_s
         needle = "sh"
-    run_process(o, h.argv(_pid_wrapped(argv)), timeout, t0, stop)
+    keyed = f.kind in SERVED and key is not None
+    run_process(o, h.argv(_pid_wrapped(argv, keyed)), timeout, t0, stop,
+                stdin_text=f"{key}\n" if keyed else None)
     m = _PID.search(o.stderr)
     if m:
         pids[h.name].append((int(m.group(1)), needle))

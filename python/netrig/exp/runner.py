@@ -50,10 +50,13 @@ from netrig.exp.flows import (
     _PING,
     Outcome,
     connect_timeout_s,
+    flow_key,
+    keyed_env,
     perf_argv,
     ping_argv,
     run_process,
     server_argv,
+    server_lifetime_s,
     wait_for_flows,
 )
 from netrig.exp.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
@@ -292,17 +295,19 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                 if ns not in wmem:
                     wmem[ns] = _tcp_wmem_max(ns)
                 send_buffers[name] = wmem[ns]
-        ports = {}
+        ports, keys = {}, {}
         for i, (name, f) in enumerate(spec.flows.items()):
             if f.kind in SERVED:
                 port = BASE_PORT + i
-                ports[name] = port
+                ports[name], keys[name] = port, flow_key()
                 # Its -J document (the receiver's own intervals, which the client also
                 # fetches) beside its log: what it said, whatever the client got.
+                argv = server_argv(port, interval, connect_timeout_s(f), net.addr(f.to),
+                                   server_lifetime_s(f, client_timeout_s(net.plan, point, f)))
                 with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log, \
                         safefs.open_new(out, f"runs/{rid}/server-{name}.json") as doc:
-                    servers.append((name, port, net[f.to].popen(
-                        server_argv(port, interval, connect_timeout_s(f)), stdout=doc, stderr=log)))
+                    servers.append((name, port, net[f.to].popen(argv, env=keyed_env(keys[name]), stdout=doc,
+                                                                  stderr=log)))
         deadline = time.monotonic() + 10
         for name, port, p in servers:
             while not _tcp_listening(p.pid, port):
@@ -337,7 +342,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             o.planned_s = point.flow_duration(f)
             outcomes[name] = o
             threads.append(threading.Thread(target=_flow, daemon=True, args=(
-                net, point, o, ports.get(name), interval, tcp_info.get(name), t0, stop)))
+                net, point, o, ports.get(name), keys.get(name), interval, tcp_info.get(name), t0, stop)))
         for t in threads:
             t.start()
         limit = point.length_s + 30 + max((setup_s(plan, f) for f in spec.flows.values()), default=0.0)
@@ -662,7 +667,13 @@ def setup_s(plan: Plan, f) -> float:
     return max(0.0, connect_timeout_s(f) - 5.0) + 10 * rtt
 
 
-def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: float,
+def client_timeout_s(plan: Plan, point: Point, f) -> float:
+    """How long a netrig-perf flow's client may run: its duration (an hour for a
+    flow of bytes), 30 s, and its setup on a long path (`setup_s`)."""
+    return (point.flow_duration(f) if f.bytes is None else 3600) + 30 + setup_s(plan, f)
+
+
+def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | None, interval: float,
           tcp_info_ms: int | None, t0: float, stop: threading.Event) -> None:
     f = o.spec
     if stop.wait(max(0.0, t0 + f.seconds("start") - time.monotonic())):
@@ -670,9 +681,11 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: fl
         return
     dur = point.flow_duration(f)
     node = net[f.src]
+    env = None
     if f.kind in SERVED:
         argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
-        timeout = (dur if f.bytes is None else 3600) + 30 + setup_s(net.plan, f)
+        timeout = client_timeout_s(net.plan, point, f)
+        env = keyed_env(key) if key else None
     elif f.kind == "web":
         o.start_s = time.monotonic() - t0
         lines, o.error = web.run(node.ns, web.url(net.addr(f.to), web.object_size(f), f.http, f.tls), f.http,
@@ -686,7 +699,7 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, interval: fl
     else:
         argv = ["sh", "-c", f.command or "true"]
         timeout = dur if f.duration is not None else f.seconds("timeout", 60.0)
-    run_process(o, ["ip", "netns", "exec", node.ns, *argv], timeout, t0, stop)
+    run_process(o, ["ip", "netns", "exec", node.ns, *argv], timeout, t0, stop, env=env)
     if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
         o.error = None  # a command with a duration is stopped at its end
     o.parse()

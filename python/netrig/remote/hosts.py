@@ -12,15 +12,21 @@ Theory reads a Topology, so the declared path becomes one that is never built
 the RTT each way; more hosts joined through one switch `path` by links of the declared
 rate, each a quarter of the RTT each way, with the loss split so that any two hosts see
 the declared loss between them.
+
+A scenario may come from someone else and netrig may run it as root, so `options:` (ssh
+-o) refuses what would make this machine run a command or load code (ProxyCommand,
+LocalCommand, PermitLocalCommand, KnownHostsCommand, Match exec, PKCS11Provider, ...),
+in either of ssh's forms, whatever the case, and smuggled in a value; such options
+belong in the user's own ~/.ssh/config, which ssh reads as ever.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from netrig import units
 from netrig.topo.model import NAME_CHARS, Topology, _check
@@ -28,6 +34,58 @@ from netrig.topo.model import NAME_CHARS, Topology, _check
 SWITCH = "path"  # the declared topology's switch (more than two hosts)
 _TARGET = re.compile(r"^(?:(?P<user>[^-@\s:/][^@\s:/]*)@)?(?P<host>[^-@\s/][^@\s/]*)$")  # no option
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
+
+# ssh options a scenario may not set (lower case, as ssh matches them): why, and what
+# to do instead.
+_CONFIG = "put it in your own ~/.ssh/config, which ssh reads as ever"
+REFUSED_OPTIONS = {
+    "proxycommand": f"runs a command on this machine to reach the host: give ProxyJump: HOST, or {_CONFIG}",
+    "localcommand": f"runs a command on this machine after connecting: {_CONFIG}",
+    "permitlocalcommand": f"lets LocalCommand (and the ~! escape) run commands on this machine: {_CONFIG}",
+    "knownhostscommand": f"runs a command on this machine to list the host's keys: {_CONFIG}",
+    "match": f"opens a Match block, whose 'exec' runs a command on this machine: {_CONFIG}",
+    "host": f"opens a Host block: {_CONFIG}",
+    "include": f"reads more configuration files, which may run commands: {_CONFIG}",
+    "pkcs11provider": f"loads a library into ssh on this machine: {_CONFIG}",
+    "securitykeyprovider": f"loads a library into ssh on this machine: {_CONFIG}",
+    "xauthlocation": f"names a program ssh runs on this machine: {_CONFIG}",
+    "controlmaster": "netrig runs its own ControlMaster for each host",
+    "controlpath": "netrig runs its own ControlMaster for each host",
+    "controlpersist": "netrig runs its own ControlMaster for each host, and stops it after the run",
+}
+# Options whose value ssh may hand to another ssh's command line (a jump host, a host
+# name, a user): a value starting with '-' would be read as an option there.
+_HOSTLIKE = {"proxyjump", "hostname", "user", "hostkeyalias"}
+_KEYWORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_PARTS = re.compile(r"[\s=]+")
+
+
+def option_problem(key: str, value: object = "") -> str | None:
+    """Why an ssh option (KEY: VALUE, as ssh -o KEY=VALUE) cannot be given in a
+    scenario; None if it can. ssh takes `Key=value` and `Key value`, in any case."""
+    text = str(value)
+    words = [w for w in _PARTS.split(key.strip()) if w]
+    name = words[0] if words else key
+    why = REFUSED_OPTIONS.get(name.lower())
+    if why is not None:
+        return f"{name} {why}"
+    if len(words) != 1 or not _KEYWORD.fullmatch(name):
+        return f"'{key}' is not an ssh option keyword (KEY: VALUE, as ssh -o KEY=VALUE)"
+    if any(c in text for c in "\n\r\0"):
+        return f"{name}: its value spans lines (ssh reads one option a line)"
+    for w in _PARTS.split(text.strip()) if len(_PARTS.split(text.strip())) > 1 else []:
+        if w.lower() in REFUSED_OPTIONS:
+            return f"{name}: its value carries another option, {w}, which {REFUSED_OPTIONS[w.lower()]}"
+    if name.lower() in _HOSTLIKE and any(p.split("@")[-1].startswith("-") or p.startswith("-")
+                                         for p in re.split(r"[,\s]+", text.strip()) if p):
+        return f"{name}: '{text}': a host or user that starts with '-' would be read as an option"
+    return None
+
+
+def _option_key(key: str) -> str:
+    if (why := option_problem(key)) is not None:
+        raise ValueError(why)
+    return key
 
 
 class HostSpec(BaseModel):
@@ -39,7 +97,8 @@ class HostSpec(BaseModel):
     key: str | None = None  # a private key file (-i, IdentitiesOnly); none: the agent's and ssh's own
     address: str | None = None  # where flows to this host go (default: the ssh host)
     perf: str | None = None  # netrig-perf's path on the host (default: its PATH, else copied there)
-    options: dict[str, str | int] = Field(default_factory=dict)  # more `ssh -o KEY=VALUE`
+    # more `ssh -o KEY=VALUE` (not those that run commands here: REFUSED_OPTIONS)
+    options: dict[Annotated[str, AfterValidator(_option_key)], str | int] = Field(default_factory=dict)
     connect_timeout: str | int | None = None  # ssh's ConnectTimeout (10 s unless given)
 
     _positive = field_validator("connect_timeout")(
@@ -56,8 +115,15 @@ class HostSpec(BaseModel):
     @classmethod
     def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
         for k, x in v.items():
-            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", k) or any(c in str(x) for c in "\n\r"):
-                raise ValueError(f"'{k}: {x}' is not an ssh option (KEY: VALUE, as ssh -o KEY=VALUE)")
+            if (why := option_problem(k, x)) is not None:
+                raise ValueError(why)
+        return v
+
+    @field_validator("key", "address")
+    @classmethod
+    def _not_an_option(cls, v: str | None) -> str | None:
+        if v is not None and (v.startswith("-") or any(c in v for c in "\n\r\0")):
+            raise ValueError(f"'{v}' starts with '-' or spans lines: a file or an address, not an option")
         return v
 
     @property

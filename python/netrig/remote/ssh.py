@@ -25,7 +25,7 @@ from pathlib import Path
 
 from netrig.errors import NetrigError
 from netrig.procs import end as end_process
-from netrig.remote.hosts import HostSpec
+from netrig.remote.hosts import HostSpec, option_problem
 
 SSH_FAILED = 255  # ssh's own exit status: it, not the remote command, failed
 AUTH_SLACK_S = 5.0  # how long after the connect timeout authentication may still take
@@ -115,6 +115,9 @@ class Host:
             opts.update({"ControlMaster": "yes" if master else "no", "ControlPath": self.control})
         if s.key:
             opts["IdentitiesOnly"] = "yes"
+        for k, v in s.options.items():  # checked when the scenario loaded; again here, whoever built it
+            if (why := option_problem(k, v)) is not None:
+                raise HostError(self.name, s, "connect", f"options: {k}: refused", why)
         opts.update({k: str(v) for k, v in s.options.items()})
         out: list[str] = []
         for k, v in opts.items():
@@ -176,9 +179,10 @@ class Host:
             raise classify(self.name, self.spec, p.stderr, step)
         return Done(p.returncode, p.stdout, p.stderr)
 
-    def popen(self, command: str, **kw) -> subprocess.Popen:
-        """Starts a shell line on the host; the caller reads and waits."""
-        return subprocess.Popen(self.argv(command), stdin=subprocess.DEVNULL, **kw)
+    def popen(self, command: str, stdin=subprocess.DEVNULL, **kw) -> subprocess.Popen:
+        """Starts a shell line on the host; the caller reads and waits (and writes, with
+        stdin=subprocess.PIPE: what the command reads, never on a command line)."""
+        return subprocess.Popen(self.argv(command), stdin=stdin, **kw)
 
     def copy(self, src: Path, dest: str, timeout: float) -> None:
         """Copies a local file to `dest` on the host (relative: to its home)."""

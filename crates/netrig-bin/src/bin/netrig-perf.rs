@@ -25,7 +25,7 @@ use netrig_perf::daemon::{self, Pidfile};
 mod perf_flags;
 use netrig_perf::output::Sink;
 use netrig_perf::server;
-use perf_flags::{parse_affinity, parse_bitrate_limit, parse_flowlabel};
+use perf_flags::{parse_affinity, parse_bitrate_limit, parse_flowlabel, seconds, server_caps};
 
 /// Sizes (-n, -l, -w, -k) take K/M/G in 1024s; rates (-b) in 1000s, as iperf3.
 #[derive(Parser, Debug)]
@@ -115,6 +115,24 @@ struct Cli {
     /// (IPv6: per /64); past it that source's longest-waiting one is closed.
     #[arg(long, default_value_t = 16)]
     max_pending_per_source: usize,
+    /// Server, netrig only: tests served at once from one address (IPv6: per /64),
+    /// below --max-tests (default a quarter of it, at least 1); more are refused as busy.
+    #[arg(long, value_name = "N")]
+    max_tests_per_source: Option<usize>,
+    /// Server, netrig only: data streams (a thread each) of all tests at once (default
+    /// 1024); one address's tests hold at most its share (as --max-tests-per-source is
+    /// of --max-tests). A test that would go over is refused as busy.
+    #[arg(long, value_name = "N")]
+    max_streams: Option<usize>,
+    /// Server, netrig only: seconds past a test's declared end (-O and -t, or
+    /// --max-duration for -n/-k) its client has to end it (default 10, at least
+    /// --handshake-timeout); then the server ends the test, and closes it whatever the
+    /// client does one --handshake-timeout later.
+    #[arg(long, value_name = "SECS")]
+    grace: Option<f64>,
+    /// Server, netrig only: end every test and exit SECS after starting.
+    #[arg(long, value_name = "SECS")]
+    exit_after: Option<f64>,
 
     // --- client ---
     /// UDP instead of TCP.
@@ -363,10 +381,14 @@ fn role_checks(cli: &Cli) -> anyhow::Result<()> {
         (cli.snd_timeout.is_some(), "--snd-timeout"),
         (cli.affinity.as_deref().is_some_and(|a| a.contains(',')), "-A n,m"),
     ];
-    let server_only: [(bool, &str); 3] = [
+    let server_only: [(bool, &str); 7] = [
         (cli.daemon, "-D/--daemon"),
         (cli.idle_timeout.is_some(), "--idle-timeout"),
         (cli.server_bitrate_limit.is_some(), "--server-bitrate-limit"),
+        (cli.max_tests_per_source.is_some(), "--max-tests-per-source"),
+        (cli.max_streams.is_some(), "--max-streams"),
+        (cli.grace.is_some(), "--grace"),
+        (cli.exit_after.is_some(), "--exit-after"),
     ];
     if cli.server {
         if let Some((_, f)) = client_only.iter().find(|c| c.0) {
@@ -631,6 +653,9 @@ fn client_config(cli: &Cli, host: &str) -> anyhow::Result<ClientConfig> {
 }
 
 fn server_config(cli: &Cli) -> anyhow::Result<ServerConfig> {
+    let max_tests = cli.max_tests.max(1);
+    let (max_tests_per_source, max_streams) =
+        server_caps(max_tests, cli.max_tests_per_source, cli.max_streams)?;
     Ok(ServerConfig {
         common: common(cli)?,
         one_off: cli.one_off,
@@ -640,7 +665,17 @@ fn server_config(cli: &Cli) -> anyhow::Result<ServerConfig> {
             max_bandwidth: parse_rate(&cli.max_rate).map_err(|e| anyhow::anyhow!("--max-rate: {e}"))?,
             ..Limits::default()
         },
-        max_tests: cli.max_tests.max(1),
+        max_tests,
+        max_tests_per_source,
+        max_streams,
+        grace: match cli.grace {
+            Some(s) => seconds("--grace", s, 0.0, 86_400.0)?,
+            None => ServerConfig::default().grace,
+        },
+        exit_after: cli
+            .exit_after
+            .map(|s| seconds("--exit-after", s, 0.1, 2_592_000.0))
+            .transpose()?,
         handshake_timeout: Duration::from_secs_f64(cli.handshake_timeout.max(0.1)),
         max_pending: match cli.max_pending {
             n @ 1..=65_536 => n,

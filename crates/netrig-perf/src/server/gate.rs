@@ -213,7 +213,7 @@ pub struct Gate {
 }
 
 /// The group a source's connections share a cap in: the IPv4 address, or the IPv6 /64.
-fn source_key(ip: IpAddr) -> IpAddr {
+pub(super) fn source_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
