@@ -402,12 +402,12 @@ def _wait_listening(h: Host, rdir: Path, flow: str, port: int, pids: dict[str, l
     limit = time.monotonic() + h.spec.connect_timeout_s + 10
     pid = None
     while pid is None:
-        m = _PID.search(log.read_text(errors="replace")) if log.exists() else None
+        m = _PID.search(_server_log(rdir, flow))
         if m:
             pid = int(m.group(1))
             break
         if proc.poll() is not None or time.monotonic() > limit:
-            text = log.read_text(errors="replace") if log.exists() else ""
+            text = _server_log(rdir, flow)
             raise classify(h.name, h.spec, text or "no answer: the server's shell never said its PID",
                            "start server")
         time.sleep(0.02)
@@ -419,7 +419,7 @@ def _wait_listening(h: Host, rdir: Path, flow: str, port: int, pids: dict[str, l
               f"sleep 0.05; i=$((i+1)); done; exit 4")
     done = h.run(quote(["sh", "-c", script]), h.spec.connect_timeout_s + 20, "start server")
     if done.code != 0:
-        said = _strip_pid(log.read_text(errors="replace")).strip()[-300:]
+        said = _strip_pid(_server_log(rdir, flow)).strip()[-300:]
         why = "it exited" if done.code == 3 else "it was not listening after 10 s"
         hint = (f"is port {port} free on {h.name}?" if "in use" in said.lower() or done.code == 4 else
                 f"is netrig-perf installed on {h.name}?" if "not found" in said.lower() else
@@ -500,12 +500,18 @@ def _stop_all(hosts: dict[str, Host], pids: dict[str, list[tuple[int, str]]],
     return errors
 
 
+def _server_log(rdir: Path, flow: str) -> str:
+    """What flow's server said so far (its log in the run's directory, rdir = OUT/runs/RID),
+    read from the results directory without following a link: whoever owns it may swap
+    a part for one, and what is read here goes into run.json."""
+    return res.log_tail(rdir.parent.parent, f"runs/{rdir.name}/server-{flow}.log", 1 << 20)
+
+
 def _collect(servers: list[tuple[str, str, Any]], rdir: Path, hosts: dict[str, Host]) -> HostError | None:
     """The servers' output came back whole: a server whose ssh session failed (its host
     went away) leaves a document cut short, and the run is failed."""
     for flow, host, p in servers:
-        log = rdir / f"server-{flow}.log"
-        text = log.read_text(errors="replace") if log.exists() else ""
+        text = _server_log(rdir, flow)
         if p.returncode == SSH_FAILED:
             h = hosts[host]
             said = _strip_pid(text).strip()
