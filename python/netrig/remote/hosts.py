@@ -16,8 +16,10 @@ the declared loss between them.
 A scenario may come from someone else and netrig may run it as root, so `options:` (ssh
 -o) refuses what would make this machine run a command or load code (ProxyCommand,
 LocalCommand, PermitLocalCommand, KnownHostsCommand, Match exec, PKCS11Provider, ...),
-in either of ssh's forms, whatever the case, and smuggled in a value; such options
-belong in the user's own ~/.ssh/config, which ssh reads as ever.
+in either of ssh's forms, whatever the case, and smuggled in a value, and what would
+make it write a file, listen, forward or make a device here (UserKnownHostsFile other
+than /dev/null, LocalForward, Tunnel, ForwardAgent, ...); such options belong in the
+user's own ~/.ssh/config, which ssh reads as ever.
 """
 
 from __future__ import annotations
@@ -49,10 +51,33 @@ REFUSED_OPTIONS = {
     "pkcs11provider": f"loads a library into ssh on this machine: {_CONFIG}",
     "securitykeyprovider": f"loads a library into ssh on this machine: {_CONFIG}",
     "xauthlocation": f"names a program ssh runs on this machine: {_CONFIG}",
+    "enablesshkeysign": f"runs ssh-keysign (a setuid program) on this machine: {_CONFIG}",
+    "updatehostkeys": f"lets the host rewrite this machine's known_hosts files: {_CONFIG}",
+    "localforward": f"opens a listening socket on this machine: {_CONFIG}",
+    "remoteforward": f"lets the host reach ports of this machine: {_CONFIG}",
+    "dynamicforward": f"opens a SOCKS proxy on this machine: {_CONFIG}",
+    "gatewayports": f"opens forwarded ports to the network: {_CONFIG}",
+    "streamlocalbindunlink": f"removes a file on this machine before a forwarding binds it: {_CONFIG}",
+    "tunnel": f"makes a tun device on this machine: {_CONFIG}",
+    "tunneldevice": f"makes a tun device on this machine: {_CONFIG}",
+    "forwardagent": f"lends this machine's ssh agent to the host: {_CONFIG}",
+    "forwardx11": f"lets the host open windows on this machine's display: {_CONFIG}",
+    "forwardx11trusted": f"lets the host open windows on this machine's display: {_CONFIG}",
+    "identityagent": f"talks to a socket on this machine as its ssh agent: {_CONFIG}",
+    "remotecommand": "netrig chooses what runs on the host",
+    "requesttty": "netrig's commands run without a terminal",
+    "sessiontype": "netrig's commands run in an ssh session of their own",
+    "stdinnull": "netrig hands a flow server its key on standard input",
+    "forkafterauthentication": "netrig waits for each ssh it starts",
     "controlmaster": "netrig runs its own ControlMaster for each host",
     "controlpath": "netrig runs its own ControlMaster for each host",
     "controlpersist": "netrig runs its own ControlMaster for each host, and stops it after the run",
 }
+# Options a scenario may give only these values of (what a lab's throwaway hosts need):
+# ssh appends a host's key to the file named, as whoever runs netrig (root).
+_ONLY = {"userknownhostsfile": ({"/dev/null", "none"},
+                                f"makes ssh append host keys to that file on this machine; "
+                                f"give /dev/null or none, or {_CONFIG}")}
 # Options whose value ssh may hand to another ssh's command line (a jump host, a host
 # name, a user): a value starting with '-' would be read as an option there.
 _HOSTLIKE = {"proxyjump", "hostname", "user", "hostkeyalias"}
@@ -60,10 +85,11 @@ _KEYWORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _PARTS = re.compile(r"[\s=]+")
 
 
-def option_problem(key: str, value: object = "") -> str | None:
+def option_problem(key: str, value: object = None) -> str | None:
     """Why an ssh option (KEY: VALUE, as ssh -o KEY=VALUE) cannot be given in a
-    scenario; None if it can. ssh takes `Key=value` and `Key value`, in any case."""
-    text = str(value)
+    scenario; None if it can. ssh takes `Key=value` and `Key value`, in any case. Without
+    a value, the key alone is checked."""
+    text = "" if value is None else str(value)
     words = [w for w in _PARTS.split(key.strip()) if w]
     name = words[0] if words else key
     why = REFUSED_OPTIONS.get(name.lower())
@@ -73,6 +99,8 @@ def option_problem(key: str, value: object = "") -> str | None:
         return f"'{key}' is not an ssh option keyword (KEY: VALUE, as ssh -o KEY=VALUE)"
     if any(c in text for c in "\n\r\0"):
         return f"{name}: its value spans lines (ssh reads one option a line)"
+    if value is not None and name.lower() in _ONLY and text.strip().lower() not in _ONLY[name.lower()][0]:
+        return f"{name}: '{text}' {_ONLY[name.lower()][1]}"
     for w in _PARTS.split(text.strip()) if len(_PARTS.split(text.strip())) > 1 else []:
         if w.lower() in REFUSED_OPTIONS:
             return f"{name}: its value carries another option, {w}, which {REFUSED_OPTIONS[w.lower()]}"
