@@ -555,7 +555,7 @@ def _run(args: argparse.Namespace) -> int:
             raise NetrigError(f"--cluster {address}: {scenario.name} runs on real hosts (hosts:), which "
                               "its runs would share: several at once would measure each other. Run it "
                               "from one machine (--local)")
-        campaign = Campaign(address)
+        campaign = Campaign(address, cert=args.cert)
     try:
         if not args.resume:
             out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name,
@@ -605,14 +605,25 @@ def _cluster(args: argparse.Namespace) -> int:
     from netrig.exp import cluster
 
     if args.action == "scheduler":
-        if args.address:
+        if args.target:
             raise NetrigError("netrig cluster scheduler takes no ADDRESS (--host and --port say where it listens)")
-        cluster.exec_scheduler(args.port, args.host)
-    if not args.address:
-        raise NetrigError(f"netrig cluster {args.action} ADDRESS: the scheduler's (e.g. tcp://10.0.0.1:8786)")
+        cluster.serve_scheduler(args.port, args.host)
+        return 0
+    if args.action == "cert":
+        if not args.target or not args.out:
+            raise NetrigError("netrig cluster cert NAME -o FILE: the machine's name (e.g. lab1) and "
+                              "the bundle file to write (e.g. -o lab1.pem)")
+        b = cluster.issue(args.target, args.out)
+        print(f"{args.out}: a certificate for {b.name}, valid until {b.not_after:%Y-%m-%d}, with its key "
+              f"and the cluster's CA ({b.source}). Copy it to that machine (it holds a private key: "
+              "keep it 0600 there) and give it with --cert FILE or NETRIG_CLUSTER_CERT. Whoever holds "
+              "it can run commands as root on every worker.")
+        return 0
+    if not args.target:
+        raise NetrigError(f"netrig cluster {args.action} ADDRESS: the scheduler's (e.g. tls://10.0.0.1:8786)")
     if args.action == "status":
-        rows = cluster.status(args.address)
-        print(f"{len(rows)} netrig worker(s) at {args.address}")
+        rows = cluster.status(args.target, args.cert)
+        print(f"{len(rows)} netrig worker(s) at {args.target}")
         for r in sorted(rows, key=lambda r: r["name"]):  # two lines each: 80 columns
             print(f"  {r['name']:<12} {'busy' if r['busy'] else 'idle':<4}  {r['hostname']}  {r['address']}\n"
                   f"  {'':<12} kernel {r['kernel']}, {r['cpus']} CPU(s), netrig {r['netrig']}")
@@ -620,8 +631,8 @@ def _cluster(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise NeedsRoot("netrig cluster worker needs root (its runs create network namespaces); "
                         "run it with sudo")
-    cluster.exec_worker(args.address, args.name, args.host)
-    return 0  # pragma: no cover (exec_* replace this process)
+    cluster.serve_worker(args.target, args.name, args.host, args.cert)
+    return 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -915,28 +926,43 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="hand each run to a worker of this Dask cluster and gather the files "
                         "here, which then needs no root (default: $NETRIG_CLUSTER; "
-                        "e.g. tcp://10.0.0.1:8786)")
+                        "e.g. tls://10.0.0.1:8786)")
+    cert_help = ("the cluster certificate bundle to present (default: $NETRIG_CLUSTER_CERT; on the "
+                 "machine holding the cluster's CA, none needed; e.g. --cert lab1.pem)")
+    p.add_argument("--cert", metavar="FILE", help=cert_help)
     p.add_argument("--local", action="store_true",
                    help="run here even when NETRIG_CLUSTER is set (e.g. --local)")
     foreign(p)
-    p = cmd("cluster", _cluster, "cluster scheduler [--port P] | worker ADDRESS [--name N] | status ADDRESS",
+    p = cmd("cluster", _cluster, "cluster scheduler | worker ADDRESS | "
+            "status ADDRESS | cert NAME -o FILE",
             "run campaigns on several machines: a Dask scheduler, a netrig worker on each "
-            "machine (root, one run at a time), then netrig run --cluster ADDRESS",
-            ["netrig cluster scheduler --port 8786",
-             "sudo netrig cluster worker tcp://10.0.0.1:8786 --name lab1",
-             "netrig cluster status tcp://10.0.0.1:8786",
-             "netrig run examples/003-window.yaml --cluster tcp://10.0.0.1:8786"],
-            "Every machine needs the same netrig. A worker starts by removing the labs a "
-            "crash left (as netrig clean); a run whose worker dies is run again on another.")
-    p.add_argument("action", choices=["scheduler", "worker", "status"],
-                   help="start a scheduler, start a worker, or list the workers (e.g. status)")
-    p.add_argument("address", nargs="?", metavar="ADDRESS",
-                   help="the scheduler's address, for worker and status (e.g. tcp://10.0.0.1:8786)")
+            "machine (root, one run at a time), then netrig run --cluster ADDRESS; only the "
+            "cluster's own certificates get in (TLS)",
+            ["netrig cluster scheduler --host 10.0.0.1",
+             "sudo netrig cluster worker tls://10.0.0.1:8786 --name lab1",
+             "netrig cluster cert lab2 -o lab2.pem",
+             "sudo netrig cluster worker tls://10.0.0.1:8786 --cert lab2.pem   # on lab2",
+             "netrig cluster status tls://10.0.0.1:8786",
+             "netrig run examples/003-window.yaml --cluster tls://10.0.0.1:8786"],
+            "Every machine needs the same netrig. The first scheduler makes the cluster's CA "
+            "in $NETRIG_CLUSTER_DIR (~/.config/netrig/cluster); on that machine workers and "
+            "heads need no --cert. A worker starts by removing the labs a crash left (as "
+            "netrig clean); a run whose worker dies is run again on another.")
+    p.add_argument("action", choices=["scheduler", "worker", "status", "cert"],
+                   help="start a scheduler, start a worker, list the workers, or issue a "
+                        "certificate (e.g. status)")
+    p.add_argument("target", nargs="?", metavar="ADDRESS|NAME",
+                   help="the scheduler's address, for worker and status (e.g. tls://10.0.0.1:8786); "
+                        "the machine's name, for cert (e.g. lab2)")
     p.add_argument("--port", type=int, default=8786, metavar="P",
                    help="the scheduler's port (default 8786; 0: any free one; e.g. --port 9000)")
     p.add_argument("--host", metavar="H",
-                   help="the address to listen on and tell others (e.g. --host 10.0.0.1)")
+                   help="the address to listen on and tell others (default: the scheduler on "
+                        "127.0.0.1, a worker on the address that reaches the scheduler; e.g. "
+                        "--host 10.0.0.1)")
     p.add_argument("--name", metavar="N", help="the worker's name (default: its address; e.g. lab1)")
+    p.add_argument("--cert", metavar="FILE", help=cert_help)
+    p.add_argument("-o", "--out", metavar="FILE", help="cert: the bundle file to write, new (e.g. -o lab2.pem)")
     p = cmd("report", _report, "report DIR", "print a results directory's headline table and "
             "rebuild its results.csv, figures and report",
             ["netrig report results/bufferbloat/20261123-101500"])

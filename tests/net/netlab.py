@@ -145,12 +145,16 @@ def totals(log: Path) -> dict:
 
 class Cluster:
     """A Dask scheduler and netrig workers started here (`netrig cluster scheduler|worker`),
-    each worker with a host name of its own (`unshare --uts`); stopped by PID."""
+    each worker with a host name of its own (`unshare --uts`); stopped by PID. The
+    cluster's CA is made in tmp/cluster (NETRIG_CLUSTER_DIR, in `env`: a head run with
+    it finds its certificate there)."""
 
     def __init__(self, tmp: Path, names: list[str]) -> None:
         needs_root()
         self.procs: list[subprocess.Popen] = []
         self.client = None
+        self.dir = tmp / "cluster"
+        self.env = {**os.environ, "NETRIG_CLUSTER_DIR": str(self.dir)}
         try:
             self._start(tmp, names)
         except BaseException:  # what was started is stopped, whatever failed
@@ -161,9 +165,9 @@ class Cluster:
         log = tmp / "scheduler.log"
         self.procs.append(subprocess.Popen(
             [sys.executable, "-m", "netrig", "cluster", "scheduler", "--port", "0", "--host", "127.0.0.1"],
-            stdout=subprocess.DEVNULL, stderr=log.open("w")))
+            stdout=subprocess.DEVNULL, stderr=log.open("w"), env=self.env))
         deadline = time.monotonic() + 30
-        while not (m := re.search(r"Scheduler at:\s+(tcp://\S+)", log.read_text())):
+        while not (m := re.search(r"Scheduler at:\s+(tls://\S+)", log.read_text())):
             assert time.monotonic() < deadline and self.procs[0].poll() is None, log.read_text()[-2000:]
             time.sleep(0.05)
         self.address = m.group(1)
@@ -171,12 +175,22 @@ class Cluster:
         for name in names:
             self.procs.append(subprocess.Popen(
                 ["unshare", "--uts", "sh", "-c", f"hostname {name}-host && exec {sys.executable} -m netrig "
-                 f"cluster worker {self.address} --name {name} --host 127.0.0.1"],
-                stdout=subprocess.DEVNULL, stderr=(tmp / f"{name}.log").open("w")))
+                 f"cluster worker {self.address} --name {name}"],
+                stdout=subprocess.DEVNULL, stderr=(tmp / f"{name}.log").open("w"), env=self.env))
         from distributed import Client
+        from netrig.exp import cluster_tls
 
-        self.client = Client(self.address, timeout=30, set_as_default=False)
+        self.bundle = cluster_tls.issue(self.dir, "tests")
+        self.client = Client(self.address, timeout=30, set_as_default=False, security=self.bundle.security())
         self.client.wait_for_workers(len(names), timeout=60)
+
+    @property
+    def scheduler_pid(self) -> int:
+        return self.procs[0].pid
+
+    def nanny_pids(self) -> dict[str, int]:
+        """Each worker's nanny (`netrig cluster worker`), by worker name."""
+        return dict(zip(self.names, (p.pid for p in self.procs[1:]), strict=True))
 
     def pids(self) -> dict[str, int]:
         """Each worker's process (the nanny's child), by worker name."""

@@ -1,9 +1,11 @@
 """Campaigns on a real Dask cluster: a scheduler and two netrig workers started here
 (`netrig cluster scheduler|worker`, each worker with a host name of its own by `unshare
---uts`), the head `netrig run --cluster`. The campaign's results directory is a local
-run's; a worker killed mid-run loses nothing and leaves no network behind. And the checks
-a cluster must pass before a run is handed out, against an in-process Dask cluster (its
-scheduler listens on loopback, so these are here too)."""
+--uts`, TLS with the cluster's certificates), the head `netrig run --cluster`. The
+campaign's results directory is a local run's; a worker killed mid-run loses nothing and
+leaves no network behind. And the checks a cluster must pass before a run is handed out,
+against an in-process Dask cluster speaking TLS on loopback (so these are here too).
+Who is refused (no certificate, another CA's, plain tcp://, a rogue worker's reply):
+test_cluster_tls.py."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 from netlab import Cluster
 from netrig.exp import cluster as head
+from netrig.exp import cluster_tls as tls
 from netrig.exp import worker as wk
 
 pytestmark = pytest.mark.net
@@ -50,13 +53,30 @@ def cluster(tmp_path):
     c.stop()
 
 
-@pytest.fixture
-def local_dask():
-    """A scheduler and one worker inside this process (inproc://; its HTTP server on loopback)."""
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A CA for the in-process clusters, and a head's bundle of it (a file)."""
+    d = tmp_path_factory.mktemp("ca")
+    d.chmod(0o700)
+    tls.make_ca(d)
+    tls.write_bundle(tls.issue(d, "head"), d / "head.pem")
+    return d
+
+
+def tls_cluster(certs: Path, **kw):
+    """A scheduler and workers inside this process, TLS with a certificate of `certs`
+    (their HTTP server on loopback)."""
     from distributed import LocalCluster
 
-    c = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
-                     resources={wk.RESOURCE: 1})
+    return LocalCluster(threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
+                        security=tls.issue(certs, "in-process").security(),
+                        dashboard_address="127.0.0.1:0", **kw)
+
+
+@pytest.fixture
+def local_dask(certs):
+    """A scheduler and one netrig-like worker inside this process."""
+    c = tls_cluster(certs, n_workers=1, resources={wk.RESOURCE: 1})
     yield c
     c.close()
 
@@ -66,12 +86,10 @@ def good_facts():
             "root": True, "missing": ""}
 
 
-def test_a_cluster_without_netrig_workers_is_refused_with_what_to_do(monkeypatch):
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as c:
+def test_a_cluster_without_netrig_workers_is_refused_with_what_to_do(certs):
+    with tls_cluster(certs, n_workers=1) as c:
         with pytest.raises(head.ClusterError) as e:
-            head.Campaign(c.scheduler_address, wait_s=0.5)
+            head.Campaign(c.scheduler_address, wait_s=0.5, cert=str(certs / "head.pem"))
     assert "no netrig worker joined within 0 s (its 1 worker(s) lack the 'run' resource)" in str(e.value)
     assert "netrig cluster worker ADDRESS" in str(e.value)
 
@@ -81,16 +99,23 @@ def test_a_cluster_without_netrig_workers_is_refused_with_what_to_do(monkeypatch
     ({"root": False}, "is not root: a worker builds networks"),
     ({"missing": "netrig-link not found"}, "netrig-link not found"),
 ])
-def test_a_worker_that_would_not_measure_the_same_is_refused(local_dask, monkeypatch, change, said):
+def test_a_worker_that_would_not_measure_the_same_is_refused(local_dask, certs, monkeypatch, change, said):
     monkeypatch.setattr(wk, "facts", lambda: {**good_facts(), **change})
     with pytest.raises(head.ClusterError) as e:
-        head.Campaign(local_dask.scheduler_address, wait_s=5)
-    assert said in str(e.value) and "(w, inproc://" in str(e.value)
+        head.Campaign(local_dask.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
+    assert said in str(e.value) and "(w, tls://127.0.0.1:" in str(e.value)
 
 
-def test_a_good_cluster_is_described_for_meta_json(local_dask, monkeypatch):
+def test_what_a_worker_says_of_itself_is_checked_before_it_is_used(local_dask, certs, monkeypatch):
+    monkeypatch.setattr(wk, "facts", lambda: {**good_facts(), "cpus": "many", "extra": 1})
+    with pytest.raises(head.ClusterError) as e:
+        head.Campaign(local_dask.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
+    assert "what it says of itself was refused: not a worker's facts" in str(e.value)
+
+
+def test_a_good_cluster_is_described_for_meta_json(local_dask, certs, monkeypatch):
     monkeypatch.setattr(wk, "facts", good_facts)
-    c = head.Campaign(local_dask.scheduler_address, wait_s=5)
+    c = head.Campaign(local_dask.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
     try:
         assert c.size == 1
         d = c.describe()
@@ -100,7 +125,7 @@ def test_a_good_cluster_is_described_for_meta_json(local_dask, monkeypatch):
         c.close()
 
 
-def test_no_scheduler_is_said_plainly(monkeypatch):
+def test_no_scheduler_is_said_plainly(monkeypatch, certs):
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
@@ -108,9 +133,9 @@ def test_no_scheduler_is_said_plainly(monkeypatch):
         port = s.getsockname()[1]
     monkeypatch.setattr(head, "CONNECT_S", 0.5)
     with pytest.raises(head.ClusterError) as e:
-        head.Campaign(f"tcp://127.0.0.1:{port}", wait_s=0)
-    assert "no scheduler answered within 0 s" in str(e.value)
-    assert "netrig cluster scheduler" in str(e.value)
+        head.Campaign(f"tls://127.0.0.1:{port}", wait_s=0, cert=str(certs / "head.pem"))
+    assert "no scheduler answered over TLS within 0 s" in str(e.value)
+    assert "netrig cluster scheduler" in str(e.value) and "head.pem" in str(e.value)
 
 
 BATCH = """\
@@ -129,7 +154,7 @@ flows:
 PLAN = {0: (0.1, "failed"), 1: (0.3, "failed"), 2: (1.0, "failed"), 3: (1.02, "ok")}
 
 
-def stand_in_run(point, rep, seed, rid, campaign, version, settle_s=0.0):
+def stand_in_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
     from distributed import get_worker
 
     w = get_worker()
@@ -142,8 +167,8 @@ def stand_in_run(point, rep, seed, rid, campaign, version, settle_s=0.0):
             "worker": {"name": str(w.name), "hostname": "h"}}
 
 
-def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_prompt(monkeypatch, tmp_path):
-    from distributed import LocalCluster
+def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_prompt(monkeypatch, tmp_path,
+                                                                                    certs):
     from netrig.exp.progress import Display
     from netrig.exp.runner import RunFailed, Tally, Todo
     from netrig.exp.scenario import loads_scenario
@@ -152,9 +177,8 @@ def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_pro
     monkeypatch.setattr(wk, "facts", good_facts)
     monkeypatch.setattr(head, "STOP_WAIT_S", 8.0)
     sc = loads_scenario(BATCH)
-    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0",
-                      resources={wk.RESOURCE: 1}) as lc:
-        c = head.Campaign(lc.scheduler_address, wait_s=5)
+    with tls_cluster(certs, n_workers=4, resources={wk.RESOURCE: 1}) as lc:
+        c = head.Campaign(lc.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
         try:
             todo = [Todo(r, sc.points[0], r, r, f"p000-r{r:02d}") for r in range(4)]
             t = time.monotonic()
@@ -168,9 +192,9 @@ def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_pro
     assert got == {"p000-r00": "failed", "p000-r01": "failed", "p000-r02": "failed", "p000-r03": "ok"}
 
 
-def netrig(*args: str) -> subprocess.Popen:
+def netrig(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "netrig", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def runs(out: Path) -> dict[str, dict]:
@@ -219,7 +243,7 @@ def test_a_campaign_on_two_workers_writes_what_a_local_run_writes(cluster, tmp_p
     p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(local), "-q", "--local")
     _, err = p.communicate(timeout=180)
     assert p.returncode == 0, err[-2000:]
-    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(far), "--cluster", cluster.address)
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(far), "--cluster", cluster.address, env=cluster.env)
     _, err = p.communicate(timeout=180)
     assert p.returncode == 0, err[-2000:]
     assert re.search(r"run \d/4 on t\d+[ab] \(t\d+[ab]-host\)", err), err[-2000:]  # progress names the worker
@@ -253,7 +277,7 @@ def test_a_campaign_on_two_workers_writes_what_a_local_run_writes(cluster, tmp_p
     # --resume of a campaign directory runs only what is missing, here on the cluster.
     (far / "runs" / "p001-r01" / "run.json").unlink()
     kept = (far / "runs" / "p000-r00" / "run.json").stat().st_mtime_ns
-    p = netrig("run", "--resume", str(far), "-q", "--cluster", cluster.address)
+    p = netrig("run", "--resume", str(far), "-q", "--cluster", cluster.address, env=cluster.env)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err[-2000:]
     assert runs(far)["p001-r01"]["status"] == "ok"
@@ -266,7 +290,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluste
     (tmp_path / "s.yaml").write_text(SCENARIO % ("8s", "[10Mbit, 20Mbit]"))
     out = tmp_path / "out"
     victim = cluster.names[0]
-    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--cluster", cluster.address)
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--cluster", cluster.address, env=cluster.env)
     # 1. The worker process alone dies (its nanny restarts it): its run's process gets
     # SIGTERM from the kernel and tears its network down at once.
     worker = cluster.pids()[victim]
@@ -301,7 +325,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_network_is_removed(cluste
 def test_a_stopped_campaign_tears_its_runs_down_and_resume_finishes_it(cluster, tmp_path):
     (tmp_path / "s.yaml").write_text(SCENARIO % ("6s", "[10Mbit, 20Mbit]"))
     out = tmp_path / "out"
-    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--cluster", cluster.address)
+    p = netrig("run", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--cluster", cluster.address, env=cluster.env)
     pids = cluster.pids()
     going = [wait_for_run_on(pid)[0] for pid in pids.values()]  # a run on each worker
     time.sleep(1.0)
@@ -312,7 +336,7 @@ def test_a_stopped_campaign_tears_its_runs_down_and_resume_finishes_it(cluster, 
     stopped = runs(out)
     assert stopped and all(r["status"] == "interrupted" for r in stopped.values()), stopped
     assert all(gone(prefix, 10) for prefix in going)  # torn down on the workers
-    p = netrig("run", "--resume", str(out), "-q", "--cluster", cluster.address)
+    p = netrig("run", "--resume", str(out), "-q", "--cluster", cluster.address, env=cluster.env)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err[-2000:]
     assert [r["status"] for r in runs(out).values()] == ["ok"] * 4

@@ -31,26 +31,26 @@ def test_run_on_a_cluster_needs_no_root_but_a_worker_does(monkeypatch, capsys, t
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
     seen = {}
 
-    def refuse(address, wait_s=30.0):
-        seen["address"] = address
+    def refuse(address, cert):
+        seen["address"], seen["cert"] = address, cert
         raise cluster.ClusterError(f"cluster {address}: stand-in")
 
-    monkeypatch.setattr(cluster.Campaign, "__init__", lambda self, a, wait_s=30.0: refuse(a))
+    monkeypatch.setattr(cluster.Campaign, "__init__", lambda self, a, cert=None: refuse(a, cert))
     monkeypatch.delenv("NETRIG_CLUSTER", raising=False)
-    assert cli.main(["run", "examples/003-window.yaml", "--cluster", "tcp://10.0.0.1:8786",
-                     "--out", str(tmp_path / "x")]) == 1
-    assert seen["address"] == "tcp://10.0.0.1:8786"  # got as far as the cluster: no root asked
+    assert cli.main(["run", "examples/003-window.yaml", "--cluster", "tls://10.0.0.1:8786",
+                     "--cert", "/home/u/head.pem", "--out", str(tmp_path / "x")]) == 1
+    assert seen == {"address": "tls://10.0.0.1:8786", "cert": "/home/u/head.pem"}  # no root asked
     assert not (tmp_path / "x").exists()  # nothing written for a cluster that is not there
     assert "needs root" not in capsys.readouterr().err
-    monkeypatch.setenv("NETRIG_CLUSTER", "tcp://10.0.0.2:8786")
+    monkeypatch.setenv("NETRIG_CLUSTER", "tls://10.0.0.2:8786")
     cli.main(["run", "examples/003-window.yaml", "--out", str(tmp_path / "x")])
-    assert seen["address"] == "tcp://10.0.0.2:8786"
+    assert seen["address"] == "tls://10.0.0.2:8786"
     assert cli.main(["run", "examples/003-window.yaml", "--local"]) == 2  # here: root again
     assert "netrig run needs root" in capsys.readouterr().err
-    assert cli.main(["cluster", "worker", "tcp://10.0.0.1:8786"]) == 2
+    assert cli.main(["cluster", "worker", "tls://10.0.0.1:8786"]) == 2
     assert "netrig cluster worker needs root" in capsys.readouterr().err
     assert cli.main(["cluster", "worker"]) == 1
-    assert "the scheduler's (e.g. tcp://" in capsys.readouterr().err
+    assert "the scheduler's (e.g. tls://" in capsys.readouterr().err
 
 
 class Done:
@@ -143,7 +143,7 @@ def test_the_report_says_when_a_points_runs_came_from_machines_that_differ():
 
 def test_a_scenario_on_real_hosts_is_not_handed_to_a_cluster(capsys, monkeypatch):
     monkeypatch.setattr(cluster.Campaign, "__init__", lambda *a, **k: pytest.fail("no cluster to reach"))
-    assert cli.main(["run", "examples/005-real-hosts.yaml", "--cluster", "tcp://10.0.0.1:8786"]) == 1
+    assert cli.main(["run", "examples/005-real-hosts.yaml", "--cluster", "tls://10.0.0.1:8786"]) == 1
     err = capsys.readouterr().err
     assert "runs on real hosts (hosts:), which its runs would share" in err and "--local" in err
 
@@ -156,6 +156,13 @@ def test_an_interrupted_run_on_a_cluster_is_not_a_success_and_unwritable_files_f
     c = object.__new__(cluster.Campaign)
     got = {"files": {"run.json": run_json(), "../../escape": b"x"}, "worker": {"name": "wa"}}
     note = c._record(Done(got), todo(), tmp_path, Tally(tmp_path), ["wa"])
-    assert "its files could not be written here" in note
+    assert "what its worker sent back was refused: file name \"../../escape\" is not a plain name" in note
     assert json.loads((tmp_path / "runs" / "p000-r00" / "run.json").read_text())["status"] == "failed"
     assert not (tmp_path.parent / "escape").exists()
+    # A link on the way in the head's own directory: written through no link.
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "runs").symlink_to(tmp_path / "elsewhere")
+    note = c._record(Done({"files": {"run.json": run_json(), "x.txt": b"x"}, "worker": {"name": "wa"}}), todo(),
+                     out, Tally(tmp_path), ["wa"])
+    assert "its files could not be written here" in note and not (tmp_path / "elsewhere").exists()

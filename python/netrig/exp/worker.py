@@ -14,7 +14,14 @@ is back, so a run lost with its worker leaves nothing half-done there: the sched
 gives it to another worker. The child dies with the worker (PR_SET_PDEATHSIG: SIGTERM,
 which tears its network down as Ctrl-C does); if both die at once the network is left
 and the next start's clean removes it. The head stops a campaign by setting a Dask
-Event the task watches: the child gets SIGTERM and the run comes back "interrupted".
+Event the task watches (its name a secret the head hands the task): the child gets
+SIGTERM and the run comes back "interrupted".
+
+What goes back is plain data (names, bytes, texts: no object the head would unpickle),
+within the bounds the head checks (exp/cluster_reply.py); a run whose files exceed them
+comes back as an error saying so. The preload refuses to serve a worker that does not
+speak TLS (one started by other means than `netrig cluster worker`, without the
+cluster's certificates): whoever reaches such a worker runs commands as root.
 """
 
 from __future__ import annotations
@@ -31,13 +38,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from netrig.exp.cluster_reply import MAX_FILE_BYTES, MAX_RUN_BYTES
+
 TOPIC = "netrig-runs"  # the workers' events the head subscribes to (a run started)
 RESOURCE = "run"  # one per worker: one run at a time
 PR_SET_PDEATHSIG = 1
 
 
-def stop_event(campaign: str) -> str:
-    return f"netrig-stop-{campaign}"
+def stop_event(secret: str) -> str:
+    """The name of a campaign's stop event, from a secret only its head and tasks know."""
+    return f"netrig-stop-{secret}"
 
 
 def facts() -> dict[str, Any]:
@@ -58,12 +68,13 @@ def facts() -> dict[str, Any]:
 
 
 def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str, version: str,
-           settle_s: float = 0.0) -> dict[str, Any]:
+           settle_s: float, stop_name: str) -> dict[str, Any]:
     """Runs one run here; returns {"files": {relpath: bytes}, "worker": {...}}, or when
     the run could not run at all {"error": why, ...}, or {"stopped": True, ...} when the
     campaign was stopped before it began. `version`: the head's netrig (a worker that
     joined after the head's check and runs another is refused here); `settle_s`: the
-    pause between this worker's runs, as between a local run's."""
+    pause between this worker's runs, as between a local run's; `stop_name`: the
+    campaign's stop event."""
     from distributed import Event, get_worker
 
     global _last_end
@@ -73,7 +84,7 @@ def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str, version: st
         return {"worker": me, "error": f"worker {me['name']} ({me['hostname']}) cannot run it: " + (
             f"it runs netrig {me['netrig']}, the head {version}" if me["netrig"] != version
             else "it is not root" if not me["root"] else me["missing"])}
-    stop = Event(stop_event(campaign))
+    stop = Event(stop_name)
     if _stopped(stop):  # the campaign stopped while this run waited for a worker
         return {"stopped": True, "worker": me}
     time.sleep(max(0.0, settle_s - (time.monotonic() - _last_end)))
@@ -104,9 +115,15 @@ def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str, version: st
         me["lab"] = f"nx{child.pid % 100000}"
         rdir = tmp / "runs" / rid
         if (rdir / "run.json").is_file():
-            files = {str(p.relative_to(rdir)): p.read_bytes()
-                     for p in sorted(rdir.rglob("*")) if p.is_file() and not p.is_symlink()}
-            return {"files": files, "worker": me}
+            found = [p for p in sorted(rdir.rglob("*")) if p.is_file() and not p.is_symlink()]
+            sizes = {str(p.relative_to(rdir)): p.stat().st_size for p in found}
+            big = [f"{n} ({b} bytes)" for n, b in sizes.items() if b > MAX_FILE_BYTES]
+            if big or sum(sizes.values()) > MAX_RUN_BYTES:
+                return {"worker": me, "error": f"its files are too large to send to the head ("
+                        f"{', '.join(big[:3]) or f'{sum(sizes.values())} bytes together'}; at most "
+                        f"{MAX_FILE_BYTES} bytes a file, {MAX_RUN_BYTES} a run): a smaller capture "
+                        "(size:), or run it with --local"}
+            return {"files": {str(p.relative_to(rdir)): p.read_bytes() for p in found}, "worker": me}
         if stopped:  # stopped before its flows began: not run, as a local run stopped then
             return {"stopped": True, "worker": me}
         said = (tmp / "error.txt").read_text() if (tmp / "error.txt").exists() else ""
@@ -180,6 +197,10 @@ def dask_setup(worker: Any) -> None:
     died) and the run directories of runs whose process is gone."""
     if os.geteuid() != 0:
         raise SystemExit("netrig cluster worker: a worker builds networks, so it runs as root")
+    if not str(worker.address).startswith("tls://") or not worker.security.require_encryption:
+        raise SystemExit(f"netrig cluster worker: this worker listens on {worker.address} without "
+                         "TLS, where whoever reaches it runs commands as root: start it with "
+                         "`netrig cluster worker tls://SCHEDULER:PORT` (the cluster's certificates)")
     t = time.monotonic()
     _clean(worker.name)
     for d in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*"):
