@@ -185,6 +185,21 @@ def check_run(raw: bytes, rid: str, point: int, rep: int, seed: int, params: dic
     return doc
 
 
+FACTS: dict[str, tuple[type, ...]] = {"netrig": (str,), "hostname": (str,), "kernel": (str,), "cpu": (str,),
+                                      "cpus": (int,), "root": (bool,), "missing": (str,)}
+
+
+def check_facts(f: Any) -> dict[str, Any]:
+    """What a worker says of itself (exp/worker.py facts), checked: FACTS' fields, of
+    their types, texts bounded."""
+    if not isinstance(f, dict) or set(f) != set(FACTS):
+        raise BadReply(f"not a worker's facts (fields: {', '.join(sorted(map(str, f))) if isinstance(f, dict) else type(f).__name__})")
+    for k, v in f.items():
+        if type(v) not in FACTS[k] or (isinstance(v, str) and len(v) > MAX_TEXT):
+            raise BadReply(f"its '{k}' is not a {FACTS[k][0].__name__}")
+    return dict(f)
+
+
 # --- pickles on the head ----------------------------------------------------------------
 
 UNPICKLE_SAFE = frozenset(
@@ -237,17 +252,3 @@ def refusing_pickles(threads: list[int]) -> Iterator[None]:
                 if not _armed[t]:
                     del _armed[t]
 
-
-FACTS: dict[str, tuple[type, ...]] = {"netrig": (str,), "hostname": (str,), "kernel": (str,), "cpu": (str,),
-                                      "cpus": (int,), "root": (bool,), "missing": (str,)}
-
-
-def check_facts(f: Any) -> dict[str, Any]:
-    """What a worker says of itself (exp/worker.py facts), checked: FACTS' fields, of
-    their types, texts bounded."""
-    if not isinstance(f, dict) or set(f) != set(FACTS):
-        raise BadReply(f"not a worker's facts (fields: {', '.join(sorted(map(str, f))) if isinstance(f, dict) else type(f).__name__})")
-    for k, v in f.items():
-        if type(v) not in FACTS[k] or (isinstance(v, str) and len(v) > MAX_TEXT):
-            raise BadReply(f"its '{k}' is not a {FACTS[k][0].__name__}")
-    return dict(f)
