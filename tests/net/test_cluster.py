@@ -154,10 +154,14 @@ flows:
 PLAN = {0: (0.1, "failed"), 1: (0.3, "failed"), 2: (1.0, "failed"), 3: (1.02, "ok")}
 
 
+STOPS: list[tuple[str, str]] = []  # (a task's key, the stop event it was told)
+
+
 def stand_in_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
     from distributed import get_worker
 
     w = get_worker()
+    STOPS.append((str(w.get_current_task()), stop_name))
     w.log_event(wk.TOPIC, {"campaign": campaign, "run": rid, "name": str(w.name), "hostname": "h"})
     took, status = PLAN[rep]
     time.sleep(took)
@@ -190,6 +194,11 @@ def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_pro
             c.close()
     got = {d.name: json.loads((d / "run.json").read_text())["status"] for d in (tmp_path / "runs").iterdir()}
     assert got == {"p000-r00": "failed", "p000-r01": "failed", "p000-r02": "failed", "p000-r03": "ok"}
+    # The stop event's name: one secret for the campaign, not found in what every client
+    # of the cluster sees of its tasks (their keys name the campaign).
+    names = {name for _, name in STOPS}
+    assert len(STOPS) == 4 and len(names) == 1 and re.fullmatch(r"netrig-stop-[0-9a-f]{32}", names.pop())
+    assert all(c.id in key and c.id not in name for key, name in STOPS)
 
 
 def netrig(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:

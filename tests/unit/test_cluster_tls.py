@@ -185,3 +185,18 @@ def test_a_cluster_address_is_tls(address, parsed):
 def test_any_other_address_is_refused_with_why(address, said):
     with pytest.raises(cluster.ClusterError, match=said.replace("(", r"\(")):
         cluster.parse_address(address)
+
+
+def test_a_netrig_worker_started_without_tls_refuses_to_serve(monkeypatch):
+    """(Started by other means than `netrig cluster worker`, e.g. plain `dask worker
+    --preload netrig.exp.worker`.)"""
+    from types import SimpleNamespace
+
+    from netrig.exp import worker as wk
+
+    monkeypatch.setattr(wk.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(wk, "_clean", lambda name: pytest.fail("cleaned before refusing"))
+    for address, encrypted in (("tcp://0.0.0.0:4000", False), ("tls://10.0.0.2:4000", False)):
+        plain = SimpleNamespace(address=address, name="w", security=SimpleNamespace(require_encryption=encrypted))
+        with pytest.raises(SystemExit, match="without TLS, where whoever reaches it runs commands as root"):
+            wk.dask_setup(plain)

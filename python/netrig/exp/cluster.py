@@ -122,7 +122,7 @@ class Campaign:
         from distributed import Client
         from distributed.utils import offload
 
-        self.url, host, _ = parse_address(address)
+        self.url, _, _ = parse_address(address)
         self.address = address
         self.id = uuid.uuid4().hex[:12]
         self.bundle = tls.find(cert, f"head {os.environ.get('USER') or os.getuid()}@{socket.gethostname()}")
@@ -221,13 +221,14 @@ class Campaign:
 
         def starts() -> None:
             while not started.empty():
-                ev = started.get()
-                if ev.get("campaign") != self.id or ev["run"] not in by_rid:
+                ev = started.get()  # (a worker's word: each field checked)
+                if not isinstance(ev, dict) or ev.get("campaign") != self.id or ev.get("run") not in by_rid:
                     continue
-                tries.setdefault(ev["run"], []).append(ev["name"])
+                name, host = (str(ev.get(k, "?"))[:100] for k in ("name", "hostname"))
+                tries.setdefault(ev["run"], []).append(name)
                 t = by_rid[ev["run"]]
                 shown.start_run(t.k, t.point.index, npoints, t.point.params, t.rep, scenario.repeat,
-                                where=f"{ev['name']} ({ev['hostname']})")
+                                where=f"{name} ({host})")
 
         def finish(fut: Any) -> None:
             t = futures.pop(fut)
@@ -301,7 +302,8 @@ class Campaign:
         note = tally.ran(t, doc)
         if lost:
             note = "\n".join(x for x in (note, f"run {t.rid}: its worker {', '.join(lost)} died while "
-                                         f"running it; its half was discarded and {who.get('name', 'another')} ran it again") if x)
+                                         f"running it; its half was discarded and "
+                                         f"{who.get('name', 'another')} ran it again") if x)
         return note
 
     def close(self) -> None:
