@@ -11,6 +11,9 @@
     runner.py    runs every point and repetition, with progress; resumes; tears down
     remote.py    one run on real hosts over SSH (hosts:): the runner's run_one hands it
                  over; remote_report.py is its section of the report
+    cluster.py   a campaign's runs on a Dask cluster (the head; `netrig cluster`);
+                 worker.py a worker's side; cluster_tls.py the cluster's CA and
+                 certificates; cluster_reply.py what the head accepts from a worker
     figures.py   matplotlib figures from a results directory
     report.py    report.html / report.md from a results directory; `netrig compare`
 
