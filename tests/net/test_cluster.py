@@ -9,12 +9,14 @@ test_cluster_tls.py."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -349,3 +351,41 @@ def test_a_stopped_campaign_tears_its_runs_down_and_resume_finishes_it(cluster, 
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err[-2000:]
     assert [r["status"] for r in runs(out).values()] == ["ok"] * 4
+
+
+def slow_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
+    time.sleep(4)  # the scheduler goes away meanwhile
+    return {}
+
+
+def test_a_campaign_whose_scheduler_goes_away_fails_saying_so_and_does_not_wait_forever(monkeypatch, tmp_path,
+                                                                                        certs):
+    from netrig.exp.progress import Display
+    from netrig.exp.runner import Tally, Todo
+    from netrig.exp.scenario import loads_scenario
+
+    monkeypatch.setattr(wk, "do_run", slow_run)
+    monkeypatch.setattr(wk, "facts", good_facts)
+    monkeypatch.setattr(head, "STOP_WAIT_S", 2.0)
+    sc = loads_scenario(BATCH)
+    lc = tls_cluster(certs, n_workers=1, resources={wk.RESOURCE: 1})
+    try:
+        c = head.Campaign(lc.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
+        todo = [Todo(r, sc.points[0], r, r, f"p000-r{r:02d}") for r in range(2)]
+        threading.Timer(2.0, lambda: lc.sync(lc.scheduler.close)).start()
+        t = time.monotonic()
+        try:
+            with Display(2, 10, False) as shown:
+                c.run(sc, tmp_path, todo, shown, Tally(tmp_path))
+        except head.ClusterError as e:
+            assert "lost the scheduler" in str(e)
+        finally:
+            c.close()
+        assert time.monotonic() - t < 6 + head.LOST_S, "it waited for the runs, not for the scheduler"
+    finally:
+        for w in list(lc.workers.values()):
+            lc.sync(w.close, timeout=5)
+        with contextlib.suppress(TimeoutError):  # (its scheduler is gone already)
+            lc.close(timeout=5)
+    for d in (tmp_path / "runs").iterdir():
+        assert "lost the scheduler" in json.loads((d / "run.json").read_text())["error"]

@@ -47,6 +47,7 @@ from netrig.exp import worker as wk
 CONNECT_S = 10.0
 WORKERS_WAIT_S = 30.0  # for a first worker to join a scheduler that has none yet
 STOP_WAIT_S = 30.0  # for the runs going on to tear down when the campaign is stopped
+LOST_S = 20.0  # the head's connection to the scheduler down this long: the campaign fails
 PORT = 8786
 HOW = "start one on each machine with `netrig cluster worker ADDRESS` (as root)"
 # A worker takes one run at a time (one thread, one `run` resource) and, each time it
@@ -237,13 +238,25 @@ class Campaign:
             note = self._record(fut, t, out, tally, tries.get(t.rid, []))
             shown.end_run(t.k, t.point.length_s, 0.0, note)
 
+        down_since: float | None = None
         try:
             while not pending.is_empty():
                 starts()
                 for fut in pending.next_batch(block=False):  # (each of them: it is not given again)
                     finish(fut)
                 tally.check()
+                # A scheduler that went away (or a connection that a refused message
+                # closed) is tried again by Dask, and its futures never end: not forever.
+                if self.client.status == "running":
+                    down_since = None
+                elif (down_since := down_since or time.monotonic()) < time.monotonic() - LOST_S:
+                    raise ClusterError(f"cluster {self.address}: lost the scheduler: no connection for "
+                                       f"{LOST_S:.0f} s ({len(futures)} runs had not come back; those that "
+                                       "did are written; `--resume` runs the rest when it is back)")
                 time.sleep(0.1)
+        except ClusterError:  # nobody to tell the runs going on to stop
+            self.client.cancel(list(futures))
+            raise
         except BaseException:  # Ctrl-C, SIGTERM, three failures in a row
             stop.set()  # runs going on tear down; one starting now does not start
             starts()
@@ -274,6 +287,10 @@ class Campaign:
                                  "(distributed.scheduler.allowed-failures); --resume runs it again",
                                  {"worker": {"lost": tries}})
         except Exception as e:
+            if "scheduler-connection-lost" in str(e):  # (distributed's FutureCancelledError)
+                return tally.crashed(t, f"the cluster could not run it: the head lost the scheduler "
+                                     f"({self.address}) while it ran: it stopped, or the network between "
+                                     "them failed; --resume runs it again")
             if e.args and isinstance(e.args[0], bytes):  # a worker's exception not unpickled here
                 return tally.crashed(t, "the cluster could not run it: its worker raised an exception "
                                      "the head does not unpickle (see the worker's log)")
