@@ -5,7 +5,7 @@ campaign's results directory is a local run's; a worker killed mid-run loses not
 leaves no network behind. And the checks a cluster must pass before a run is handed out,
 against an in-process Dask cluster speaking TLS on loopback (so these are here too).
 Who is refused (no certificate, another CA's, plain tcp://, a rogue worker's reply):
-test_cluster_tls.py."""
+test_cluster_attacks.py."""
 
 from __future__ import annotations
 
