@@ -65,6 +65,7 @@ pub struct Interface {
 pub struct Packet<'a> {
     /// 1-based, over every packet of the file.
     pub frame: u64,
+    /// Nanoseconds since the epoch; a clock past the i64 range (±292 years) saturates.
     pub ts_ns: i64,
     /// Index into `Reader::interfaces` (pcapng: over all sections).
     pub iface: usize,
@@ -427,7 +428,7 @@ impl<R: Read> Reader<R> {
                     };
                     let link_type = i.link_type;
                     let ts_ns = ts_units.map_or(0, |u| {
-                        i.tsresol.to_ns(u).saturating_add(i.tsoffset_s * 1_000_000_000)
+                        i.tsresol.to_ns(u).saturating_add(i.tsoffset_s.saturating_mul(1_000_000_000))
                     });
                     self.frame += 1;
                     let s = self.start + data_at;
