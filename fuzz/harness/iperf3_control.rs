@@ -1,7 +1,7 @@
 //! iperf3's control channel as a server or client reads it: the cookie, a state byte,
 //! a JSON frame's length prefix, the client's parameters (checked against the default
 //! limits, and what was accepted must parse again once written back), the results, and
-//! netrig's auth challenge and proof documents.
+//! netrig's auth challenge (an accepted nonce is exactly 64 hex digits) and proof.
 
 use netrig_core::iperf3::{Limits, Params, Results};
 use netrig_core::wire::iperf3::{parse_json_frame_len, Cookie, State};
@@ -25,7 +25,14 @@ pub fn run(data: &[u8]) {
     if let Some(prefix) = data.get(..4) {
         let _ = parse_json_frame_len(prefix.try_into().expect("4 bytes"), 1 << 20);
     }
-    let _ = Nonce::parse_challenge(data);
+    if let Ok(n) = Nonce::parse_challenge(data) {
+        // What was accepted is exactly the 64 hex digits the nonce prints as.
+        let nonce = |doc: &[u8]| {
+            let v: serde_json::Value = serde_json::from_slice(doc).expect("accepted, so JSON");
+            v["netrig_challenge"]["nonce"].as_str().map(str::to_ascii_lowercase)
+        };
+        assert_eq!(nonce(data), nonce(&n.challenge_json()), "a nonce is 64 hex digits");
+    }
     let cookie = Cookie::from_random(&[7; 36]);
     let _ = auth::verify(b"key", &Nonce([9; 32]), &cookie, b"{}", data);
 }
