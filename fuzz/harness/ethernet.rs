@@ -16,7 +16,10 @@ pub fn run(data: &[u8]) {
     if marked {
         let after = inspect(&f);
         assert_eq!(after.ecn, Ecn::Ce);
-        assert_eq!((after.flow, after.ethertype, after.ip_len), (info.flow, info.ethertype, info.ip_len));
+        assert_eq!(
+            (after.flow, after.ethertype, after.ip_len),
+            (info.flow, info.ethertype, info.ip_len)
+        );
     } else {
         assert_eq!(f, data, "an unmarked frame is untouched");
     }

@@ -29,9 +29,15 @@ pub fn run(data: &[u8]) {
         // What was accepted is exactly the 64 hex digits the nonce prints as.
         let nonce = |doc: &[u8]| {
             let v: serde_json::Value = serde_json::from_slice(doc).expect("accepted, so JSON");
-            v["netrig_challenge"]["nonce"].as_str().map(str::to_ascii_lowercase)
+            v["netrig_challenge"]["nonce"]
+                .as_str()
+                .map(str::to_ascii_lowercase)
         };
-        assert_eq!(nonce(data), nonce(&n.challenge_json()), "a nonce is 64 hex digits");
+        assert_eq!(
+            nonce(data),
+            nonce(&n.challenge_json()),
+            "a nonce is 64 hex digits"
+        );
     }
     let cookie = Cookie::from_random(&[7; 36]);
     let _ = auth::verify(b"key", &Nonce([9; 32]), &cookie, b"{}", data);

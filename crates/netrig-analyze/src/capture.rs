@@ -428,7 +428,9 @@ impl<R: Read> Reader<R> {
                     };
                     let link_type = i.link_type;
                     let ts_ns = ts_units.map_or(0, |u| {
-                        i.tsresol.to_ns(u).saturating_add(i.tsoffset_s.saturating_mul(1_000_000_000))
+                        i.tsresol
+                            .to_ns(u)
+                            .saturating_add(i.tsoffset_s.saturating_mul(1_000_000_000))
                     });
                     self.frame += 1;
                     let s = self.start + data_at;

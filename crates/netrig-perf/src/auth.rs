@@ -330,7 +330,10 @@ mod tests {
             .unwrap_err()
             .contains("64-hex-digit"));
         assert!(Nonce::parse_challenge(b"{}").is_err());
-        let signed = format!(r#"{{"netrig_challenge":{{"version":1,"nonce":"{}"}}}}"#, "+1".repeat(32));
+        let signed = format!(
+            r#"{{"netrig_challenge":{{"version":1,"nonce":"{}"}}}}"#,
+            "+1".repeat(32)
+        );
         assert!(Nonce::parse_challenge(signed.as_bytes()).is_err());
     }
 
