@@ -42,6 +42,6 @@ pub fn run(data: &[u8]) {
         on_reply(&mut log, d, now);
     }
     for r in &log {
-        assert!(r.rtt_ms.map_or(true, |x| x.is_finite() && x >= 0.0));
+        assert!(r.rtt_ms.is_none_or(|x| x.is_finite() && x >= 0.0));
     }
 }

@@ -11,7 +11,7 @@ pub fn run(data: &[u8]) {
     let opts = Options {
         frames: true,
         series_interval_ns: [Some(100_000_000), Some(1_000_000), None][data.len() % 3],
-        interface: (data.len() % 2 == 0).then_some(0),
+        interface: data.len().is_multiple_of(2).then_some(0),
     };
     if let Ok(doc) = analyze_bytes("fuzz.pcap", data, &opts) {
         serde_json::to_writer(std::io::sink(), &doc).expect("a report serializes");

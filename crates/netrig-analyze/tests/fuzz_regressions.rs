@@ -28,8 +28,7 @@ fn a_series_over_136_years_is_refused_by_name() {
         ..Default::default()
     };
     let e = netrig_analyze::analyze_bytes("x.pcap", &data, &opts)
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(
         e.starts_with("x.pcap: frame 2 is stamped 136.1 years after the file's first packet"),
