@@ -330,6 +330,29 @@ mod tests {
     }
 
     #[test]
+    fn a_flood_of_empty_lines_leaves_the_daemon_its_loop() {
+        // 8 MiB of newlines from one client: each poll takes at most a request's worth
+        // and cuts it in one pass (it was read whole and shifted once per line: over
+        // 60 s in one poll_requests, while every link waited).
+        let path = format!("/tmp/netrig-link-ctl-test-{}.sock", std::process::id());
+        let mut c = Control::bind(&path).unwrap();
+        let mut s = UnixStream::connect(&path).unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = s.write_all(&vec![b'\n'; 8 << 20]);
+        });
+        let t0 = std::time::Instant::now();
+        let mut slowest = std::time::Duration::ZERO;
+        while !writer.is_finished() && t0.elapsed().as_secs() < 60 {
+            let t = std::time::Instant::now();
+            assert!(c.poll_requests().is_empty());
+            slowest = slowest.max(t.elapsed());
+        }
+        assert!(writer.is_finished(), "8 MiB not taken in 60 s");
+        assert!(slowest.as_secs_f64() < 5.0, "one poll took {slowest:?}");
+        drop(c);
+    }
+
+    #[test]
     fn requests_parse_and_mistakes_are_named() {
         assert!(matches!(parse_request(r#"{"cmd":"stats"}"#), Ok(Request::Stats)));
         assert!(matches!(
