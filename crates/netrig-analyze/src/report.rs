@@ -178,8 +178,9 @@ impl std::fmt::Display for SeriesTooLong {
         } else {
             format!("{s:.3} s")
         };
-        // The interval that fits one stream's two directions in the cap.
-        let least = (self.after_ns as u128 * 2).div_ceil(MAX_SERIES_BINS as u128) as f64 / 1e9;
+        // The interval that fits one stream's two directions in the cap, in whole ms.
+        let least_ms = (self.after_ns.max(0) as u128 * 2).div_ceil(MAX_SERIES_BINS as u128 * 1_000_000);
+        let least = least_ms as f64 / 1e3;
         write!(
             f,
             "frame {} is stamped {span} after the file's first packet: time series in bins of {} s \

@@ -35,8 +35,9 @@ fn a_series_over_136_years_is_refused_by_name() {
         "{e}"
     );
     assert!(e.contains("at most 4194304"), "{e}");
-    // Without a series, or in bins the bound allows, the same file is analysed.
-    for iv in [None, Some(3_000_000_000_000)] {
+    assert!(e.contains("(this span needs at least 2048 s)"), "{e}");
+    // Without a series, or in the bins the sentence suggests, the same file is analysed.
+    for iv in [None, Some(2_048_000_000_000)] {
         let opts = netrig_analyze::Options {
             series_interval_ns: iv,
             ..Default::default()

@@ -27,6 +27,7 @@ fn a_pcap_spanning_136_years_exits_2_with_a_sentence() {
         err.contains("keeps at most 4194304 per file; pass a larger --series interval"),
         "{err}"
     );
+    assert!(err.contains("(this span needs at least 2048 s)"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     // The same file without a series is analysed.
     let out = Command::new(env!("CARGO_BIN_EXE_netrig-analyze"))
