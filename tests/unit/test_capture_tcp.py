@@ -154,3 +154,19 @@ def test_bad_arguments_are_refused_before_running(fixtures):
         analyze(fixtures["t.pcap"], series=0)
     with pytest.raises(ValueError, match="interface: -1 is not an interface index"):
         analyze(fixtures["t.pcap"], interface=-1)
+
+
+CRAFTED = Path(__file__).resolve().parents[2] / "crates/netrig-analyze/tests/fuzz/pcap/series-136-years.pcap"
+
+
+def test_a_pcap_whose_packets_are_136_years_apart_is_refused_not_allocated():
+    """Issue 24's 184-byte file: the Stevens graph's series (bins of 0.1 s) asked for
+    343 GB and aborted netrig-analyze; it is a CaptureFileError that names the span and
+    the bound, and the file without a series is still analysed."""
+    assert CRAFTED.stat().st_size == 184
+    with pytest.raises(CaptureFileError) as e:
+        analyze(CRAFTED, series=0.1, timeout=60)
+    msg = str(e.value)
+    assert msg.startswith(f"{CRAFTED}: frame 2 is stamped 136.1 years after the file's first packet"), msg
+    assert "keeps at most 4194304 per file; pass a larger --series interval" in msg
+    assert analyze(CRAFTED, timeout=60)["file"]["packets"] == 2

@@ -14,6 +14,8 @@ use std::io::{self, Read};
 /// How large a record or block may claim to be before the file is called corrupt.
 const MAX_RECORD: usize = 64 << 20;
 const CHUNK: usize = 4 << 20;
+/// The buffer a reader starts with; it grows to CHUNK once the file proves larger.
+const FIRST_CHUNK: usize = 64 << 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
@@ -63,6 +65,7 @@ pub struct Interface {
 pub struct Packet<'a> {
     /// 1-based, over every packet of the file.
     pub frame: u64,
+    /// Nanoseconds since the epoch; a clock past the i64 range (±292 years) saturates.
     pub ts_ns: i64,
     /// Index into `Reader::interfaces` (pcapng: over all sections).
     pub iface: usize,
@@ -134,7 +137,7 @@ impl<R: Read> Reader<R> {
         let mut r = Reader {
             path: path.into(),
             src,
-            buf: vec![0; CHUNK],
+            buf: vec![0; FIRST_CHUNK],
             start: 0,
             end: 0,
             pos: 0,
@@ -227,7 +230,9 @@ impl<R: Read> Reader<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        if n > self.buf.len() {
+        // A file that filled the first buffer is read in CHUNKs from then on.
+        let big = self.bytes_read >= self.buf.len() as u64;
+        if n > self.buf.len() || (big && self.buf.len() < CHUNK) {
             self.buf.resize(n.max(CHUNK), 0);
         }
         while self.end < n && !self.eof {
@@ -423,7 +428,9 @@ impl<R: Read> Reader<R> {
                     };
                     let link_type = i.link_type;
                     let ts_ns = ts_units.map_or(0, |u| {
-                        i.tsresol.to_ns(u).saturating_add(i.tsoffset_s * 1_000_000_000)
+                        i.tsresol
+                            .to_ns(u)
+                            .saturating_add(i.tsoffset_s.saturating_mul(1_000_000_000))
                     });
                     self.frame += 1;
                     let s = self.start + data_at;
@@ -539,6 +546,21 @@ mod tests {
                 assert_eq!(got[0], (1, 2_000_000_000 + want, 0, b"abc".to_vec()));
                 assert_eq!(got[1].0, 2);
             }
+        }
+    }
+
+    #[test]
+    fn a_file_larger_than_the_buffers_is_read_whole() {
+        // 6 MB: past the first buffer (64 KiB) and past one CHUNK (4 MiB).
+        let mut v = pcap_header(0xA1B2C3D4, false, 1);
+        for i in 0..3000u32 {
+            record(&mut v, false, i, 0, &vec![i as u8; 1000 + (i as usize % 1500)]);
+        }
+        let got = all(v).unwrap();
+        assert_eq!(got.len(), 3000);
+        for (i, (frame, ts, _, data)) in got.iter().enumerate() {
+            assert_eq!((*frame, *ts), (i as u64 + 1, i as i64 * 1_000_000_000));
+            assert_eq!(data, &vec![i as u8; 1000 + (i % 1500)]);
         }
     }
 

@@ -5,6 +5,11 @@
 //! (`tcp`), and the report built from it (`report`: counts, ack_rtt, time series).
 //! It does not capture packets, run tshark, or draw anything: the Python side
 //! (`netrig.capture.tcp`, `netrig.capture.stevens`) runs the binary and plots its JSON.
+//!
+//! Every byte of a capture is untrusted (a results directory may come from anyone):
+//! lengths and counts are checked against the bytes there are, and memory follows the
+//! file's size, never a length or a timestamp it claims (see `report::MAX_SERIES_BINS`).
+//! `fuzz/` at the top of the repository fuzzes [`analyze_reader`] (see fuzz/FUZZING.md).
 
 pub mod capture;
 pub mod decode;
@@ -39,7 +44,21 @@ pub struct Report {
 
 /// Analyses every TCP flow of the capture at `path`.
 pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Report, CaptureError> {
-    let mut rd = capture::Reader::open(path)?;
+    analyze_reader(capture::Reader::open(path)?, opts)
+}
+
+/// Analyses every TCP flow of a capture's bytes (`path` only names them in errors).
+pub fn analyze_bytes(path: &str, bytes: &[u8], opts: &Options) -> Result<Report, CaptureError> {
+    analyze_reader(capture::Reader::new(path, bytes)?, opts)
+}
+
+/// Analyses every TCP flow of a capture being read.
+pub fn analyze_reader<R: std::io::Read>(
+    mut rd: capture::Reader<R>,
+    opts: &Options,
+) -> Result<Report, CaptureError> {
+    let path = rd.path().to_string();
+    let path = path.as_str();
     let mut an = tcp::Analyzer::new();
     let mut col = report::Collector::new(report::Options {
         frames: opts.frames,
@@ -87,7 +106,11 @@ pub fn analyze_tcp(path: &str, opts: &Options) -> Result<Report, CaptureError> {
         if let Some(h) = decoded {
             tcp_packets += 1;
             let r = an.packet(frame, ts, &h);
-            col.add(frame, ts, &h, &r, &an.streams[r.stream as usize]);
+            col.add(frame, ts, &h, &r, &an.streams[r.stream as usize])
+                .map_err(|e| CaptureError::Request {
+                    path: path.into(),
+                    what: e.to_string(),
+                })?;
         }
     }
     if let Some(want) = opts.interface {

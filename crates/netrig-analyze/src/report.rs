@@ -1,6 +1,11 @@
 //! Turning per-frame analysis results into the report: counts per stream and direction,
 //! ack_rtt summaries, flagged frames, and the time series (throughput, goodput, and the
 //! tcptrace "Stevens" points). Built as typed data first, rendered to JSON once.
+//!
+//! Memory follows the file's size, except for the throughput bins, which follow its
+//! span of time: they are capped at [`MAX_SERIES_BINS`] over the whole report, and a
+//! frame that would need more is refused by name ([`SeriesTooLong`]) rather than
+//! allocated (two packets stamped 136 years apart asked for 343 GB in bins of 0.1 s).
 
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
@@ -146,11 +151,57 @@ pub struct Options {
     pub series_interval_ns: Option<i64>,
 }
 
+/// The most throughput bins one report holds, over every stream and direction: 64 MiB
+/// while the file is read (two counters a bin), about 100 MiB more to render them. A
+/// capture of 100 streams over an hour in bins of 0.1 s needs 7.2 million: that is
+/// refused, and `--series 1` (720 000) is not.
+pub const MAX_SERIES_BINS: u64 = 1 << 22;
+
+/// A frame whose throughput bin lies past [`MAX_SERIES_BINS`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesTooLong {
+    pub frame: u64,
+    /// The frame's time after the file's first packet.
+    pub after_ns: i64,
+    pub interval_ns: i64,
+    /// Bins the report would hold with this frame's.
+    pub bins: u64,
+}
+
+impl std::fmt::Display for SeriesTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.after_ns as f64 / 1e9;
+        let span = if s >= 2.0 * 365.25 * 86400.0 {
+            format!("{:.1} years", s / (365.25 * 86400.0))
+        } else if s >= 2.0 * 86400.0 {
+            format!("{:.1} days", s / 86400.0)
+        } else {
+            format!("{s:.3} s")
+        };
+        // The interval that fits one stream's two directions in the cap, in whole ms.
+        let least_ms = (self.after_ns.max(0) as u128 * 2).div_ceil(MAX_SERIES_BINS as u128 * 1_000_000);
+        let least = least_ms as f64 / 1e3;
+        write!(
+            f,
+            "frame {} is stamped {span} after the file's first packet: time series in bins of {} s \
+             would need {} bins, and netrig-analyze keeps at most {MAX_SERIES_BINS} per file; \
+             pass a larger --series interval (this span needs at least {} s), or check the \
+             capture's timestamps",
+            self.frame,
+            self.interval_ns as f64 / 1e9,
+            self.bins,
+            least.max(self.interval_ns as f64 / 1e9),
+        )
+    }
+}
+
 /// Collects the frames of a file as the analysis goes.
 pub struct Collector {
     opts: Options,
     t0: Option<i64>,
     stats: Vec<StreamStats>,
+    /// Throughput bins held, over every stream and direction.
+    bins: u64,
 }
 
 impl Collector {
@@ -159,6 +210,7 @@ impl Collector {
             opts,
             t0: None,
             stats: Vec::new(),
+            bins: 0,
         }
     }
 
@@ -167,7 +219,15 @@ impl Collector {
         self.t0.get_or_insert(t0);
     }
 
-    pub fn add(&mut self, frame: u64, now: i64, h: &TcpHeader, r: &FrameResult, stream: &Stream) {
+    /// Counts one analysed frame; refuses one whose throughput bin lies past the cap.
+    pub fn add(
+        &mut self,
+        frame: u64,
+        now: i64,
+        h: &TcpHeader,
+        r: &FrameResult,
+        stream: &Stream,
+    ) -> Result<(), SeriesTooLong> {
         let sid = r.stream as usize;
         if sid >= self.stats.len() {
             self.stats.resize_with(sid + 1, StreamStats::default);
@@ -189,17 +249,30 @@ impl Collector {
             st.frames.push((frame, r.dir, r.flags, r.ack_rtt_ns));
         }
         let (Some(interval), Some(series)) = (self.opts.series_interval_ns, st.series.as_mut()) else {
-            return;
+            return Ok(());
         };
         let t0 = self.t0.unwrap_or(now);
-        let t = (now - t0) as f64 / 1e9;
+        let after = now.saturating_sub(t0);
+        let t = after as f64 / 1e9;
         if seglen > 0 {
             let s = &mut series[r.dir];
-            let bin = ((now - t0).max(0) / interval) as usize;
-            if s.bytes.len() <= bin {
-                s.bytes.resize(bin + 1, 0);
-                s.new_bytes.resize(bin + 1, 0);
+            let bin = (after.max(0) / interval) as u64;
+            let have = s.bytes.len() as u64;
+            if have <= bin {
+                let bins = self.bins + (bin + 1 - have);
+                if bins > MAX_SERIES_BINS {
+                    return Err(SeriesTooLong {
+                        frame,
+                        after_ns: after,
+                        interval_ns: interval,
+                        bins,
+                    });
+                }
+                self.bins = bins;
+                s.bytes.resize(bin as usize + 1, 0);
+                s.new_bytes.resize(bin as usize + 1, 0);
             }
+            let bin = bin as usize;
             s.bytes[bin] += seglen as u64;
             let end = h.seq.wrapping_add(seglen);
             let new = match s.highest {
@@ -242,12 +315,13 @@ impl Collector {
                 s.window_edge.push(ack + ((h.win as i64) << shift));
             }
         }
+        Ok(())
     }
 
     /// The streams' part of the report, and the totals over all streams.
     pub fn finish(mut self, streams: &[Stream]) -> (Vec<StreamOut>, Value) {
         let t0 = self.t0.unwrap_or(0);
-        let secs = |ns: i64| (ns - t0) as f64 / 1e9;
+        let secs = |ns: i64| ns.saturating_sub(t0) as f64 / 1e9;
         let mut total = Counts::default();
         let mut all_rtt = Vec::new();
         let mut out = Vec::new();

@@ -145,6 +145,33 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
     })
 }
 
+/// Takes every complete line out of a client's received bytes and parses each as a
+/// request (blank lines are skipped); what follows the last newline stays for the next
+/// read, unless it is longer than a request may be. Pure, so it can be fuzzed.
+pub fn take_requests(buf: &mut Vec<u8>) -> Vec<Result<Request, String>> {
+    let mut out = vec![];
+    let mut start = 0;
+    while let Some(n) = buf[start..].iter().position(|&b| b == b'\n') {
+        let line = &buf[start..start + n];
+        start += n + 1;
+        if line.len() > MAX_LINE {
+            out.push(Err(format!("request longer than {MAX_LINE} bytes")));
+            continue;
+        }
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if !text.is_empty() {
+            out.push(parse_request(text));
+        }
+    }
+    buf.drain(..start);
+    if buf.len() > MAX_LINE {
+        out.push(Err(format!("request longer than {MAX_LINE} bytes")));
+        buf.clear();
+    }
+    out
+}
+
 struct Client {
     stream: UnixStream,
     buf: Vec<u8>,
@@ -213,7 +240,14 @@ impl Control {
                         c.dead = true;
                         break;
                     }
-                    Ok(n) => c.buf.extend_from_slice(&chunk[..n]),
+                    Ok(n) => {
+                        c.buf.extend_from_slice(&chunk[..n]);
+                        // The rest waits in the socket: a client holds one request's
+                        // worth of our memory, however fast it writes.
+                        if c.buf.len() > MAX_LINE {
+                            break;
+                        }
+                    }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(_) => {
                         c.dead = true;
@@ -221,19 +255,7 @@ impl Control {
                     }
                 }
             }
-            while let Some(pos) = c.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = c.buf.drain(..=pos).collect();
-                let text = String::from_utf8_lossy(&line[..line.len() - 1])
-                    .trim()
-                    .to_string();
-                if !text.is_empty() {
-                    out.push((i, parse_request(&text)));
-                }
-            }
-            if c.buf.len() > MAX_LINE {
-                out.push((i, Err(format!("request longer than {MAX_LINE} bytes"))));
-                c.buf.clear();
-            }
+            out.extend(take_requests(&mut c.buf).into_iter().map(|r| (i, r)));
         }
         out
     }
@@ -288,6 +310,47 @@ impl Drop for Control {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_taken_whole_and_the_rest_waits() {
+        let mut buf = b"{\"cmd\":\"stats\"}\n\n  \r\nnot json\n{\"cmd\":".to_vec();
+        let got = take_requests(&mut buf);
+        assert!(matches!(got[..], [Ok(Request::Stats), Err(_)]), "{got:?}");
+        assert_eq!(buf, b"{\"cmd\":");
+        buf.extend(b"\"shutdown\"}\n");
+        assert!(matches!(take_requests(&mut buf)[..], [Ok(Request::Shutdown)]));
+        assert!(buf.is_empty());
+        // A megabyte of empty lines is one pass, not a million shifts of the buffer.
+        let mut buf = vec![b'\n'; MAX_LINE];
+        assert!(take_requests(&mut buf).is_empty() && buf.is_empty());
+        let mut buf = vec![b' '; MAX_LINE + 1];
+        let got = take_requests(&mut buf);
+        assert!(got[0].as_ref().unwrap_err().contains("longer than"));
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_flood_of_empty_lines_leaves_the_daemon_its_loop() {
+        // 8 MiB of newlines from one client: each poll takes at most a request's worth
+        // and cuts it in one pass (it was read whole and shifted once per line: over
+        // 60 s in one poll_requests, while every link waited).
+        let path = format!("/tmp/netrig-link-ctl-test-{}.sock", std::process::id());
+        let mut c = Control::bind(&path).unwrap();
+        let mut s = UnixStream::connect(&path).unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = s.write_all(&vec![b'\n'; 8 << 20]);
+        });
+        let t0 = std::time::Instant::now();
+        let mut slowest = std::time::Duration::ZERO;
+        while !writer.is_finished() && t0.elapsed().as_secs() < 60 {
+            let t = std::time::Instant::now();
+            assert!(c.poll_requests().is_empty());
+            slowest = slowest.max(t.elapsed());
+        }
+        assert!(writer.is_finished(), "8 MiB not taken in 60 s");
+        assert!(slowest.as_secs_f64() < 5.0, "one poll took {slowest:?}");
+        drop(c);
+    }
 
     #[test]
     fn requests_parse_and_mistakes_are_named() {

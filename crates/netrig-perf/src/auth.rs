@@ -192,8 +192,9 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Hex digits only: `u8::from_str_radix` alone takes a sign ("+f" is 15).
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len())
@@ -329,6 +330,11 @@ mod tests {
             .unwrap_err()
             .contains("64-hex-digit"));
         assert!(Nonce::parse_challenge(b"{}").is_err());
+        let signed = format!(
+            r#"{{"netrig_challenge":{{"version":1,"nonce":"{}"}}}}"#,
+            "+1".repeat(32)
+        );
+        assert!(Nonce::parse_challenge(signed.as_bytes()).is_err());
     }
 
     #[test]
@@ -340,6 +346,7 @@ mod tests {
             b"not json",
             br#"{"netrig_proof":"zz"}"#,
             br#"{"netrig_proof":1}"#,
+            br#"{"netrig_proof":"+f"}"#,
         ] {
             assert_eq!(verify(b"k", &n, &c, PARAMS, bad), Err(Refusal::Malformed));
         }

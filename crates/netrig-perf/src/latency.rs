@@ -13,6 +13,10 @@ pub struct Record {
     pub seq: u64,
     /// Seconds since the test started, at the request.
     pub t: f64,
+    /// The request's send time as it was written in it (CLOCK_REALTIME ns); a reply
+    /// that names another is not an answer to it. 0 where no datagram carries it.
+    #[serde(skip)]
+    pub sent_ns: u64,
     /// Milliseconds; None when no answer came.
     pub rtt_ms: Option<f64>,
     pub send_ms: Option<f64>,
@@ -95,6 +99,7 @@ mod tests {
         Record {
             seq,
             t,
+            sent_ns: 0,
             rtt_ms: rtt,
             send_ms: rtt.map(|x| x / 2.0),
             recv_ms: rtt.map(|x| x / 2.0),

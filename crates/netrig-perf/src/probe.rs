@@ -230,13 +230,56 @@ fn send(
         .emit(&mut buf);
         log.records.lock().unwrap().push(Record {
             seq,
-            t: (now - start_real) as f64 / 1e9,
+            t: now.saturating_sub(start_real) as f64 / 1e9,
+            sent_ns: now,
             rtt_ms: None,
             send_ms: None,
             recv_ms: None,
         });
         let _ = sock.send(&buf);
     }
+}
+
+/// What a datagram that reached the probing client did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// The first reply to one of our requests: its record now has its delays.
+    Matched,
+    /// A second reply to a request already answered.
+    Duplicate,
+    /// Not a reply to a request we sent (not a probe reply, an unknown sequence number,
+    /// or a send time other than the one the request carried): changes nothing.
+    Ignored,
+}
+
+/// Matches one datagram, arrived at `now_ns` (CLOCK_REALTIME), to the request it answers
+/// and fills that request's record. Pure: the receive loop's whole handling of a reply,
+/// so that it can be fuzzed. A reply must echo the sequence number and the send time
+/// its request carried (a forged or stale one used to count, and one naming a send
+/// time after its arrival overflowed the RTT); the server's two stamps are its word,
+/// taken as they come for the one-way figures and the turnaround.
+pub fn on_reply(records: &mut [Record], datagram: &[u8], now_ns: u64) -> Reply {
+    let Ok(p) = ProbePacket::parse(datagram) else {
+        return Reply::Ignored;
+    };
+    if p.kind != ProbeKind::Reply || p.seq == 0 {
+        return Reply::Ignored;
+    }
+    let Some(r) = usize::try_from(p.seq - 1).ok().and_then(|i| records.get_mut(i)) else {
+        return Reply::Ignored;
+    };
+    if r.seq != p.seq || r.sent_ns != p.client_send_ns {
+        return Reply::Ignored;
+    }
+    if r.rtt_ms.is_some() {
+        return Reply::Duplicate;
+    }
+    let turnaround = p.server_send_ns.saturating_sub(p.server_recv_ns) as f64;
+    let elapsed = now_ns.saturating_sub(r.sent_ns) as f64;
+    r.rtt_ms = Some((elapsed - turnaround).max(0.0) / MS);
+    r.send_ms = Some((p.server_recv_ns as f64 - r.sent_ns as f64) / MS);
+    r.recv_ms = Some((now_ns as f64 - p.server_send_ns as f64) / MS);
+    Reply::Matched
 }
 
 /// Matches replies to requests; after the sender stops, waits for stragglers up to
@@ -267,25 +310,73 @@ fn receive(sock: &UdpSocket, log: &Log, ctl: &RunControl, _start_real: u64) -> u
         }
         if let Ok(1) = batch.recv(sock) {
             let now = batch.stamp_ns(0).unwrap_or_else(sys::realtime_ns);
-            let Ok(p) = ProbePacket::parse(batch.get(0).0) else {
-                continue;
-            };
-            if p.kind != ProbeKind::Reply || p.seq == 0 {
-                continue;
-            }
             let mut records = log.records.lock().unwrap();
-            let Some(r) = records.get_mut((p.seq - 1) as usize) else {
-                continue;
-            };
-            if r.rtt_ms.is_some() {
+            if on_reply(&mut records, batch.get(0).0, now) == Reply::Duplicate {
                 dups += 1;
-                continue;
             }
-            let turnaround = p.server_send_ns.saturating_sub(p.server_recv_ns) as f64;
-            r.rtt_ms = Some(((now - p.client_send_ns) as f64 - turnaround).max(0.0) / MS);
-            r.send_ms = Some((p.server_recv_ns as f64 - p.client_send_ns as f64) / MS);
-            r.recv_ms = Some((now as f64 - p.server_send_ns as f64) / MS);
         }
     }
     dups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(seq: u64, sent_ns: u64) -> Record {
+        Record {
+            seq,
+            t: 0.0,
+            sent_ns,
+            rtt_ms: None,
+            send_ms: None,
+            recv_ms: None,
+        }
+    }
+
+    fn reply(seq: u64, client_send_ns: u64, server_recv_ns: u64, server_send_ns: u64) -> Vec<u8> {
+        let mut b = vec![0u8; ProbePacket::LEN];
+        ProbePacket {
+            kind: ProbeKind::Reply,
+            seq,
+            client_send_ns,
+            server_recv_ns,
+            server_send_ns,
+        }
+        .emit(&mut b);
+        b
+    }
+
+    #[test]
+    fn a_reply_fills_its_request_once() {
+        let mut log = vec![sent(1, 1_000_000), sent(2, 2_000_000)];
+        let r = reply(2, 2_000_000, 2_400_000, 2_500_000);
+        assert_eq!(on_reply(&mut log, &r, 3_000_000), Reply::Matched);
+        // 1 ms elapsed, 0.1 ms of it in the server.
+        assert_eq!(log[1].rtt_ms, Some(0.9));
+        assert_eq!((log[1].send_ms, log[1].recv_ms), (Some(0.4), Some(0.5)));
+        assert_eq!(on_reply(&mut log, &r, 3_000_000), Reply::Duplicate);
+        assert_eq!(log[0].rtt_ms, None);
+    }
+
+    #[test]
+    fn forged_replies_change_nothing() {
+        let mut log = vec![sent(1, 1_000_000)];
+        for (d, now) in [
+            // A send time after the arrival: the RTT overflowed (a panic in debug builds).
+            (reply(1, u64::MAX, 0, 0), 1_500_000),
+            // Another send time than the request's: not its answer.
+            (reply(1, 999_999, 0, 0), 1_500_000),
+            (reply(0, 1_000_000, 0, 0), 1_500_000),
+            (reply(u64::MAX, 1_000_000, 0, 0), 1_500_000),
+            (reply(2, 1_000_000, 0, 0), 1_500_000),
+            (vec![0; 7], 1_500_000),
+        ] {
+            assert_eq!(on_reply(&mut log, &d, now), Reply::Ignored);
+        }
+        assert_eq!(log[0].rtt_ms, None);
+        // The clock stepped back between send and arrival: 0, not 584 years.
+        assert_eq!(on_reply(&mut log, &reply(1, 1_000_000, 0, 0), 10), Reply::Matched);
+        assert_eq!(log[0].rtt_ms, Some(0.0));
+    }
 }

@@ -1,0 +1,8 @@
+//! Fuzz target `pcap`: the harness in ../harness/pcap.rs (shared with the crate's
+//! regression test, which replays the inputs this target found).
+#![no_main]
+
+#[path = "../harness/pcap.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::run(data));
