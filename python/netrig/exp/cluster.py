@@ -167,7 +167,8 @@ class Campaign:
             time.sleep(0.2)
         if not runners:
             others = f" (its {len(info)} worker(s) lack the '{wk.RESOURCE}' resource)" if info else ""
-            raise ClusterError(f"cluster {self.address}: no netrig worker joined within {wait_s:.0f} s{others}; {HOW}")
+            when = f"joined within {wait_s:.0f} s" if wait_s >= 1 else "has joined"
+            raise ClusterError(f"cluster {self.address}: no netrig worker {when}{others}; {HOW}")
         try:
             facts = self.client.run(wk.facts, workers=runners)
         except Exception as e:  # a worker that left while asked, one that cannot import netrig
