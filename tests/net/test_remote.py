@@ -57,6 +57,17 @@ def netrig(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+def server_pid(out: Path, p: subprocess.Popen) -> int:
+    """The remote PID of the first run's bulk server, once its log names it (within 30 s;
+    `p`, the netrig run, still going)."""
+    log = out / "runs" / "p000-r00" / "server-bulk.log"
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "netrig-pid" in log.read_text()):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    return int(log.read_text().split("netrig-pid ")[1].split()[0])
+
+
 def run_json(out: Path) -> dict:
     (path,) = (out / "runs").glob("*/run.json")
     return json.loads(path.read_text())
@@ -173,12 +184,7 @@ def test_a_host_lost_mid_run_fails_that_run_and_the_campaign_goes_on(lab, tmp_pa
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     orphan = None
     try:
-        log = out / "runs" / "p000-r00" / "server-bulk.log"
-        deadline = time.monotonic() + 30
-        while not (log.exists() and "netrig-pid" in log.read_text()):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.05)
-        orphan = int(log.read_text().split("netrig-pid ")[1].split()[0])
+        orphan = server_pid(out, p)
         time.sleep(1.0)  # the flow is running
         sessions = subprocess.run(["pgrep", "-P", str(lab.sshd["b"].pid)], capture_output=True,
                                   text=True).stdout.split()
@@ -243,10 +249,7 @@ def test_a_flows_server_serves_only_its_flow(lab, tmp_path):
     try:
         log = out / "runs" / "p000-r00" / "server-bulk.log"
         deadline = time.monotonic() + 30
-        while not (log.exists() and "netrig-pid" in log.read_text()):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.05)
-        pid = int(log.read_text().split("netrig-pid ")[1].split()[0])
+        pid = server_pid(out, p)
         while not sshlab.listening(pid, 5301):
             assert Path(f"/proc/{pid}").exists() and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)

@@ -8,37 +8,24 @@ from 127.0.0.1, everyone else from 127.0.0.2 and 127.0.0.3."""
 from __future__ import annotations
 
 import json
-import random
 import socket
-import struct
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from conftest import IPERF3, env_without_key, free_port, listening
+from rawctl import cookie, frame, threads
 
 pytestmark = pytest.mark.net  # servers and clients on loopback
 
 STRANGER, OTHER = "127.0.0.2", "127.0.0.3"
 
 
-def cookie() -> bytes:
-    alphabet = b"abcdefghijklmnopqrstuvwxyz234567"
-    return bytes(random.choice(alphabet) for _ in range(36)) + b"\x00"
 
 
-def frame(doc: dict) -> bytes:
-    body = json.dumps(doc).encode()
-    return struct.pack(">I", len(body)) + body
 
 
-def threads(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    raise AssertionError(f"no Threads line for pid {pid}")
 
 
 def client(perf_bin: Path, port: int, *args: str, src: str | None = None, env=None) -> subprocess.Popen:

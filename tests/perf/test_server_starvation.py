@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import re
 import socket
-import struct
 import subprocess
 import threading
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import IPERF3
+from rawctl import cookie, frame, threads
 
 pytestmark = pytest.mark.net  # servers and clients on loopback
 
@@ -25,23 +24,10 @@ pytestmark = pytest.mark.net  # servers and clients on loopback
 DEADLINE = 5.0
 
 
-def cookie() -> bytes:
-    alphabet = b"abcdefghijklmnopqrstuvwxyz234567"
-    return bytes(random.choice(alphabet) for _ in range(36)) + b"\x00"
 
 
-def frame(doc: dict) -> bytes:
-    body = json.dumps(doc).encode()
-    return struct.pack(">I", len(body)) + body
 
 
-def threads(pid: int) -> int:
-    """The process's thread count, from /proc/PID/status."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("Threads:"):
-                return int(line.split()[1])
-    raise AssertionError(f"no Threads line for pid {pid}")
 
 
 def is_closed(s: socket.socket) -> bool:
