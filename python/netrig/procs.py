@@ -15,7 +15,10 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +99,63 @@ def stop(procs: list[Proc], grace_s: float = 5.0, kill_wait_s: float = KILL_WAIT
 
 
 REAP_WAIT_S = 3.0  # how long `reaped` waits for PID 1 to collect exited orphans
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+_adopting = 0  # how many `adopting` blocks are open (threads start daemons at once)
+_adopting_lock = threading.Lock()
+
+
+@contextmanager
+def adopting() -> Iterator[None]:
+    """Within it, this process collects the orphans of its descendants (the kernel's
+    child subreaper) instead of PID 1: a daemon started here (FRR's fork away from their
+    starter) becomes our child, so when it exits `collect` ends its zombie at once (PID 1
+    may take a second). Only within: orphans of later (an nginx worker whose master was
+    killed) go to PID 1 as ever. Without prctl (not Linux): nothing."""
+    global _adopting
+    with _adopting_lock:
+        if _adopting == 0:
+            _subreaper(1)
+        _adopting += 1
+    try:
+        yield
+    finally:
+        with _adopting_lock:
+            _adopting -= 1
+            if _adopting == 0:
+                _subreaper(0)
+
+
+def _subreaper(on: int) -> None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, on, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def collect(procs: list[Proc]) -> None:
+    """Collects those of `procs` that are this process's exited children (daemons it
+    adopted: `adopting`), so that they leave /proc now. Only for processes that no
+    subprocess.Popen of ours owns (their Popen would lose its exit status)."""
+    me = os.getpid()
+    for p in procs:
+        if start_time(p.pid) == p.started and _parent(p.pid) == me:
+            try:
+                os.waitpid(p.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def reaped(procs: list[Proc], timeout: float = REAP_WAIT_S) -> list[Proc]:
@@ -104,8 +164,9 @@ def reaped(procs: list[Proc], timeout: float = REAP_WAIT_S) -> list[Proc]:
     containers), at most `timeout`; returns those still listed then. `ps` and `pgrep`
     list zombies, so a lab is gone for whoever looks only once they are collected."""
     deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p in procs if start_time(p.pid) == p.started]
+    me = os.getpid()
+    while True:  # (this process's own children are its to collect: not waited for here)
+        left = [p for p in procs if start_time(p.pid) == p.started and _parent(p.pid) != me]
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.02)

@@ -3,6 +3,7 @@ ending processes by PID and start time (netrig.procs.stop), waited for through p
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -53,3 +54,33 @@ def test_stop_never_signals_another_process_that_has_the_pid():
     assert p.poll() is None
     procs.stop([procs.here(p.pid, "it")], sig=signal.SIGKILL)
     assert p.wait(timeout=0.1) == -signal.SIGKILL
+
+
+def _daemon() -> procs.Proc:
+    """A process that forks away from its starter, as FRR's daemons do (its parent
+    exits at once): its PID and start time."""
+    out = subprocess.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
+                         check=True)
+    pid = int(out.stdout)
+    p = procs.here(pid, "sleep")
+    assert p is not None
+    return p
+
+
+def test_a_daemon_started_while_adopting_is_ours_and_leaves_no_zombie_once_stopped():
+    with procs.adopting():
+        p = _daemon()
+    later = None
+    try:
+        assert procs._parent(p.pid) == os.getpid()  # adopted, not PID 1's
+        later = _daemon()  # started after: PID 1's (or whoever collected orphans before us)
+        assert procs._parent(later.pid) != os.getpid()
+        done = procs.stop([p, later], grace_s=5)
+        assert done.left == []
+        procs.collect([p, later])
+        assert procs.start_time(p.pid) != p.started  # gone from /proc, not <defunct>
+        assert procs.reaped([later], timeout=10) == []  # PID 1 collects its own
+    finally:
+        for x in (p, later):
+            if x is not None and procs.start_time(x.pid) == x.started:
+                os.kill(x.pid, signal.SIGKILL)

@@ -352,7 +352,9 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     else:
         errors.append(f"processes kept starting in the lab's namespaces after {SWEEPS} rounds of "
                       "SIGKILL: " + ", ".join(f"{p.name} (pid {p.pid})" for p in found[:5]))
-    # Exited is not yet gone for `ps`: the daemons are orphans, collected by PID 1.
+    # Exited is not yet gone for `ps`: FRR's daemons are orphans, collected by whoever
+    # adopted them: this process if it started them (procs.adopt_orphans), else PID 1.
+    procs.collect([p for _, p in daemons])
     zombies = procs.reaped([p for p in ended if p not in stuck])
     if zombies:
         said.append(f"{len(zombies)} of the lab's processes have exited but PID 1 has not "

@@ -432,6 +432,14 @@ def write(plan: Plan, lab_dir: Path, router: str, ns: str) -> Path:
 
 
 def start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[str, list[int]]:
+    """Starts the router's daemons (zebra first): see _start_router. Each forks away from
+    its starter; this process adopts them (procs.adopting), so stopping them later from
+    here leaves no zombie for PID 1 to collect."""
+    with procs.adopting():
+        return _start_router(topo, lab_dir, router, ns)
+
+
+def _start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[str, list[int]]:
     """Starts the router's daemons (zebra first), as FRR's user with the capabilities
     FRR keeps for each (`-u frr -g frr`: each starts as root, opens its log, drops to
     frr); daemon -> [pid, start time]."""
@@ -521,7 +529,9 @@ def stop_all(named: list[tuple[str, int, int]], wait_s: float = STOP_WAIT_S) -> 
     """SIGTERM to each (name, pid, start time) still running, SIGKILL to those still there
     after wait_s; returns once each has exited (netrig.procs.stop): the names of those
     killed, and of any still there after SIGKILL (said as such)."""
-    done = procs.stop([procs.Proc(p, s, n) for n, p, s in named], grace_s=wait_s)
+    group = [procs.Proc(p, s, n) for n, p, s in named]
+    done = procs.stop(group, grace_s=wait_s)
+    procs.collect(group)  # (daemons this process started are its children: procs.adopting)
     return [p.name for p in done.killed] + [f"{p.name} (pid {p.pid}: still there after SIGKILL)"
                                             for p in done.left]
 
