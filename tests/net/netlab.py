@@ -202,12 +202,15 @@ class Cluster:
     def stop(self) -> None:
         if self.client is not None:
             self.client.close()
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        # The workers first, then the scheduler: a worker whose scheduler is gone waits
+        # 8 s for it before its nanny kills it.
+        for group in (self.procs[1:], self.procs[:1]):
+            for p in group:
+                if p.poll() is None:
+                    p.terminate()
+            for p in group:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
