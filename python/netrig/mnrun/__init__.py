@@ -1,0 +1,1 @@
+"""netrig's side of Mininet compatibility: running scripts, `netrig mn`, the prompt."""
