@@ -1,0 +1,222 @@
+"""The netrig lab under a Mininet network, and which one new nodes belong to.
+
+`MnLab` wraps `netrig.lab.live.LiveLab` with what Mininet's objects need: `ip` lines
+queued while the network is being built and run in one batch per namespace (a
+1,024-host build runs a few dozen `ip` processes, not thousands), the shells it
+started, its hosts' cgroups, and the directory of the `tc` shim put first on every
+node's PATH. `current()` is the lab a node made now joins: the network being built
+(`using`), else a lab of its own for nodes made outside any network (Mininet's
+low-level API), taken down at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from netrig.lab import netns
+from netrig.lab.live import LiveLab, free_prefix
+from netrig.lab.state import LabError
+
+
+class MnLab(LiveLab):
+    def __init__(self, prefix: str | None = None) -> None:
+        super().__init__(prefix or os.environ.get("NETRIG_PREFIX") or free_prefix("mn"))
+        self.queued: dict[str | None, list[str]] = {}
+        self.batching = True  # until the network is built: ip lines wait for flush()
+        self.shells: list[subprocess.Popen] = []
+        self.cgroups: list[Cgroup] = []
+        self.bindir = self._bindir()
+        self.stopped = False
+
+    def _bindir(self) -> Path:
+        from netrig.lab import tcshim
+
+        d = self.st.dir / "bin"
+        tcshim.install(d)
+        return d
+
+    def ip(self, ns: str | None, lines: list[str]) -> str:
+        """Runs `ip` lines in ns (None: the root namespace); while building, queues them."""
+        if self.batching or not self.realized:
+            self.queued.setdefault(ns, []).extend(lines)
+            return ""
+        self.flush()
+        try:
+            netns.ip_batch(lines, ns)
+        except netns.NetnsError as e:
+            return str(e)
+        return ""
+
+    def flush(self) -> None:
+        """Makes what is pending: namespaces, links, then the queued ip lines."""
+        self._make()
+        if not self.queued:
+            return
+        todo, self.queued = self.queued, {}
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda item: netns.ip_batch(item[1], item[0]), todo.items()))
+
+    def built(self) -> None:
+        self.realize()
+        self.flush()
+        self.batching = False
+
+    def stop(self, notes: list[str] | None = None) -> list[str]:
+        if self.stopped:
+            return []
+        self.stopped = True
+        for shell in self.shells:
+            if shell.poll() is None:
+                shell.terminate()
+        for shell in self.shells:
+            try:
+                shell.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                shell.kill()
+        errors = super().stop(notes)
+        for cg in self.cgroups:
+            errors += cg.remove()
+        _labs_alive.discard(self)
+        return errors
+
+
+_active: list[MnLab] = []
+_alone: MnLab | None = None
+_labs_alive: set[MnLab] = set()
+
+
+def new(prefix: str | None = None) -> MnLab:
+    lab = MnLab(prefix)
+    _labs_alive.add(lab)
+    return lab
+
+
+@contextmanager
+def using(lab: MnLab) -> Iterator[MnLab]:
+    _active.append(lab)
+    try:
+        yield lab
+    finally:
+        _active.pop()
+
+
+def current() -> MnLab:
+    """The lab a node made now belongs to."""
+    global _alone
+    if _active:
+        return _active[-1]
+    if _alone is None or _alone.stopped:
+        _alone = new()
+        _alone.batching = False
+        _alone.realize()
+    return _alone
+
+
+def stop_all() -> list[str]:
+    """Takes down every lab this process made and has not taken down (at exit, and
+    `mininet.clean.cleanup()`)."""
+    errors = []
+    for lab in list(_labs_alive):
+        errors += lab.stop()
+    return errors
+
+
+atexit.register(stop_all)
+
+
+# Cgroups (CPULimitedHost).
+V1 = Path("/sys/fs/cgroup")
+V2 = Path("/sys/fs/cgroup")
+
+
+def unified() -> bool:
+    return (V2 / "cgroup.controllers").exists()
+
+
+class Cgroup:
+    """A host's cgroup: on v1 one directory per controller (cpu, cpuacct, cpuset), on v2
+    one directory."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.v2 = unified()
+        self.dirs: dict[str, Path] = {}
+        if self.v2:
+            d = V2 / name
+            for c in ("+cpu", "+cpuset"):
+                try:
+                    (V2 / "cgroup.subtree_control").write_text(c)
+                except OSError:
+                    pass
+            d.mkdir(exist_ok=True)
+            self.dirs = {"cpu": d, "cpuacct": d, "cpuset": d}
+        else:
+            for c in ("cpu", "cpuacct", "cpuset"):
+                root = V1 / c
+                if not root.is_dir():
+                    raise LabError(f"CPULimitedHost: no cgroup controller '{c}' at {root}")
+                (root / name).mkdir(exist_ok=True)
+                self.dirs[c] = root / name
+            # cpuset's group takes no process until it has cpus and mems.
+            for f in ("cpuset.cpus", "cpuset.mems"):
+                (self.dirs["cpuset"] / f).write_text((V1 / "cpuset" / f).read_text().strip() or "0")
+
+    def can(self, resource: str, f: str) -> bool:
+        return (self.dirs[resource] / f).exists()
+
+    def set(self, resource: str, f: str, value: Any) -> None:
+        path = self.dirs[resource] / f
+        try:
+            path.write_text(str(value))
+        except OSError as e:
+            raise LabError(f"cgroup {self.name}: writing {value} to {path}: {e.strerror}") from None
+
+    def get(self, resource: str, f: str) -> str:
+        return (self.dirs[resource] / f).read_text().strip()
+
+    def limit(self, quota_us: int, period_us: int) -> None:
+        if self.v2:
+            self.set("cpu", "cpu.max", f"{'max' if quota_us < 0 else quota_us} {period_us}")
+        else:
+            self.set("cpu", "cpu.cfs_period_us", period_us)
+            self.set("cpu", "cpu.cfs_quota_us", quota_us)
+
+    def cpus(self, cores: str, mems: str) -> None:
+        self.set("cpuset", "cpuset.cpus", cores)
+        if not self.v2:
+            self.set("cpuset", "cpuset.mems", mems)
+
+    def join(self, pid: int) -> None:
+        for d in dict.fromkeys(self.dirs.values()):
+            (d / "cgroup.procs").write_text(str(pid))
+
+    def usage_s(self) -> float:
+        if self.v2:
+            for line in self.get("cpu", "cpu.stat").splitlines():
+                k, _, v = line.partition(" ")
+                if k == "usage_usec":
+                    return int(v) / 1e6
+            return 0.0
+        return int(self.get("cpuacct", "cpuacct.usage")) / 1e9
+
+    def remove(self) -> list[str]:
+        errors = []
+        for d in dict.fromkeys(self.dirs.values()):
+            try:
+                d.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                errors.append(f"cgroup {d}: {e.strerror}")
+        return errors
+
+
+def cgroup_create(name: str) -> Cgroup:
+    return Cgroup(name)
