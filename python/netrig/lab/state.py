@@ -64,6 +64,11 @@ class LabState:
     # FRR's daemons: router -> daemon -> [pid, start time (/proc/PID/stat field 22)];
     # a router whose routing was stopped (Network.stop_routing) has none.
     frr: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    # namespace -> device -> [link, "a_to_b"|"b_to_a"]: the link direction each device's
+    # egress feeds ("" is the root namespace).
+    egress: dict[str, dict[str, list]] = field(default_factory=dict)
+    # link -> the control socket of the netrig-link carrying it, when not `control`.
+    controls: dict[str, str] = field(default_factory=dict)
     schema: int = SCHEMA
 
     @property

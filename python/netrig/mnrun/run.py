@@ -123,3 +123,7 @@ def _run(fn) -> int:
     finally:
         for line in _lab.stop_all():
             print(f"netrig mininet: {line}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

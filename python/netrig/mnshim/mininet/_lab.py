@@ -36,10 +36,8 @@ class MnLab(LiveLab):
         self.stopped = False
 
     def _bindir(self) -> Path:
-        from netrig.lab import tcshim
-
         d = self.st.dir / "bin"
-        tcshim.install(d)
+        d.mkdir(mode=0o700, exist_ok=True)
         return d
 
     def ip(self, ns: str | None, lines: list[str]) -> str:

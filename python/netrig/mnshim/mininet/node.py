@@ -66,8 +66,8 @@ class Node:
         self.lab = _lab.current()
         kind = self.kind if self.inNamespace else "root"
         self.ns: str | None = self.lab.add_node(self.name, kind)
-        self.shell: subprocess.Popen | None = None
-        self.stdin = self.stdout = None
+        self._shell: subprocess.Popen | None = None
+        self._stdin = None
         self.master = self.slave = None
         self.waiting = False
         self.readbuf = ""
@@ -79,9 +79,26 @@ class Node:
     # The shell, started when first needed.
     @property
     def pid(self) -> int | None:
-        if self.shell is None and not self._stopped:
-            self.startShell()
         return self.shell.pid if self.shell else None
+
+    @property
+    def shell(self) -> subprocess.Popen | None:
+        """The node's bash (started now if it has not been)."""
+        if self._shell is None and not self._stopped:
+            self.startShell()
+        return self._shell
+
+    @shell.setter
+    def shell(self, value: subprocess.Popen | None) -> None:
+        self._shell = value
+
+    @property
+    def stdin(self):
+        return self._stdin if self.shell else None
+
+    @property
+    def stdout(self):
+        return self.stdin
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -92,12 +109,12 @@ class Node:
         """The argv prefix that runs a program in this node's namespaces."""
         if self.ns is None:
             return []
-        if self.shell is not None and self.shell.poll() is None:
-            return ["nsenter", "--target", str(self.shell.pid), "--net", "--mount", "--"]
+        if self._shell is not None and self._shell.poll() is None:
+            return ["nsenter", "--target", str(self._shell.pid), "--net", "--mount", "--"]
         return ["ip", "netns", "exec", self.ns]
 
     def startShell(self, mnopts: Any = None) -> None:
-        if self.shell is not None:
+        if self._shell is not None:
             error(f"{self.name}: shell is already running\n")
             return
         self.lab.flush()
@@ -109,11 +126,10 @@ class Node:
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-        self.shell = subprocess.Popen(argv, stdin=self.slave, stdout=self.slave, stderr=self.slave,
+        self._shell = subprocess.Popen(argv, stdin=self.slave, stdout=self.slave, stderr=self.slave,
                                       close_fds=True, preexec_fn=own_terminal, env=self._env())
-        self.lab.shells.append(self.shell)
-        self.stdin = os.fdopen(self.master, "r", closefd=False)
-        self.stdout = self.stdin
+        self.lab.shells.append(self._shell)
+        self._stdin = os.fdopen(self.master, "r", closefd=False)
         self.pollOut = select.poll()
         self.pollOut.register(self.master, select.POLLIN)
         self.outToNode[self.master] = self
@@ -123,7 +139,7 @@ class Node:
             data = self.read(1024)
             if data.endswith(chr(127)):
                 break
-            if self.shell.poll() is not None:
+            if self._shell.poll() is not None:
                 raise LabError(f"{self.name}: its shell exited at once: {data.strip()[-300:]}")
             self.pollOut.poll(1000)
         self.waiting = False
@@ -146,6 +162,8 @@ class Node:
             self.cmd(f"umount {d[0] if isinstance(d, tuple) else d}")
 
     def read(self, size: int = 1024) -> str:
+        if self.master is None and self.shell is None:
+            return ""
         count = len(self.readbuf)
         if count < size:
             try:
@@ -163,17 +181,19 @@ class Node:
         return line + "\n"
 
     def write(self, data: str) -> None:
-        if self.shell is None:
+        if self._shell is None:
             self.startShell()
         os.write(self.master, data.encode())
 
     def waitReadable(self, timeoutms: float | None = None) -> list:
+        if self.shell is None:
+            return []
         if self.readbuf:
             return [(self.master, select.POLLIN)]
         return self.pollOut.poll(timeoutms)
 
     def sendCmd(self, *args: Any, **kwargs: Any) -> None:
-        if self.shell is None:
+        if self._shell is None:
             self.startShell()
         if self.waiting:
             raise LabError(f"{self.name}: a command is still running ({self.lastCmd!r}); "
@@ -219,7 +239,7 @@ class Node:
         out = ""
         while self.waiting:
             data = self.monitor(findPid=findPid)
-            if not data and self.shell is not None and self.shell.poll() is not None:
+            if not data and self._shell is not None and self._shell.poll() is not None:
                 self.waiting = False
                 break
             out += data
@@ -232,9 +252,9 @@ class Node:
         if self._stopped:
             warn(f"({self} exited - ignoring cmd{args})\n")
             return None
-        if self.shell is not None and self.shell.poll() is not None:
+        if self._shell is not None and self._shell.poll() is not None:
             print("shell died on ", self.name)
-            self.shell = None
+            self._shell = None
         self.sendCmd(*args, **kwargs)
         return self.waitOutput(verbose)
 
@@ -260,7 +280,7 @@ class Node:
         if shell:
             cmd = [os.environ.get("SHELL", "/bin/sh"), "-c", " ".join(cmd)]
         self.lab.flush()
-        if self.privateDirs and self.shell is None:
+        if self.privateDirs and self._shell is None:
             self.startShell()  # its mounts are the node's
         defaults.setdefault("env", self._env())
         pre = self._popen_hook()
@@ -403,17 +423,18 @@ class Node:
 
     # The end.
     def terminate(self) -> None:
-        if self.shell is not None:
-            if self.shell.poll() is None:
-                self.shell.terminate()
+        if self._shell is not None:
+            if self._shell.poll() is None:
+                self._shell.terminate()
             try:
-                self.shell.wait(timeout=2)
+                self._shell.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                self.shell.kill()
-                self.shell.wait(timeout=2)
+                self._shell.kill()
+                self._shell.wait(timeout=2)
         self.cleanup()
 
     def cleanup(self) -> None:
+        self._stdin = None
         if self.master is not None:
             self.outToNode.pop(self.master, None)
             self.inToNode.pop(self.master, None)
@@ -423,7 +444,7 @@ class Node:
                 except OSError:
                     pass
             self.master = self.slave = None
-        self.shell = None
+        self._shell = None
         self._stopped = True
 
     def stop(self, deleteIntfs: bool = False) -> None:
@@ -445,7 +466,7 @@ class Node:
 
     def __repr__(self) -> str:
         intfs = ",".join(f"{i.name}:{i.IP()}" for i in self.intfList())
-        return f"<{self.__class__.__name__} {self.name}: {intfs} pid={self.shell.pid if self.shell else None}> "
+        return f"<{self.__class__.__name__} {self.name}: {intfs} pid={self._shell.pid if self._shell else None}> "
 
     def __str__(self) -> str:
         return self.name
@@ -474,7 +495,7 @@ class CPULimitedHost(Host):
                            "(CONFIG_RT_GROUP_SCHED), which this kernel lacks: use sched='cfs'")
 
     def _shell_started(self) -> None:
-        self.cg.join(self.shell.pid)
+        self.cg.join(self._shell.pid)
 
     def _popen_hook(self):
         cg = self.cg
@@ -573,7 +594,7 @@ class Switch(Node):
 
     def __repr__(self) -> str:
         intfs = ",".join(f"{i.name}:{i.IP()}" for i in self.intfList())
-        return f"<{self.__class__.__name__} {self.name}: {intfs} pid={self.shell.pid if self.shell else None}> "
+        return f"<{self.__class__.__name__} {self.name}: {intfs} pid={self._shell.pid if self._shell else None}> "
 
 
 class LinuxBridge(Switch):
