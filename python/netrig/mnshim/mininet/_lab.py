@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -70,19 +72,32 @@ class MnLab(LiveLab):
         if self.stopped:
             return []
         self.stopped = True
-        for shell in self.shells:
-            if shell.poll() is None:
-                shell.terminate()
-        for shell in self.shells:
-            try:
-                shell.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                shell.kill()
+        hangup(self.shells)
         errors = super().stop(notes)
+        d = self.st.dir
+        if not errors and d.is_dir() and not d.is_symlink() and not (d / "state.json").exists():
+            shutil.rmtree(d, ignore_errors=True)  # the shims' bin/ and later netrig-links' dirs
         for cg in self.cgroups:
             errors += cg.remove()
         _labs_alive.discard(self)
         return errors
+
+
+def hangup(shells: list[subprocess.Popen]) -> None:
+    """Ends node shells as a closed terminal does: SIGHUP to each one's process group
+    (an interactive bash ignores SIGTERM; its jobs go with it), SIGKILL after 2 s."""
+    for shell in shells:
+        if shell.poll() is None:
+            try:
+                os.killpg(shell.pid, signal.SIGHUP)
+            except ProcessLookupError:
+                pass
+    for shell in shells:
+        try:
+            shell.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            shell.kill()
+            shell.wait(timeout=2)
 
 
 _active: list[MnLab] = []

@@ -81,6 +81,13 @@ class Mininet:
             self.build()
 
     # netrig's extras.
+    @staticmethod
+    def attach(prefix: str) -> Mininet:
+        """A running netrig lab (`netrig up`) as a Mininet network (mininet._attach)."""
+        from mininet._attach import attach
+
+        return attach(prefix)
+
     def lab_state(self):
         return self.lab.st
 

@@ -424,13 +424,7 @@ class Node:
     # The end.
     def terminate(self) -> None:
         if self._shell is not None:
-            if self._shell.poll() is None:
-                self._shell.terminate()
-            try:
-                self._shell.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self._shell.kill()
-                self._shell.wait(timeout=2)
+            _lab.hangup([self._shell])
         self.cleanup()
 
     def cleanup(self) -> None:
