@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from mininet import _lab
-from mininet.link import Intf, Link
-from mininet.net import Mininet
-from mininet.node import Host, Switch
-
 from netrig.lab import build as builder
 from netrig.lab import netns
 from netrig.lab.live import LiveLink
 from netrig.lab.network import Network
 from netrig.lab.state import LabError, LabState
+
+from mininet import _lab
+from mininet.link import Intf, Link
+from mininet.net import Mininet
+from mininet.node import Host, Switch
 
 
 class AttachedLab:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import subprocess
 
+from netrig.lab import build
+
 from mininet import _lab
 from mininet.log import info
-
-from netrig.lab import build
 
 
 def sh(cmd: str) -> str:

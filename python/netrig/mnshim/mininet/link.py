@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mininet.log import error, info
-
 from netrig import units
 from netrig.lab.live import LiveLink
 from netrig.lab.state import LabError
+
+from mininet.log import error, info
 
 
 class Intf:

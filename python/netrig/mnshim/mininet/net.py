@@ -31,14 +31,14 @@ from concurrent.futures import ThreadPoolExecutor
 from math import ceil
 from typing import Any
 
+from netrig.lab import netns
+from netrig.lab.state import LabError
+
 from mininet import _lab
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import debug, error, info, output, warn
 from mininet.node import Controller, DefaultController, Host, OVSKernelSwitch, Switch
 from mininet.util import macColonHex, waitListening
-
-from netrig.lab import netns
-from netrig.lab.state import LabError
 
 VERSION = "2.3.0"
 

@@ -33,12 +33,11 @@ import termios
 from subprocess import PIPE
 from typing import Any
 
-from mininet.link import Intf, Link
-from mininet.log import debug, error, info, warn
+from netrig.lab.state import LabError
 
 from mininet import _lab
-
-from netrig.lab.state import LabError
+from mininet.link import Intf, Link
+from mininet.log import debug, error, info, warn
 
 
 def _is_builtin(cmd: str) -> bool:
