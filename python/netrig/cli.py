@@ -70,6 +70,15 @@ def _perf(args: list[str]) -> int:
     return subprocess.call([exe, *args])  # pragma: no cover
 
 
+def _tc(args: list[str]) -> int:
+    """tc's command line inside a lab (netrig.lab.tcshim): on a link netrig-link carries
+    it is a live change or its counters; anything else runs the real tc."""
+    from netrig.lab import tcshim
+
+    sys.stdout.flush()
+    return tcshim.main(args)
+
+
 def _version(_: argparse.Namespace) -> int:
     """netrig's version and each binary's own (`netrig-perf 0.1.0`); a binary that
     cannot be found or run is named, and the exit status is 1."""
@@ -282,7 +291,7 @@ def _dead(st, missing: list[str]) -> list[str]:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    from netrig.lab import frr
+    from netrig.lab import frr, tcshim
     from netrig.lab.state import LabState
 
     cmd = list(args.cmd)
@@ -304,6 +313,10 @@ def _exec(args: argparse.Namespace) -> int:
                               "no daemons to talk to there")
         cmd = [cmd[0], *frr.vtysh_args(d), *cmd[1:]]
     argv = ["ip", "netns", "exec", st.node_ns[args.node], *cmd]
+    # tc's shim first on PATH: tc on a link netrig-link carries changes it live
+    bindir = tcshim.install(st.dir / "bin").parent
+    os.environ["PATH"] = os.pathsep.join([str(bindir), *(p for p in os.environ.get("PATH", "").split(
+        os.pathsep) if p and p != str(bindir))]) or str(bindir)
     sys.stdout.flush()
     os.execvp(argv[0], argv)
     return 127  # pragma: no cover
@@ -772,6 +785,18 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
             "lists them.")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="netrig-perf's arguments, as iperf3's (e.g. -c 127.0.0.1 -t 5)")
+    p = cmd("tc", _tc, "tc ARGS...", "tc's command line inside a lab: on a link netrig-link "
+            "carries, a live change or its counters", [
+                "netrig exec s0 -- tc qdisc add dev s0-p2 root pie limit 1000 target 20ms",
+                "netrig exec h1 -- tc -s qdisc show dev h1-eth0",
+                "ip netns exec pf-h1 netrig tc qdisc change dev h1-eth0 root netem delay 20ms"],
+            "netrig tc takes tc's own arguments. In a lab's namespace, 'tc qdisc add|change|replace|"
+            "del dev IF root ...' (netem, pie, codel, fq_codel, red, tbf, htb with one class, "
+            "pfifo, bfifo) on a device whose link netrig-link carries changes that link "
+            "direction live, and 'tc -s qdisc show' prints its counters in tc's format; "
+            "anything else runs the real tc. 'netrig exec' puts this tc first on PATH.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="tc's arguments (e.g. qdisc add dev h1-eth0 root netem delay 20ms)")
     p = cmd("up", _up, "up FILE [--prefix P] [-q] [--wait S|--no-wait]", "build the lab a "
             "topology file describes and leave it running", ["netrig up examples/portfolio.yaml",
                                                              "netrig up examples/lan.yaml --prefix lan2",
@@ -1056,6 +1081,8 @@ def main(argv: list[str] | None = None) -> int:
             argv = ["version"]
         if argv[0] == "perf":
             return _perf(argv[1:])
+        if argv[0] == "tc":
+            return _tc(argv[1:])
         ap, commands = _parser()
         if argv[0] not in commands:
             print(f"netrig: error: {_unknown_command(argv[0], commands)}\n"

@@ -92,6 +92,18 @@ def _ends(plan: Plan, prefix: str) -> dict[int, tuple[End, End]]:
     return ends
 
 
+def egress(plan: Plan, prefix: str) -> dict[str, dict[str, list[str]]]:
+    """namespace -> device -> [link, direction]: the link direction each link end's
+    egress feeds (end a's device sends a_to_b; a switch port is in the switches'
+    namespace). What tc's shim (netrig.lab.tcshim) looks a device up in."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for i, (a, b) in _ends(plan, prefix).items():
+        name = plan.topo.links[i].name
+        out.setdefault(a.ns, {})[a.dev] = [name, "a_to_b"]
+        out.setdefault(b.ns, {})[b.dev] = [name, "b_to_a"]
+    return out
+
+
 def _uses_emulator(plan: Plan, link: Link) -> bool:
     return plan.topo.backend == "userspace" and link.emulated
 
@@ -126,7 +138,7 @@ def build(plan: Plan, prefix: str | None = None, progress=None, seed: int = 1,
     source = topo.source or "<python>"
     st = LabState(prefix, source if source.startswith("<") else os.path.abspath(source),
                   namespaces=names, node_ns=node_ns, owner_pid=os.getpid(), backend=topo.backend,
-                  plan=summary(plan, prefix))
+                  plan=summary(plan, prefix), egress=egress(plan, prefix))
     if topology_text is not None and not source.startswith("<"):
         st.topology_text = topology_text
         st.topology_sha256 = sha256(topology_text.encode("utf-8"))
@@ -361,6 +373,7 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
                     f"collected them after {procs.REAP_WAIT_S:g} s (ps lists them as <defunct>): "
                     + ", ".join(f"{p.name} (pid {p.pid})" for p in zombies[:5]))
     frr.remove(st.dir)
+    safefs.remove_tree(st.dir, "bin", safefs.PRIVATE)  # tc's shim (netrig.lab.tcshim), if installed
     web = st.dir / "web"  # web flows' nginx files (exp/webserver.py), if a killed run left them
     if web.is_dir() and not web.is_symlink():
         shutil.rmtree(web, ignore_errors=True)

@@ -29,7 +29,8 @@ from netrig.errors import NetrigError
 from netrig.topo.model import PREFIX_RE
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
-# 2: topology_sha256, topology_text, link_changes; 3: frr (an older file reads as 3 without them)
+# 2: topology_sha256, topology_text, link_changes; 3: frr (an older file reads as 3 without
+# them); egress, controls and tc_htb are read as empty from a file without them
 SCHEMA = 3
 READS = (1, 2, SCHEMA)
 
@@ -64,11 +65,15 @@ class LabState:
     # FRR's daemons: router -> daemon -> [pid, start time (/proc/PID/stat field 22)];
     # a router whose routing was stopped (Network.stop_routing) has none.
     frr: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    # namespace -> device -> [link, "a_to_b"|"b_to_a"]: the link direction each device's
-    # egress feeds ("" is the root namespace).
-    egress: dict[str, dict[str, list]] = field(default_factory=dict)
-    # link -> the control socket of the netrig-link carrying it, when not `control`.
+    # The link direction each device's egress feeds: namespace -> device -> [link,
+    # "a_to_b"|"b_to_a"] (every link's ends; tc's shim changes those netrig-link carries).
+    egress: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # link -> the control socket of the netrig-link carrying it, when not `control`
+    # (a link added while the lab runs).
     controls: dict[str, str] = field(default_factory=dict)
+    # htb at a carried direction's root, put there by tc's shim: link -> direction ->
+    # [major of its handle, minor of its default class] (netrig.link.tcline.Htb).
+    tc_htb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     schema: int = SCHEMA
 
     @property
