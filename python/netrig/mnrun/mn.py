@@ -427,7 +427,10 @@ def clean() -> int:
 
     info("*** Removing what netrig made and no builder owns\n")
     for prefix, why, problems in lab_clean():
-        info(f"*** lab '{prefix}'{': ' + why if why else ''}\n")
+        if not why:  # its state could not be read: nothing of it is touched
+            info(f"*** lab '{prefix}' left as it is: {'; '.join(problems)}\n")
+            continue
+        info(f"*** lab '{prefix}' removed ({why})\n")
         for p in problems:
             info(f"    {p}\n")
     info("*** Cleanup complete.\n")
