@@ -305,8 +305,8 @@ def test_the_network_is_stopped_when_a_test_fails(stand_in, capsys):
 
 
 def test_a_method_of_mininet_is_a_test(stand_in):
-    assert mn.main(["--test", "ping", "--test", "none", "--test", "build"]) == 0
-    assert FakeNet.made[0].calls == ["start", "ping", "stop"]
+    assert mn.main(["--test", "ping", "--test", "none", "--test", "build", "--test", "all"]) == 0
+    assert FakeNet.made[0].calls == ["start", "ping", "ping", ("iperf", "TCP", "10M"), "stop"]
 
 
 def test_activation_puts_netrigs_mininet_first():

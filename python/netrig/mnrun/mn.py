@@ -447,8 +447,7 @@ def run_tests(net, tests: list[str], tables: Tables) -> None:
                 custom(net, *args, **kwargs)
             elif name.lower() in ("none", "build"):
                 pass
-            elif name.lower() == "all":
-                net.start()  # as mn: (started already; Mininet's start is idempotent)
+            elif name.lower() == "all":  # (mn starts the network again first: it is started)
                 net.ping()
                 net.iperf()
             elif name.lower() == "iperfudp":
