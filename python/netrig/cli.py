@@ -79,6 +79,14 @@ def _tc(args: list[str]) -> int:
     return tcshim.main(args)
 
 
+def _mn(args: list[str]) -> int:
+    """netrig mn: Mininet's mn command line, whole (mn's own -h), on netrig's Mininet
+    (netrig.mnrun.mn puts the compat package first on sys.path before anything)."""
+    from netrig.mnrun import mn
+
+    return mn.main(args)
+
+
 def _version(_: argparse.Namespace) -> int:
     """netrig's version and each binary's own (`netrig-perf 0.1.0`); a binary that
     cannot be found or run is named, and the exit status is 1."""
@@ -1028,6 +1036,15 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
                    help="write the drawing here, .svg or .png (e.g. lab.svg); default: text")
     p.add_argument("--format", choices=["text", "svg", "png"],
                    help="the format (default: -o's suffix; e.g. --format svg)")
+    p = cmd("mn", _mn, "mn [mn's OPTIONS...]", "Mininet's mn command line on a netrig lab", [
+                "netrig mn --topo linear,3 --test pingall",
+                "netrig mn --topo tree,2,2 --link tc,bw=10,delay=5ms",
+                "netrig mn --custom mytopo.py --topo mytopo --test pingall"],
+            "netrig mn takes mn's options ('netrig mn -h' lists them); every switch is a Linux "
+            "bridge, shaped links are carried by netrig-link (exact delay on any kernel), and "
+            "-c removes only what netrig made.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="OPTIONS",
+                   help="mn's options (e.g. --topo linear,3 --test pingall)")
     cmd("version", _version, "version", "versions of netrig, netrig-perf and netrig-link",
         ["netrig version", "netrig --version"])
     p = cmd("help", _help, "help [COMMAND]", "the commands, or one command's arguments and "
@@ -1083,6 +1100,8 @@ def main(argv: list[str] | None = None) -> int:
             return _perf(argv[1:])
         if argv[0] == "tc":
             return _tc(argv[1:])
+        if argv[0] == "mn":
+            return _mn(argv[1:])
         ap, commands = _parser()
         if argv[0] not in commands:
             print(f"netrig: error: {_unknown_command(argv[0], commands)}\n"
