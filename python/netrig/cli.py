@@ -87,6 +87,13 @@ def _mn(args: list[str]) -> int:
     return mn.main(args)
 
 
+def _mininet(args: list[str]) -> int:
+    """netrig mininet: a Mininet script on netrig's Mininet (netrig.mnrun.run)."""
+    from netrig.mnrun import run
+
+    return run.main(args)
+
+
 def _version(_: argparse.Namespace) -> int:
     """netrig's version and each binary's own (`netrig-perf 0.1.0`); a binary that
     cannot be found or run is named, and the exit status is 1."""
@@ -1045,6 +1052,17 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
             "-c removes only what netrig made.")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="OPTIONS",
                    help="mn's options (e.g. --topo linear,3 --test pingall)")
+    p = cmd("mininet", _mininet, "mininet SCRIPT.py [ARGS...] | -m MODULE | -c CODE",
+            "run a Mininet script, unmodified, on a netrig lab", [
+                "netrig mininet examples/mininet/bufferbloat.py --time 10",
+                "netrig mininet -m mininet.examples.simpleperf",
+                "netrig mininet -c 'from mininet.net import Mininet; print(Mininet)'"],
+            "Inside the command, 'import mininet' is netrig's Mininet (2.3's API): hosts in "
+            "namespaces, switches as Linux bridges, TCLinks emulated exactly by netrig-link on "
+            "any kernel, tc lines on them taken as live changes. A Mininet installed on the "
+            "machine is untouched. Whatever the script leaves up is taken down when it ends.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="the script and its arguments (e.g. bufferbloat.py --time 10)")
     cmd("version", _version, "version", "versions of netrig, netrig-perf and netrig-link",
         ["netrig version", "netrig --version"])
     p = cmd("help", _help, "help [COMMAND]", "the commands, or one command's arguments and "
@@ -1102,6 +1120,8 @@ def main(argv: list[str] | None = None) -> int:
             return _tc(argv[1:])
         if argv[0] == "mn":
             return _mn(argv[1:])
+        if argv[0] == "mininet":
+            return _mininet(argv[1:])
         ap, commands = _parser()
         if argv[0] not in commands:
             print(f"netrig: error: {_unknown_command(argv[0], commands)}\n"

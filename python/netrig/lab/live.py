@@ -287,8 +287,7 @@ class LiveLab:
         self._fresh()
         l = self.links.pop(link)
         if l.made and l.shaping is None:
-            for ns, dev in ((self.ns(l.a), l.a_dev), (self.ns(l.b), l.b_dev)):
-                netns.ip_batch([f"link del {dev}"], ns)
+            netns.ip_batch([f"link del {l.a_dev}"], self.ns(l.a))  # its peer goes with it
         elif l.made:
             # Deleting a device netrig-link reads would take its other links with it: the
             # link is cut (down, both ends renamed out of the way) and goes with the lab.
