@@ -104,3 +104,16 @@ def test_the_real_tc_is_found_past_the_shim(tmp_path, monkeypatch):
     assert tcshim.real_tc() == str(other / "tc")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}")
     assert tcshim.real_tc() in tcshim.REAL_TC
+
+
+def test_a_state_file_without_the_shims_fields_reads_them_empty(tmp_path, monkeypatch):
+    import json
+
+    from netrig.lab import state
+
+    monkeypatch.setattr(state, "LABS_DIR", tmp_path / "labs")
+    (tmp_path / "labs" / "old").mkdir(parents=True)
+    (tmp_path / "labs" / "old" / "state.json").write_text(json.dumps(
+        {"prefix": "old", "topology": "<python>", "schema": 3, "frr": {}}))
+    st = state.LabState.load("old")
+    assert (st.egress, st.controls, st.tc_htb) == ({}, {}, {})
