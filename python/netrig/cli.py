@@ -800,18 +800,6 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
             "lists them.")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="netrig-perf's arguments, as iperf3's (e.g. -c 127.0.0.1 -t 5)")
-    p = cmd("tc", _tc, "tc ARGS...", "tc's command line inside a lab: on a link netrig-link "
-            "carries, a live change or its counters", [
-                "netrig exec s0 -- tc qdisc add dev s0-p2 root pie limit 1000 target 20ms",
-                "netrig exec h1 -- tc -s qdisc show dev h1-eth0",
-                "ip netns exec pf-h1 netrig tc qdisc change dev h1-eth0 root netem delay 20ms"],
-            "netrig tc takes tc's own arguments. In a lab's namespace, 'tc qdisc add|change|replace|"
-            "del dev IF root ...' (netem, pie, codel, fq_codel, red, tbf, htb with one class, "
-            "pfifo, bfifo) on a device whose link netrig-link carries changes that link "
-            "direction live, and 'tc -s qdisc show' prints its counters in tc's format; "
-            "anything else runs the real tc. 'netrig exec' puts this tc first on PATH.")
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                   help="tc's arguments (e.g. qdisc add dev h1-eth0 root netem delay 20ms)")
     p = cmd("up", _up, "up FILE [--prefix P] [-q] [--wait S|--no-wait]", "build the lab a "
             "topology file describes and leave it running", ["netrig up examples/portfolio.yaml",
                                                              "netrig up examples/lan.yaml --prefix lan2",
@@ -876,6 +864,18 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("--dir", choices=["a_to_b", "b_to_a"],
                    help="change one direction only (default: both; e.g. --dir a_to_b)")
     prefix(p)
+    p = cmd("tc", _tc, "tc ARGS...", "tc's command line inside a lab: on a link netrig-link "
+            "carries, a live change or its counters", [
+                "netrig exec s0 -- tc qdisc add dev s0-p2 root pie limit 1000 target 20ms",
+                "netrig exec h1 -- tc -s qdisc show dev h1-eth0",
+                "ip netns exec pf-h1 netrig tc qdisc change dev h1-eth0 root netem delay 20ms"],
+            "netrig tc takes tc's own arguments. In a lab's namespace, 'tc qdisc add|change|replace|"
+            "del dev IF root ...' (netem, pie, codel, fq_codel, red, tbf, htb with one class, "
+            "pfifo, bfifo) on a device whose link netrig-link carries changes that link "
+            "direction live, and 'tc -s qdisc show' prints its counters in tc's format; "
+            "anything else runs the real tc. 'netrig exec' puts this tc first on PATH.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="tc's arguments (e.g. qdisc add dev h1-eth0 root netem delay 20ms)")
     p = cmd("capture", _capture, "capture LINK|NODE[:IFACE] [--dir D] [-f FILTER] [-w FILE] "
             "[-t S] [--analyze]", "capture a link or a node's interface of a running lab to "
             "pcapng", ["netrig capture s0-h2 --dir a_to_b -t 10 -w bloat.pcapng",
