@@ -285,8 +285,10 @@ def check(opts: argparse.Namespace, tables: Tables):
             tname = _split(one)[0]
             if (tname.lower() not in tables.tests and tname not in tables.tests
                     and ALTSPELLING.get(tname.lower(), tname) not in methods):
+                near = [*tables.tests, *sorted(m for m in methods if m.lower() not in tables.tests)]
                 raise MnUsage(f"--test {one}: unknown test '{tname}'"
-                              f"{suggest.unknown(tname, [*tables.tests, *sorted(methods)], 'tests')}")
+                              f"{suggest.did_you_mean(tname, near)} (tests: "
+                              f"{', '.join(tables.tests)}, or a method of Mininet: pingFull, ...)")
     from mininet.util import netParse
 
     try:
