@@ -45,7 +45,9 @@ TOPOS = {"minimal": ("mininet.topo", "MinimalTopo"), "linear": ("mininet.topo", 
          "reversed": ("mininet.topo", "SingleSwitchReversedTopo"),
          "single": ("mininet.topo", "SingleSwitchTopo"), "tree": ("mininet.topolib", "TreeTopo"),
          "torus": ("mininet.topolib", "TorusTopo")}
-SWITCHES = {"default": "OVSBridge", "ovs": "OVSSwitch", "ovsk": "OVSSwitch",
+# default: a Linux bridge by its own name (mn without a controller falls back to OVS's
+# bridge mode; netrig's OVS classes are Linux bridges too, but say so on stderr).
+SWITCHES = {"default": "LinuxBridge", "ovs": "OVSSwitch", "ovsk": "OVSSwitch",
             "ovsbr": "OVSBridge", "user": "UserSwitch", "lxbr": "LinuxBridge",
             "ivs": "IVSSwitch"}
 HOSTS = {"proc": ("Host", {}), "process": ("Host", {}),
