@@ -1,6 +1,6 @@
 """`netrig mn`: mn's options, their names and arguments, the refusals, --custom files,
 and the run's steps in mn's order, against a stand-in mininet.net (nothing is built;
-tests/net/test_mn_cmd.py builds for real)."""
+tests/net/test_mn_lab.py builds for real)."""
 
 from __future__ import annotations
 
