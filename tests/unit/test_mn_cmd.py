@@ -1,6 +1,6 @@
 """`netrig mn`: mn's options, their names and arguments, the refusals, --custom files,
 and the run's steps in mn's order, against a stand-in mininet.net (nothing is built;
-tests/net/test_mn_cmd.py builds for real)."""
+tests/net/test_mn_lab.py builds for real)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,14 @@ if str(SHIM) not in sys.path:
 import mininet  # noqa: E402  (netrig's, from SHIM)
 from mininet.log import lg, setLogLevel  # noqa: E402
 from mininet.topo import LinearTopo, Topo  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_shims(monkeypatch):
+    """netrig mn activates the compat package for its process and children (PATH shims
+    in a new directory, PYTHONPATH); here only sys.path is needed (SHIM is on it), so
+    the tests' environment stays as it is. test_activation runs the real one."""
+    monkeypatch.setattr(mn, "_activate", lambda: None)
 
 
 def checked(*argv: str):
@@ -284,8 +292,7 @@ def test_without_a_test_the_prompt_opens(stand_in):
     (net,) = FakeNet.made
     assert net.calls == ["start", ("CLI", None), "stop"]
     assert net.kw["waitConnected"] is False
-    assert issubclass(net.kw["switch"], stand_in.node.OVSBridge) or net.kw["switch"] is \
-        stand_in.node.OVSBridge
+    assert net.kw["switch"] is stand_in.node.LinuxBridge  # no OVS note: none was asked for
     assert stand_in.log.getvalue() == ""  # -v output: nothing before the prompt
 
 
@@ -309,10 +316,48 @@ def test_a_method_of_mininet_is_a_test(stand_in):
     assert FakeNet.made[0].calls == ["start", "ping", "ping", ("iperf", "TCP", "10M"), "stop"]
 
 
-def test_activation_puts_netrigs_mininet_first():
-    mn._activate()
-    assert Path(mininet.__file__).resolve().parent == SHIM / "mininet"
-    assert sys.path.index(str(SHIM)) < len(sys.path)
+def test_activation_puts_netrigs_mininet_first(monkeypatch):
+    import os
+    import shutil
+
+    monkeypatch.undo()  # the real _activate, and the environment put back after it
+    for var in ("PATH", "PYTHONPATH"):
+        if var in os.environ:
+            monkeypatch.setenv(var, os.environ[var])
+        else:
+            monkeypatch.delenv(var, raising=False)
+    before = os.environ["PATH"]
+    try:
+        mn._activate()
+        assert Path(mininet.__file__).resolve().parent == SHIM / "mininet"
+        assert str(SHIM) in sys.path
+    finally:
+        first = os.environ["PATH"].split(os.pathsep)[0]
+        if os.environ["PATH"] != before and Path(first).name.startswith("netrig-mn-"):
+            shutil.rmtree(first)
+
+
+def test_activation_refuses_another_mininet(monkeypatch, tmp_path):
+    """A `mininet` found before netrig's (here a stand-in package) is refused before
+    anything runs: mn -c of a real Mininet would kill whatever looks like Mininet's."""
+    import importlib
+
+    other = tmp_path / "mininet"
+    other.mkdir()
+    (other / "__init__.py").write_text("")
+    monkeypatch.undo()
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    for name in [m for m in sys.modules if m == "mininet" or m.startswith("mininet.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "netrig.mnrun.run", None)  # (the fallback: sys.path only)
+    try:
+        with pytest.raises(mn.MnError, match="finds .*, not netrig's compat package"):
+            mn._activate()
+    finally:
+        for name in [m for m in sys.modules if m == "mininet" or m.startswith("mininet.")]:
+            del sys.modules[name]
+    monkeypatch.undo()
+    importlib.import_module("mininet")
 
 
 def test_topology_of_a_custom_class_without_build(tmp_path):

@@ -45,7 +45,9 @@ TOPOS = {"minimal": ("mininet.topo", "MinimalTopo"), "linear": ("mininet.topo", 
          "reversed": ("mininet.topo", "SingleSwitchReversedTopo"),
          "single": ("mininet.topo", "SingleSwitchTopo"), "tree": ("mininet.topolib", "TreeTopo"),
          "torus": ("mininet.topolib", "TorusTopo")}
-SWITCHES = {"default": "OVSBridge", "ovs": "OVSSwitch", "ovsk": "OVSSwitch",
+# default: a Linux bridge by its own name (mn without a controller falls back to OVS's
+# bridge mode; netrig's OVS classes are Linux bridges too, but say so on stderr).
+SWITCHES = {"default": "LinuxBridge", "ovs": "OVSSwitch", "ovsk": "OVSSwitch",
             "ovsbr": "OVSBridge", "user": "UserSwitch", "lxbr": "LinuxBridge",
             "ivs": "IVSSwitch"}
 HOSTS = {"proc": ("Host", {}), "process": ("Host", {}),
@@ -285,8 +287,10 @@ def check(opts: argparse.Namespace, tables: Tables):
             tname = _split(one)[0]
             if (tname.lower() not in tables.tests and tname not in tables.tests
                     and ALTSPELLING.get(tname.lower(), tname) not in methods):
+                near = [*tables.tests, *sorted(m for m in methods if m.lower() not in tables.tests)]
                 raise MnUsage(f"--test {one}: unknown test '{tname}'"
-                              f"{suggest.unknown(tname, [*tables.tests, *sorted(methods)], 'tests')}")
+                              f"{suggest.did_you_mean(tname, near)} (tests: "
+                              f"{', '.join(tables.tests)}, or a method of Mininet: pingFull, ...)")
     from mininet.util import netParse
 
     try:

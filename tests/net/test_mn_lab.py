@@ -96,3 +96,12 @@ def test_clean_removes_only_what_netrig_made():
     needs_root()
     code, out, _ = mn("-c")
     assert code == 0, out
+
+
+def test_output_verbosity_says_nothing_of_the_build():
+    """mn -v output prints nothing before the prompt (Mininet's walkthrough checks it):
+    no note about switches or controllers nobody asked for."""
+    needs_compat("mininet.net")
+    code, out, left = mn("-v", "output", "--test", "none")
+    assert code == 0 and out == "", out
+    assert left == []
