@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
+from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.lab.state import LabState, alive
+from netrig.topo import graph
+from netrig.topo.model import Topology
 
 
 def print_nodes(plan: dict) -> None:
@@ -132,3 +136,36 @@ def not_up(st: LabState, missing: list[str]) -> list[str]:
         dead.append(f"BUILDING: pid {st.owner_pid} is still building it; it is not up yet")
     return dead
 
+
+
+def topology_of(plan: dict) -> Topology:
+    """The topology a lab runs now, from its state's plan summary (`build.summary`, its
+    links' directions as the last live change left them): for drawing, not building, so
+    it is not checked as a file is (a Mininet lab may join two nodes twice)."""
+    topo = Topology(plan.get("name") or "lab")
+    add = {"host": topo.host, "switch": topo.switch, "router": topo.router}
+    for name, node in plan.get("nodes", {}).items():
+        if node.get("kind") not in add:
+            raise NetrigError(f"the lab's plan has node {name} of kind '{node.get('kind')}' "
+                              "(netrig knows host, switch and router)")
+        add[node["kind"]](name)
+    for link in plan.get("links", []):
+        topo.link(link["a"], link["b"], name=link["name"], a_to_b=link.get("a_to_b") or None,
+                  b_to_a=link.get("b_to_a") or None)
+    return topo
+
+
+def drawing(st: LabState, out: str | None = None) -> str:
+    """Lab `st` drawn as it runs now (netrig.topo.graph): text for a terminal without
+    `out`, else written to `out` (.svg or .png, by its suffix), whose path is returned."""
+    topo = topology_of(st.plan)
+    title = f"{topo.name} (lab {st.prefix}, as it runs)"
+    if out is None:
+        return graph.text(topo, title=title)
+    path = Path(out)
+    kind = path.suffix.lstrip(".").lower()
+    if kind not in ("svg", "png"):
+        raise NetrigError(f"graph {out}: draws .svg or .png files (give one of those suffixes)")
+    where = path.resolve().parent
+    safefs.check_owner(where)
+    return str(safefs.write(where, path.name, graph.draw(topo, fmt=kind, title=title)))
