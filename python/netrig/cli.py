@@ -34,6 +34,7 @@ NEEDS_ROOT = {
     "exec": "it enters a lab's network namespace",
     "pingall": "it pings inside a lab's network namespaces",
     "status": "a lab's state is root's alone",
+    "cli": "it runs commands inside a lab's network namespaces",
 }
 
 
@@ -220,6 +221,19 @@ def _exec(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     os.execvp(argv[0], argv)
     return 127  # pragma: no cover
+
+
+def _cli(args: argparse.Namespace) -> int:
+    """The mininet> prompt on a running lab, as Mininet's compat net (the lab stays up)."""
+    from netrig.mnrun import run
+
+    prefix = _prefix(args)
+    run.activate()  # `import mininet` is netrig's from here on
+    from mininet.cli import CLI
+    from mininet.net import Mininet
+
+    CLI(Mininet.attach(prefix))
+    return 0
 
 
 def _pingall(args: argparse.Namespace) -> int:
@@ -725,6 +739,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("node", metavar="NODE", help="a node of the lab (e.g. h1)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
                    help="the command and its arguments (default: $SHELL; e.g. ping -c 3 h9)")
+    prefix(cmd("cli", _cli, "cli [--prefix P]", "the mininet> prompt on a running lab: nodes, "
+               "net, pingall, iperf, h1 ping h2, link h1 s1 down, link set, status, graph",
+               ["netrig cli", "printf 'pingall\\nh1 ping -c1 h2\\n' | netrig cli --prefix pf"],
+               "Mininet's CLI ('help' lists its commands) on any lab netrig up built: node "
+               "names in a node's command become addresses, and 'link L set delay=50ms' "
+               "changes a link while traffic runs. exit, quit or Ctrl-D leaves it; the lab "
+               "stays up ('netrig down' removes it). Commands can come through a pipe."))
     p = cmd("pingall", _pingall, "pingall [--prefix P] [-c N]", "ping every host from every "
             "host: a matrix of median RTTs in ms", ["netrig pingall", "netrig pingall -c 5"])
     p.add_argument("-c", "--count", type=int, default=1, metavar="N",
