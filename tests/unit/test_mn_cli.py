@@ -260,7 +260,7 @@ def test_link_set_changes_a_link_live(capsys):
         ("set_link", ("h1", "s1"), {"dir": None, "delay": "50ms", "loss": "1%"}),
         ("set_link", ("h1", "s1"), {"dir": "b_to_a", "aqm": {"type": "pie", "target": "10ms"}}),
         ("set_link", ("h2", "s1"), {"dir": None, "rate": "5Mbit"})]
-    assert "link h1 s1: set delay=50ms loss=1%\n" in out
+    assert "link h1 s1: set delay=50ms loss=1%\n" in out and "link L2 (h2 s1): set rate=5Mbit\n" in out
     assert "no link named 'L3' (links: L1, L2); or give the link's two nodes" in out
     assert "*** link set: nothing to set (e.g. link h1 s1 set delay=50ms" in out
     assert "*** link set: 'delay' is not KEY=VALUE" in out

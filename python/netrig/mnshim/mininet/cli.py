@@ -385,10 +385,12 @@ class CLI(Cmd):
                    else "nothing to set")
             _error(f"*** link set: {why} (e.g. {example}, or dir=a_to_b for one direction)\n")
             return
+        said = " ".join(ends)
         if len(ends) == 1:
             ends = self._link_named(ends[0])
             if not ends:
                 return
+            said += f" ({ends[0]} {ends[1]})"
         elif len(ends) != 2:
             _error(f"*** link set: a link is two nodes or one link's name, then set (e.g. {example})\n")
             return
@@ -397,7 +399,7 @@ class CLI(Cmd):
         from netrig.topo.load import link_params
 
         set_link(ends[0], ends[1], dir=direction[0] if direction else None, **link_params(params))
-        _output(f"link {ends[0]} {ends[1]}: set {' '.join(words)}\n")
+        _output(f"link {said}: set {' '.join(words)}\n")
 
     def _link_named(self, name: str) -> list[str]:
         lab_state = getattr(self.mn, "lab_state", None)
