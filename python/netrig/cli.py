@@ -34,6 +34,7 @@ NEEDS_ROOT = {
     "exec": "it enters a lab's network namespace",
     "pingall": "it pings inside a lab's network namespaces",
     "status": "a lab's state is root's alone",
+    "cli": "it runs commands inside a lab's network namespaces",
 }
 
 
@@ -164,7 +165,9 @@ def _up(args: argparse.Namespace) -> int:
     if took is not None:
         print(f"routing converged in {took:.1f} s")
     if not args.quiet:
-        _print_nodes(st.plan)
+        from netrig.lab.status import print_nodes
+
+        print_nodes(st.plan)
     if failed is not None:
         router = net.topo.dynamic[0]
         print(f"netrig: error: {failed}\n"
@@ -189,120 +192,10 @@ def _down(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _print_nodes(plan: dict) -> None:
-    for name, n in plan["nodes"].items():
-        addrs = ", ".join(f"{i['name']} {i['addr']}" for i in n["ifaces"]) or "-"
-        print(f"  {name:<10} {n['kind']:<7} {addrs}")
-
-
-def _fmt_shaping(s: dict) -> str:
-    keys = ("rate", "delay", "jitter", "loss", "queue", "aqm")
-    parts = [f"{k}={s[k]['type'] if isinstance(s[k], dict) and 'type' in s[k] else s[k]}"
-             for k in keys if k in s]
-    return " ".join(parts) or "unshaped"
-
-
 def _status(args: argparse.Namespace) -> int:
-    from netrig.lab import frr, netns
-    from netrig.lab.network import routing_status
-    from netrig.lab.state import LabState, alive
-    from netrig.link import userspace
+    from netrig.lab import status
 
-    st = LabState.load(_prefix(args))
-    pid = st.pids.get("netrig-link", 0)
-    emu_alive = alive(pid, "netrig-link")
-    stats = {}
-    if st.control and emu_alive:
-        try:
-            stats = {l["link"]: l for l in userspace.request(st.control, {"cmd": "stats"})["links"]}
-        except NetrigError as e:
-            print(f"netrig: {e}", file=sys.stderr)
-    missing = [ns for ns in st.namespaces if not netns.exists(ns)]
-    dead = _dead(st, missing)
-    routing = routing_status(st) if st.frr or frr.daemons_dir(st.dir).is_dir() else {}
-    if args.json:
-        print(json.dumps({"prefix": st.prefix, "status": st.status, "topology": st.topology,
-                          "missing_namespaces": missing, "netrig_link": {"pid": pid, "alive": emu_alive},
-                          "dead": dead, **st.plan, "live": stats, "routing": routing}, indent=1))
-        return 1 if dead else 0
-    print(f"lab '{st.prefix}' ({st.topology}): {'NOT ALL UP' if dead else st.status}, "
-          f"backend {st.backend}")
-    for line in dead:
-        print(f"  {line}")
-    if st.topology_sha256 and _file_sha256(st.topology) != st.topology_sha256:
-        print(f"  CHANGED: {st.topology} is no longer the file the lab was built from "
-              "(link set refuses it)")
-    if st.control and emu_alive:
-        print(f"  netrig-link pid {pid}: running")
-    print("nodes:")
-    _print_nodes(st.plan)
-    print("links:")
-    for l in st.plan["links"]:
-        line = f"  {l['name']:<10} {l['a']}-{l['b']:<8} "
-        a, b = _fmt_shaping(l["a_to_b"]), _fmt_shaping(l["b_to_a"])
-        line += a if a == b else f"a_to_b: {a}; b_to_a: {b}"
-        print(line)
-        live = stats.get(l["name"])
-        if live:
-            for d in ("a_to_b", "b_to_a"):
-                x = live.get(d, {})
-                print(f"      {d}: queue {x.get('queue_packets', 0)} p / {x.get('queue_bytes', 0)} B, "
-                      f"delivered {x.get('delivered', 0)} ({x.get('delivered_bytes', 0)} B), "
-                      f"drops: queue full {x.get('drops_overflow', 0)}, aqm {x.get('drops_aqm', 0)}, "
-                      f"loss {x.get('lost', 0)}; late p99 {x.get('lateness', {}).get('p99_us', 0):.0f} us")
-    if routing:
-        print("routing (FRR):")
-        print(routing_text(routing))
-    return 1 if dead else 0
-
-
-def routing_text(routing: dict) -> str:
-    """`netrig status`'s routing section: a router per line, then its neighbours."""
-    out = []
-    for r, s in routing.items():
-        daemons = ", ".join(f"{n} {d['pid']}{'' if d['running'] else ' DEAD'}" for n, d in s["daemons"].items())
-        routes = "?" if s["routes"] is None else s["routes"]
-        out.append(f"  {r:<10} {daemons or 'stopped'}; {routes} kernel routes")
-        for n in s["ospf"]:
-            out.append(f"      ospf neighbour {n['id']:<15} {n['state']:<16} on {n['iface']}")
-        for p in s["bgp"]:
-            out.append(f"      bgp peer {p['address']:<15} AS {p['as']:<10} {p['state']:<12} "
-                       f"{p['received']} prefixes received")
-        out += [f"      ? {e}" for e in s["errors"]]
-    return "\n".join(out)
-
-
-def _file_sha256(path: str) -> str | None:
-    from netrig.lab.state import read_topology
-
-    try:
-        return read_topology(path)[2]
-    except NetrigError:
-        return None
-
-
-def _dead(st, missing: list[str]) -> list[str]:
-    """What of lab `st` is dead, gone or not up yet, one line each (none when all is up)."""
-    from netrig.lab.state import alive
-
-    dead = []
-    for role, pid in st.pids.items():  # the lab's emulators
-        if not alive(pid, role):
-            dead.append(f"DEAD: {role} (pid {pid}) is NOT RUNNING: the links it emulates pass nothing")
-    from netrig.lab.frr import running
-
-    for router, procs in st.frr.items():  # FRR's daemons
-        for name, (p, started) in procs.items():
-            if not running(p, started):
-                dead.append(f"DEAD: FRR's {name} on {router} (pid {p}) is NOT RUNNING: "
-                            "its routes are stale or gone")
-    dead += [f"DEAD: namespace {ns} is gone" for ns in missing]
-    if st.owner_pid and not alive(st.owner_pid):
-        who = "the netrig building it" if st.status == "building" else "the netrig running it"
-        dead.append(f"DEAD: {who} (pid {st.owner_pid}) is gone; 'netrig clean' removes the lab")
-    elif st.status != "up":
-        dead.append(f"BUILDING: pid {st.owner_pid} is still building it; it is not up yet")
-    return dead
+    return status.show(_prefix(args), args.json)
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -335,6 +228,19 @@ def _exec(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     os.execvp(argv[0], argv)
     return 127  # pragma: no cover
+
+
+def _cli(args: argparse.Namespace) -> int:
+    """The mininet> prompt on a running lab, as Mininet's compat net (the lab stays up)."""
+    from netrig.mnrun import run
+
+    prefix = _prefix(args)
+    run.activate()  # `import mininet` is netrig's from here on
+    from mininet.cli import CLI
+    from mininet.net import Mininet
+
+    CLI(Mininet.attach(prefix))
+    return 0
 
 
 def _pingall(args: argparse.Namespace) -> int:
@@ -486,27 +392,10 @@ def _link(args: argparse.Namespace) -> int:
 
     if args.action != "set":
         raise NetrigError(f"netrig link {args.action}: only 'set' is known")
-    import yaml
-
     from netrig.topo import load as tload
 
     a, b, given = link_words(args.words)
-    params: dict = {}
-    for kv in given:
-        key, _, value = kv.partition("=")
-        # As a file would read it: ecn=true is a boolean, flows=64 a number, 10ms text.
-        try:
-            parsed = tload.parse_value(value) if value.strip() else ""
-        except yaml.YAMLError as e:
-            raise NetrigError(f"{kv}: the value is not YAML: {e}") from None
-        if "." in key:  # aqm.target=10ms: one parameter of the link's discipline
-            outer, _, inner = key.partition(".")
-            now = params.get(outer)
-            params[outer] = {**({"type": now} if isinstance(now, str) else now or {}), inner: parsed}
-        elif isinstance(params.get(key), dict) and isinstance(parsed, str):
-            params[key] = {**params[key], "type": parsed}  # aqm.flows=64 aqm=fq_codel
-        else:
-            params[key] = parsed
+    params = tload.link_params(given)
     net = Network.attach(_prefix(args))
     try:
         link = net.topo.link_named(a, b)
@@ -845,6 +734,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("node", metavar="NODE", help="a node of the lab (e.g. h1)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
                    help="the command and its arguments (default: $SHELL; e.g. ping -c 3 h9)")
+    prefix(cmd("cli", _cli, "cli [--prefix P]", "the mininet> prompt on a running lab: nodes, "
+               "net, pingall, iperf, h1 ping h2, link h1 s1 down, link set, status, graph",
+               ["netrig cli", "printf 'pingall\\nh1 ping -c1 h2\\n' | netrig cli --prefix pf"],
+               "Mininet's CLI ('help' lists its commands) on any lab netrig up built: node "
+               "names in a node's command become addresses, and 'link L set delay=50ms' "
+               "changes a link while traffic runs. exit, quit or Ctrl-D leaves it; the lab "
+               "stays up ('netrig down' removes it). Commands can come through a pipe."))
     p = cmd("pingall", _pingall, "pingall [--prefix P] [-c N]", "ping every host from every "
             "host: a matrix of median RTTs in ms", ["netrig pingall", "netrig pingall -c 5"])
     p.add_argument("-c", "--count", type=int, default=1, metavar="N",
