@@ -34,6 +34,7 @@ NEEDS_ROOT = {
     "exec": "it enters a lab's network namespace",
     "pingall": "it pings inside a lab's network namespaces",
     "status": "a lab's state is root's alone",
+    "mininet": "it creates network namespaces",
 }
 
 
@@ -77,6 +78,12 @@ def _tc(args: list[str]) -> int:
 
     sys.stdout.flush()
     return tcshim.main(args)
+
+
+def _mininet(args: argparse.Namespace | list[str]) -> int:
+    from netrig.mnrun import run
+
+    return run.main(args if isinstance(args, list) else args.args)
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -1028,6 +1035,17 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
                    help="write the drawing here, .svg or .png (e.g. lab.svg); default: text")
     p.add_argument("--format", choices=["text", "svg", "png"],
                    help="the format (default: -o's suffix; e.g. --format svg)")
+    p = cmd("mininet", _mininet, "mininet SCRIPT.py [ARGS...] | -m MODULE | -c CODE",
+            "run a Mininet 2.3 script unmodified on a netrig lab (TCLink's delay, loss, queue "
+            "and rate by netrig-link, on any kernel)",
+            ["netrig mininet examples/mininet/portfolio_topology.py",
+             "netrig mininet examples/mininet/bufferbloat.py --pie --time 30",
+             "netrig mininet -m mininet.examples.linuxrouter"],
+            "'import mininet' answers with netrig's compatible package inside this command "
+            "only; whatever network the script leaves up is taken down when it ends.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="the script and its arguments, or -m MODULE / -c CODE and theirs "
+                        "(e.g. bufferbloat.py --pie)")
     cmd("version", _version, "version", "versions of netrig, netrig-perf and netrig-link",
         ["netrig version", "netrig --version"])
     p = cmd("help", _help, "help [COMMAND]", "the commands, or one command's arguments and "
@@ -1083,6 +1101,11 @@ def main(argv: list[str] | None = None) -> int:
             return _perf(argv[1:])
         if argv[0] == "tc":
             return _tc(argv[1:])
+        if argv[0] == "mininet" and argv[1:2] not in (["-h"], ["--help"]):
+            # the script's own arguments go to it untouched (argparse would take -m, --help)
+            if os.geteuid() != 0:
+                raise NeedsRoot(f"netrig mininet needs root ({NEEDS_ROOT['mininet']}); run it with sudo")
+            return _mininet(argv[1:])
         ap, commands = _parser()
         if argv[0] not in commands:
             print(f"netrig: error: {_unknown_command(argv[0], commands)}\n"
