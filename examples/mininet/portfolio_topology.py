@@ -37,7 +37,8 @@ from mininet.cli import CLI
 from mininet.link import TCLink
 from mininet.log import info, setLogLevel
 from mininet.net import Mininet
-from mininet.node import LinuxBridge, Node
+from mininet.node import Node
+from mininet.nodelib import LinuxBridge
 from mininet.topo import Topo
 
 
