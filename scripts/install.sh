@@ -14,6 +14,10 @@ cd "$(dirname "$0")/.."
 # stays off).
 APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr nginx curl
               openssh-client openssh-server)
+# Mininet 2.3 (and, by its Depends, iperf 2, net-tools, telnet): its examples and their
+# tests run on netrig's Mininet in the test suite. Without its recommended Open vSwitch:
+# netrig's switches are Linux bridges.
+APT_NO_RECOMMENDS=(mininet)
 # Packages whose service netrig never wants running: PACKAGE or PACKAGE:SERVICE.
 SERVICES=(frr nginx openssh-server:ssh)
 POLICY=${NETRIG_POLICY_RC_D:-/usr/sbin/policy-rc.d}  # (overridden only by a dry run)
@@ -23,6 +27,15 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     for p in "${APT_PACKAGES[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
     done
+    bare=()
+    for p in "${APT_NO_RECOMMENDS[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || bare+=("$p")
+    done
+    if [ ${#bare[@]} -gt 0 ]; then
+        echo "== apt: installing ${bare[*]} (without recommends)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${bare[@]}" >/dev/null
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         echo "== apt: installing ${missing[*]}"
         apt-get update -qq

@@ -34,7 +34,7 @@ NEEDS_ROOT = {
     "exec": "it enters a lab's network namespace",
     "pingall": "it pings inside a lab's network namespaces",
     "status": "a lab's state is root's alone",
-    "mininet": "it creates network namespaces",
+    "cli": "it runs commands inside a lab's network namespaces",
 }
 
 
@@ -80,10 +80,19 @@ def _tc(args: list[str]) -> int:
     return tcshim.main(args)
 
 
-def _mininet(args: argparse.Namespace | list[str]) -> int:
+def _mn(args: list[str]) -> int:
+    """netrig mn: Mininet's mn command line, whole (mn's own -h), on netrig's Mininet
+    (netrig.mnrun.mn puts the compat package first on sys.path before anything)."""
+    from netrig.mnrun import mn
+
+    return mn.main(args)
+
+
+def _mininet(args: list[str]) -> int:
+    """netrig mininet: a Mininet script on netrig's Mininet (netrig.mnrun.run)."""
     from netrig.mnrun import run
 
-    return run.main(args if isinstance(args, list) else args.args)
+    return run.main(args)
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -156,7 +165,9 @@ def _up(args: argparse.Namespace) -> int:
     if took is not None:
         print(f"routing converged in {took:.1f} s")
     if not args.quiet:
-        _print_nodes(st.plan)
+        from netrig.lab.status import print_nodes
+
+        print_nodes(st.plan)
     if failed is not None:
         router = net.topo.dynamic[0]
         print(f"netrig: error: {failed}\n"
@@ -181,120 +192,10 @@ def _down(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _print_nodes(plan: dict) -> None:
-    for name, n in plan["nodes"].items():
-        addrs = ", ".join(f"{i['name']} {i['addr']}" for i in n["ifaces"]) or "-"
-        print(f"  {name:<10} {n['kind']:<7} {addrs}")
-
-
-def _fmt_shaping(s: dict) -> str:
-    keys = ("rate", "delay", "jitter", "loss", "queue", "aqm")
-    parts = [f"{k}={s[k]['type'] if isinstance(s[k], dict) and 'type' in s[k] else s[k]}"
-             for k in keys if k in s]
-    return " ".join(parts) or "unshaped"
-
-
 def _status(args: argparse.Namespace) -> int:
-    from netrig.lab import frr, netns
-    from netrig.lab.network import routing_status
-    from netrig.lab.state import LabState, alive
-    from netrig.link import userspace
+    from netrig.lab import status
 
-    st = LabState.load(_prefix(args))
-    pid = st.pids.get("netrig-link", 0)
-    emu_alive = alive(pid, "netrig-link")
-    stats = {}
-    if st.control and emu_alive:
-        try:
-            stats = {l["link"]: l for l in userspace.request(st.control, {"cmd": "stats"})["links"]}
-        except NetrigError as e:
-            print(f"netrig: {e}", file=sys.stderr)
-    missing = [ns for ns in st.namespaces if not netns.exists(ns)]
-    dead = _dead(st, missing)
-    routing = routing_status(st) if st.frr or frr.daemons_dir(st.dir).is_dir() else {}
-    if args.json:
-        print(json.dumps({"prefix": st.prefix, "status": st.status, "topology": st.topology,
-                          "missing_namespaces": missing, "netrig_link": {"pid": pid, "alive": emu_alive},
-                          "dead": dead, **st.plan, "live": stats, "routing": routing}, indent=1))
-        return 1 if dead else 0
-    print(f"lab '{st.prefix}' ({st.topology}): {'NOT ALL UP' if dead else st.status}, "
-          f"backend {st.backend}")
-    for line in dead:
-        print(f"  {line}")
-    if st.topology_sha256 and _file_sha256(st.topology) != st.topology_sha256:
-        print(f"  CHANGED: {st.topology} is no longer the file the lab was built from "
-              "(link set refuses it)")
-    if st.control and emu_alive:
-        print(f"  netrig-link pid {pid}: running")
-    print("nodes:")
-    _print_nodes(st.plan)
-    print("links:")
-    for l in st.plan["links"]:
-        line = f"  {l['name']:<10} {l['a']}-{l['b']:<8} "
-        a, b = _fmt_shaping(l["a_to_b"]), _fmt_shaping(l["b_to_a"])
-        line += a if a == b else f"a_to_b: {a}; b_to_a: {b}"
-        print(line)
-        live = stats.get(l["name"])
-        if live:
-            for d in ("a_to_b", "b_to_a"):
-                x = live.get(d, {})
-                print(f"      {d}: queue {x.get('queue_packets', 0)} p / {x.get('queue_bytes', 0)} B, "
-                      f"delivered {x.get('delivered', 0)} ({x.get('delivered_bytes', 0)} B), "
-                      f"drops: queue full {x.get('drops_overflow', 0)}, aqm {x.get('drops_aqm', 0)}, "
-                      f"loss {x.get('lost', 0)}; late p99 {x.get('lateness', {}).get('p99_us', 0):.0f} us")
-    if routing:
-        print("routing (FRR):")
-        print(routing_text(routing))
-    return 1 if dead else 0
-
-
-def routing_text(routing: dict) -> str:
-    """`netrig status`'s routing section: a router per line, then its neighbours."""
-    out = []
-    for r, s in routing.items():
-        daemons = ", ".join(f"{n} {d['pid']}{'' if d['running'] else ' DEAD'}" for n, d in s["daemons"].items())
-        routes = "?" if s["routes"] is None else s["routes"]
-        out.append(f"  {r:<10} {daemons or 'stopped'}; {routes} kernel routes")
-        for n in s["ospf"]:
-            out.append(f"      ospf neighbour {n['id']:<15} {n['state']:<16} on {n['iface']}")
-        for p in s["bgp"]:
-            out.append(f"      bgp peer {p['address']:<15} AS {p['as']:<10} {p['state']:<12} "
-                       f"{p['received']} prefixes received")
-        out += [f"      ? {e}" for e in s["errors"]]
-    return "\n".join(out)
-
-
-def _file_sha256(path: str) -> str | None:
-    from netrig.lab.state import read_topology
-
-    try:
-        return read_topology(path)[2]
-    except NetrigError:
-        return None
-
-
-def _dead(st, missing: list[str]) -> list[str]:
-    """What of lab `st` is dead, gone or not up yet, one line each (none when all is up)."""
-    from netrig.lab.state import alive
-
-    dead = []
-    for role, pid in st.pids.items():  # the lab's emulators
-        if not alive(pid, role):
-            dead.append(f"DEAD: {role} (pid {pid}) is NOT RUNNING: the links it emulates pass nothing")
-    from netrig.lab.frr import running
-
-    for router, procs in st.frr.items():  # FRR's daemons
-        for name, (p, started) in procs.items():
-            if not running(p, started):
-                dead.append(f"DEAD: FRR's {name} on {router} (pid {p}) is NOT RUNNING: "
-                            "its routes are stale or gone")
-    dead += [f"DEAD: namespace {ns} is gone" for ns in missing]
-    if st.owner_pid and not alive(st.owner_pid):
-        who = "the netrig building it" if st.status == "building" else "the netrig running it"
-        dead.append(f"DEAD: {who} (pid {st.owner_pid}) is gone; 'netrig clean' removes the lab")
-    elif st.status != "up":
-        dead.append(f"BUILDING: pid {st.owner_pid} is still building it; it is not up yet")
-    return dead
+    return status.show(_prefix(args), args.json)
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -327,6 +228,19 @@ def _exec(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     os.execvp(argv[0], argv)
     return 127  # pragma: no cover
+
+
+def _cli(args: argparse.Namespace) -> int:
+    """The mininet> prompt on a running lab, as Mininet's compat net (the lab stays up)."""
+    from netrig.mnrun import run
+
+    prefix = _prefix(args)
+    run.activate()  # `import mininet` is netrig's from here on
+    from mininet.cli import CLI
+    from mininet.net import Mininet
+
+    CLI(Mininet.attach(prefix))
+    return 0
 
 
 def _pingall(args: argparse.Namespace) -> int:
@@ -478,27 +392,10 @@ def _link(args: argparse.Namespace) -> int:
 
     if args.action != "set":
         raise NetrigError(f"netrig link {args.action}: only 'set' is known")
-    import yaml
-
     from netrig.topo import load as tload
 
     a, b, given = link_words(args.words)
-    params: dict = {}
-    for kv in given:
-        key, _, value = kv.partition("=")
-        # As a file would read it: ecn=true is a boolean, flows=64 a number, 10ms text.
-        try:
-            parsed = tload.parse_value(value) if value.strip() else ""
-        except yaml.YAMLError as e:
-            raise NetrigError(f"{kv}: the value is not YAML: {e}") from None
-        if "." in key:  # aqm.target=10ms: one parameter of the link's discipline
-            outer, _, inner = key.partition(".")
-            now = params.get(outer)
-            params[outer] = {**({"type": now} if isinstance(now, str) else now or {}), inner: parsed}
-        elif isinstance(params.get(key), dict) and isinstance(parsed, str):
-            params[key] = {**params[key], "type": parsed}  # aqm.flows=64 aqm=fq_codel
-        else:
-            params[key] = parsed
+    params = tload.link_params(given)
     net = Network.attach(_prefix(args))
     try:
         link = net.topo.link_named(a, b)
@@ -792,18 +689,6 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
             "lists them.")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                    help="netrig-perf's arguments, as iperf3's (e.g. -c 127.0.0.1 -t 5)")
-    p = cmd("tc", _tc, "tc ARGS...", "tc's command line inside a lab: on a link netrig-link "
-            "carries, a live change or its counters", [
-                "netrig exec s0 -- tc qdisc add dev s0-p2 root pie limit 1000 target 20ms",
-                "netrig exec h1 -- tc -s qdisc show dev h1-eth0",
-                "ip netns exec pf-h1 netrig tc qdisc change dev h1-eth0 root netem delay 20ms"],
-            "netrig tc takes tc's own arguments. In a lab's namespace, 'tc qdisc add|change|replace|"
-            "del dev IF root ...' (netem, pie, codel, fq_codel, red, tbf, htb with one class, "
-            "pfifo, bfifo) on a device whose link netrig-link carries changes that link "
-            "direction live, and 'tc -s qdisc show' prints its counters in tc's format; "
-            "anything else runs the real tc. 'netrig exec' puts this tc first on PATH.")
-    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                   help="tc's arguments (e.g. qdisc add dev h1-eth0 root netem delay 20ms)")
     p = cmd("up", _up, "up FILE [--prefix P] [-q] [--wait S|--no-wait]", "build the lab a "
             "topology file describes and leave it running", ["netrig up examples/portfolio.yaml",
                                                              "netrig up examples/lan.yaml --prefix lan2",
@@ -849,6 +734,13 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("node", metavar="NODE", help="a node of the lab (e.g. h1)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
                    help="the command and its arguments (default: $SHELL; e.g. ping -c 3 h9)")
+    prefix(cmd("cli", _cli, "cli [--prefix P]", "the mininet> prompt on a running lab: nodes, "
+               "net, pingall, iperf, h1 ping h2, link h1 s1 down, link set, status, graph",
+               ["netrig cli", "printf 'pingall\\nh1 ping -c1 h2\\n' | netrig cli --prefix pf"],
+               "Mininet's CLI ('help' lists its commands) on any lab netrig up built: node "
+               "names in a node's command become addresses, and 'link L set delay=50ms' "
+               "changes a link while traffic runs. exit, quit or Ctrl-D leaves it; the lab "
+               "stays up ('netrig down' removes it). Commands can come through a pipe."))
     p = cmd("pingall", _pingall, "pingall [--prefix P] [-c N]", "ping every host from every "
             "host: a matrix of median RTTs in ms", ["netrig pingall", "netrig pingall -c 5"])
     p.add_argument("-c", "--count", type=int, default=1, metavar="N",
@@ -868,6 +760,18 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     p.add_argument("--dir", choices=["a_to_b", "b_to_a"],
                    help="change one direction only (default: both; e.g. --dir a_to_b)")
     prefix(p)
+    p = cmd("tc", _tc, "tc ARGS...", "tc's command line inside a lab: on a link netrig-link "
+            "carries, a live change or its counters", [
+                "netrig exec s0 -- tc qdisc add dev s0-p2 root pie limit 1000 target 20ms",
+                "netrig exec h1 -- tc -s qdisc show dev h1-eth0",
+                "ip netns exec pf-h1 netrig tc qdisc change dev h1-eth0 root netem delay 20ms"],
+            "netrig tc takes tc's own arguments. In a lab's namespace, 'tc qdisc add|change|replace|"
+            "del dev IF root ...' (netem, pie, codel, fq_codel, red, tbf, htb with one class, "
+            "pfifo, bfifo) on a device whose link netrig-link carries changes that link "
+            "direction live, and 'tc -s qdisc show' prints its counters in tc's format; "
+            "anything else runs the real tc. 'netrig exec' puts this tc first on PATH.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="tc's arguments (e.g. qdisc add dev h1-eth0 root netem delay 20ms)")
     p = cmd("capture", _capture, "capture LINK|NODE[:IFACE] [--dir D] [-f FILTER] [-w FILE] "
             "[-t S] [--analyze]", "capture a link or a node's interface of a running lab to "
             "pcapng", ["netrig capture s0-h2 --dir a_to_b -t 10 -w bloat.pcapng",
@@ -1035,17 +939,26 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
                    help="write the drawing here, .svg or .png (e.g. lab.svg); default: text")
     p.add_argument("--format", choices=["text", "svg", "png"],
                    help="the format (default: -o's suffix; e.g. --format svg)")
+    p = cmd("mn", _mn, "mn [mn's OPTIONS...]", "Mininet's mn command line on a netrig lab", [
+                "netrig mn --topo linear,3 --test pingall",
+                "netrig mn --topo tree,2,2 --link tc,bw=10,delay=5ms",
+                "netrig mn --custom mytopo.py --topo mytopo --test pingall"],
+            "netrig mn takes mn's options ('netrig mn -h' lists them); every switch is a Linux "
+            "bridge, shaped links are carried by netrig-link (exact delay on any kernel), and "
+            "-c removes only what netrig made.")
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="OPTIONS",
+                   help="mn's options (e.g. --topo linear,3 --test pingall)")
     p = cmd("mininet", _mininet, "mininet SCRIPT.py [ARGS...] | -m MODULE | -c CODE",
-            "run a Mininet 2.3 script unmodified on a netrig lab (TCLink's delay, loss, queue "
-            "and rate by netrig-link, on any kernel)",
-            ["netrig mininet examples/mininet/portfolio_topology.py",
-             "netrig mininet examples/mininet/bufferbloat.py --pie --time 30",
-             "netrig mininet -m mininet.examples.linuxrouter"],
-            "'import mininet' answers with netrig's compatible package inside this command "
-            "only; whatever network the script leaves up is taken down when it ends.")
+            "run a Mininet script, unmodified, on a netrig lab", [
+                "netrig mininet examples/mininet/bufferbloat.py --time 10",
+                "netrig mininet -m mininet.examples.simpleperf",
+                "netrig mininet -c 'from mininet.net import Mininet; print(Mininet)'"],
+            "Inside the command, 'import mininet' is netrig's Mininet (2.3's API): hosts in "
+            "namespaces, switches as Linux bridges, TCLinks emulated exactly by netrig-link on "
+            "any kernel, tc lines on them taken as live changes. A Mininet installed on the "
+            "machine is untouched. Whatever the script leaves up is taken down when it ends.")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                   help="the script and its arguments, or -m MODULE / -c CODE and theirs "
-                        "(e.g. bufferbloat.py --pie)")
+                   help="the script and its arguments (e.g. bufferbloat.py --time 10)")
     cmd("version", _version, "version", "versions of netrig, netrig-perf and netrig-link",
         ["netrig version", "netrig --version"])
     p = cmd("help", _help, "help [COMMAND]", "the commands, or one command's arguments and "
@@ -1101,10 +1014,9 @@ def main(argv: list[str] | None = None) -> int:
             return _perf(argv[1:])
         if argv[0] == "tc":
             return _tc(argv[1:])
-        if argv[0] == "mininet" and argv[1:2] not in (["-h"], ["--help"]):
-            # the script's own arguments go to it untouched (argparse would take -m, --help)
-            if os.geteuid() != 0:
-                raise NeedsRoot(f"netrig mininet needs root ({NEEDS_ROOT['mininet']}); run it with sudo")
+        if argv[0] == "mn":
+            return _mn(argv[1:])
+        if argv[0] == "mininet":
             return _mininet(argv[1:])
         ap, commands = _parser()
         if argv[0] not in commands:

@@ -99,8 +99,9 @@ def test_exec_takes_its_command_without_a_double_dash():
     assert (a.prefix, a.node, a.cmd) == ("pf", "h1", ["ls", "-h"])
 
 
-def test_exec_without_a_double_dash_reaches_the_node(monkeypatch):
-    """exec h1 ping -c 1 h2 runs `ping -c 1 h2` in h1's namespace (the exec recorded)."""
+def test_exec_without_a_double_dash_reaches_the_node(monkeypatch, tmp_path):
+    """exec h1 ping -c 1 h2 runs `ping -c 1 h2` in h1's namespace (the exec recorded),
+    with tc's shim (netrig.lab.tcshim) first on PATH, root's alone."""
     import os
 
     from netrig.lab import state
@@ -108,7 +109,9 @@ def test_exec_without_a_double_dash_reaches_the_node(monkeypatch):
     class St:
         prefix = "pf"
         node_ns = {"h1": "pf-h1"}
+        dir = tmp_path
 
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(state.LabState, "load", staticmethod(lambda prefix: St()))
     asked = []
@@ -126,6 +129,9 @@ def test_exec_without_a_double_dash_reaches_the_node(monkeypatch):
             main(argv)
     assert done == [["ip", "netns", "exec", "pf-h1", "ping", "-c", "1", "h2"]] * 3
     assert asked == [None, None, "pf"]
+    assert os.environ["PATH"] == f"{tmp_path / 'bin'}:/usr/bin:/bin"
+    shim = tmp_path / "bin" / "tc"
+    assert shim.stat().st_mode & 0o777 == 0o700 and "netrig.lab.tcshim" in shim.read_text()
 
 
 def test_link_set_by_name_or_by_ends():

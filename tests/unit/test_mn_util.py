@@ -298,3 +298,35 @@ def test_pexpect_speaks_str():
     p.expect(util.pexpect.EOF)
     p.close()
     assert util.StrictVersion("1.12.0") > util.StrictVersion("1.9.1")
+
+
+# Every name Mininet's own examples import from these modules
+
+EXAMPLES = [Path("/usr/lib/python3/dist-packages/mininet/examples"),
+            Path("/usr/share/doc/mininet/examples")]
+OURS = ("mininet.util", "mininet.log", "mininet.topo", "mininet.topolib")
+
+
+def test_every_name_mininets_examples_import_from_ours_exists():
+    import ast
+    import importlib
+    import warnings
+
+    files = [f for d in EXAMPLES if d.is_dir() for f in sorted(d.rglob("*.py"))]
+    if not files:
+        pytest.skip("Mininet's examples are not installed (Debian's mininet package)")
+    wanted: set[tuple[str, str]] = set()
+    for f in files:
+        try:
+            with warnings.catch_warnings():  # their regexes' escapes
+                warnings.simplefilter("ignore")
+                tree = ast.parse(f.read_text(errors="replace"))
+        except SyntaxError:
+            continue  # a Python 2 file
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in OURS:
+                wanted |= {(node.module, a.name) for a in node.names}
+    assert len(wanted) > 20, wanted
+    missing = [f"{m}.{n}" for m, n in sorted(wanted)
+               if not hasattr(importlib.import_module(m), n)]
+    assert missing == []

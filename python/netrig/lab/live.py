@@ -76,6 +76,24 @@ class LiveLab:
         self.realized = False
         self._k = 0
 
+    def _fresh(self) -> None:
+        """What other processes changed in the lab's state since we saved it (`tc` lines
+        in the nodes change links' shaping): taken in before we change and save it."""
+        try:
+            disk = LabState.load(self.prefix)
+        except LabError:
+            return
+        runs = {e["name"]: e for e in disk.plan.get("links", [])}
+        for e in self.st.plan.get("links", []):
+            now = runs.get(e["name"])
+            if now is not None:
+                e["a_to_b"], e["b_to_a"] = now.get("a_to_b") or {}, now.get("b_to_a") or {}
+                l = self.links.get(e["name"])
+                if l is not None and l.shaping is not None:
+                    l.shaping = (dict(e["a_to_b"]), dict(e["b_to_a"]))
+        self.st.link_changes = disk.link_changes
+        self.st.tc_htb = disk.tc_htb
+
     # What is asked.
     def ns(self, node: str) -> str | None:
         """A node's namespace: its own, the switches' shared one, or None for a node of
@@ -86,6 +104,7 @@ class LiveLab:
     def add_node(self, name: str, kind: str) -> str:
         """A host or router (a namespace of its own) or a switch (a bridge named as the
         node in the switch namespace); returns the node's namespace."""
+        self._fresh()
         if name in self.kinds:
             raise LabError(f"a node named '{name}' exists")
         if kind == "switch" and len(name) > IFNAMSIZ:
@@ -109,6 +128,7 @@ class LiveLab:
                  shaping: tuple[dict[str, Any], dict[str, Any]] | None = None) -> LiveLink:
         """A link between two nodes' devices; `shaping` (a_to_b, b_to_a) puts it on
         netrig-link (an empty dict: carried, unshaped), None makes it a plain veth pair."""
+        self._fresh()
         for node, dev in ((a, a_dev), (b, b_dev)):
             if node not in self.kinds:
                 raise LabError(f"link {a}-{b}: no node named '{node}'")
@@ -247,6 +267,7 @@ class LiveLab:
     def set_direction(self, link: str, direction: int, shaping: dict[str, Any]) -> dict[str, Any]:
         """Replaces one direction's shaping (the whole of it) live; returns netrig-link's
         answer."""
+        self._fresh()
         l = self.links[link]
         both = list(l.shaping or ({}, {}))
         both[direction] = dict(shaping)
@@ -263,10 +284,10 @@ class LiveLab:
     def del_link(self, link: str) -> None:
         """Removes a link: its veth pairs (a carried link is cut where netrig-link's
         devices were; the daemon keeps forwarding nothing on them)."""
+        self._fresh()
         l = self.links.pop(link)
         if l.made and l.shaping is None:
-            for ns, dev in ((self.ns(l.a), l.a_dev), (self.ns(l.b), l.b_dev)):
-                netns.ip_batch([f"link del {dev}"], ns)
+            netns.ip_batch([f"link del {l.a_dev}"], self.ns(l.a))  # its peer goes with it
         elif l.made:
             # Deleting a device netrig-link reads would take its other links with it: the
             # link is cut (down, both ends renamed out of the way) and goes with the lab.

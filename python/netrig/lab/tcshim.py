@@ -278,12 +278,12 @@ def run(argv: Sequence[str]) -> int:
         return show(st, ns, argv, words[1:], stats)
     if not words or tcline.verb_of(words[0]) is None:
         return run_real(argv)
-    cmd = tcline.parse(what, words)
-    c = carried(st, ns, cmd.dev)
-    if c is None or cmd.parent in ("ingress", "clsact"):
-        return run_real(argv)
+    at = words.index("dev") if "dev" in words[:-1] else None
+    c = carried(st, ns, words[at + 1] if at is not None else None)
+    if c is None or any(w in ("ingress", "clsact") for w in words[1:]):
+        return run_real(argv)  # a line for another device is the real tc's, however it reads
     try:
-        change(c, cmd)
+        change(c, tcline.parse(what, words))
     except TcLineError as e:
         if not str(e).startswith(c.dev):
             raise TcLineError(f"{c.dev} (link {c.link}, {c.dir}): {e}", e.status) from None

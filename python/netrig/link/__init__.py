@@ -11,6 +11,9 @@ Owns: reading the link-spec contract (`spec`: schema.json, which Rust owns, and 
   cannot express, is an error naming the link, the direction and the key; a qdisc
   this kernel lacks is an error from `netrig.lab.qdiscs`, which probes build's own
   lines. Never a silent fallback.
+The other way round, `tcline` reads a `tc qdisc|class` line (as tc(8) does) into the
+keys of a direction it changes, and `tcshow` prints a direction as `tc -s qdisc show`
+does (pure; `netrig.lab.tcshim` applies them in a running lab).
 
 Does not own: the keys, units, ranges and defaults (Rust's schema), the topology
 (`netrig.topo`), or running anything (`netrig.lab` makes namespaces and runs tc).

@@ -4,9 +4,11 @@
     text(topo, plan=None, flows=None, bottlenecks=None, width=80) -> lines for a terminal
     graph_command(file, out=None, fmt=None)  `netrig graph FILE [-o out.svg|.png]`
 
-Pure: reads the checked `Topology` (each link's `direction(d)`, numbers parsed once)
-and the routes of its `Plan` (`plan.path`); draws nothing on screen and touches no
-system state (graph_command writes the one file it is asked for).
+Pure: reads the `Topology` (each link's `direction(d)`, numbers parsed once) and, when
+flows are drawn, the routes of its `Plan` (`plan.path`; without flows no plan is made, so
+a running lab's topology that a file could not give, parallel links, draws too); draws
+nothing on screen and touches no system state (graph_command writes the one file it is
+asked for).
 
 Every link is labelled with what each direction does: rate, delay (and jitter, loss),
 the queue as it runs where a rate fills it (the user's limit, else the discipline's
@@ -152,8 +154,7 @@ def text(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
          title: str | None = None) -> str:
     """The topology for a terminal, no line longer than `width`: nodes by column,
     every link with its label, each flow's path; the bottleneck marked."""
-    plan = plan or make_plan(topo)
-    paths = flow_paths(plan, flows)
+    paths = flow_paths(plan or make_plan(topo), flows) if flows else {}
     slow = list(bottlenecks) if bottlenecks is not None else find_bottlenecks(topo, paths)
     kinds = {k: sum(v == k for v in topo.nodes.values()) for k in ("host", "switch", "router")}
     counts = ", ".join(f"{n} {k}{'es' if k == 'switch' and n != 1 else 's' if n != 1 else ''}"
@@ -213,8 +214,7 @@ def draw(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plan = plan or make_plan(topo)
-    paths = flow_paths(plan, flows)
+    paths = flow_paths(plan or make_plan(topo), flows) if flows else {}
     slow = list(bottlenecks) if bottlenecks is not None else find_bottlenecks(topo, paths)
     pos = layout(topo)
     cols = max((p[0] for p in pos.values()), default=0) + 1

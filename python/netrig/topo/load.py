@@ -32,6 +32,7 @@ import yaml
 from pydantic import ValidationError
 
 from netrig import suggest
+from netrig.errors import NetrigError
 from netrig.link import spec as linkspec
 from netrig.topo.model import (
     Link,
@@ -251,6 +252,30 @@ def parse_value(text: str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def link_params(words: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` words of a live link change (`netrig link set`, the prompt's `link
+    ... set`) as the link's keys, each value read as the file reads it (`ecn=true` a
+    boolean, `flows=64` a number, `10ms` text); `aqm.target=10ms` is one parameter of the
+    link's discipline (with `aqm=pie` before or after it). Raises NetrigError for a value
+    that is not YAML."""
+    params: dict[str, Any] = {}
+    for kv in words:
+        key, _, value = kv.partition("=")
+        try:
+            parsed = parse_value(value) if value.strip() else ""
+        except yaml.YAMLError as e:
+            raise NetrigError(f"{kv}: the value is not YAML: {e}") from None
+        if "." in key:  # aqm.target=10ms: one parameter of the link's discipline
+            outer, _, inner = key.partition(".")
+            now = params.get(outer)
+            params[outer] = {**({"type": now} if isinstance(now, str) else now or {}), inner: parsed}
+        elif isinstance(params.get(key), dict) and isinstance(parsed, str):
+            params[key] = {**params[key], "type": parsed}  # aqm.flows=64 aqm=fq_codel
+        else:
+            params[key] = parsed
+    return params
 
 
 def _short_forms(data: dict[str, Any]) -> list[Problem]:

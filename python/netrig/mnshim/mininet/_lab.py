@@ -38,8 +38,10 @@ class MnLab(LiveLab):
         self.stopped = False
 
     def _bindir(self) -> Path:
+        from netrig.lab import tcshim
+
         d = self.st.dir / "bin"
-        d.mkdir(mode=0o700, exist_ok=True)
+        tcshim.install(d)
         return d
 
     def ip(self, ns: str | None, lines: list[str]) -> str:

@@ -99,6 +99,7 @@ class Mininet:
             raise LabError(f"no link between {node1} and {node2}")
         link = links[0]
         lab = self.lab
+        lab._fresh()
         for d, name in enumerate(("a_to_b", "b_to_a")):
             if dir not in (None, name):
                 continue

@@ -150,9 +150,13 @@ class Node:
         """Subclasses' hook: the shell runs (a CPU-limited host joins its cgroup)."""
 
     def mountPrivateDirs(self) -> None:
+        """Each private directory mounted in the node's own mount namespace (its shell's:
+        `ip netns exec` gives it one): a (dir, source) pair is bound from source
+        (`%(name)s` is the node's name), a lone dir is a fresh tmpfs."""
         for d in self.privateDirs:
             if isinstance(d, tuple):
-                self.cmd(f"mkdir -p {d[1]}; mkdir -p {d[0]}; mount --bind {d[1]} {d[0]}")
+                src = d[1] % {**self.__dict__, "name": self.name}
+                self.cmd(f"mkdir -p {src}; mkdir -p {d[0]}; mount --bind {src} {d[0]}")
             else:
                 self.cmd(f"mkdir -p {d}; mount -n -t tmpfs tmpfs {d}")
 
@@ -650,12 +654,19 @@ def _say_once(key: str, text: str) -> None:
 class Controller:
     """An OpenFlow controller: accepted, never started (the bridges need none)."""
 
+    waiting = False
+    inNamespace = False
+    shell = None
+    pid = None
+
     def __init__(self, name: str, inNamespace: bool = False, command: str = "controller",
                  cargs: str = "", cdir: Any = None, ip: str = "127.0.0.1", port: int = 6653,
                  protocol: str = "tcp", **params: Any) -> None:
         self.name, self.ip, self.port, self.protocol = name, ip, port, protocol
         self.params = params
         self.intfs: dict = {}
+        self.ports: dict = {}
+        self.nameToIntf: dict = {}
         _say_once("controller", f"netrig: controller {name} ({type(self).__name__}) is not started: "
                                 "the switches are Linux bridges and need none")
 

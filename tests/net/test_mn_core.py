@@ -1,0 +1,193 @@
+"""netrig's Mininet: scripts written for Mininet 2.3 run through `netrig mininet`, on
+real namespaces and traffic, and leave nothing behind.
+
+Each test runs a small script as a user would (`netrig mininet SCRIPT.py`), which prints
+one JSON line of what it measured; the checks are Mininet's own claims (a TCLink's
+delay is in the RTT; pingAll's text and loss; a node's shell keeps its state and stops
+on ^C; links added and removed while it runs) and netrig's (the lab goes away however
+the script ends)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from netlab import needs_root
+
+pytestmark = pytest.mark.net
+
+
+def run_script(tmp_path: Path, body: str, timeout: float = 120) -> tuple[int, str, list[str]]:
+    """netrig mininet on `body`: (exit status, output, its labs left behind). The script
+    runs with NETRIG_PREFIX set, so its lab's name is known (and is no other test's)."""
+    from netrig.lab.state import LabState, labs
+
+    needs_root()
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(body))
+    prefix = f"mnt{os.getpid() % 100000}"
+    env = {**os.environ, "NETRIG_PREFIX": prefix}
+    p = subprocess.run([sys.executable, "-m", "netrig", "mininet", str(script)], capture_output=True,
+                       text=True, timeout=timeout, env=env)
+    left = [x for x in labs() if x == prefix]
+    left += [str(LabState(prefix, "").dir)] if LabState(prefix, "").dir.exists() else []
+    left += [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                         text=True).stdout.split() if ns.startswith(prefix + "-")]
+    return p.returncode, p.stdout + p.stderr, left
+
+
+def result(out: str) -> dict:
+    line = next(l for l in out.splitlines() if l.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def test_tclink_delay_is_in_the_rtt_and_changes_live(tmp_path):
+    """Two TCLinks of 10 ms each way: RTT 40 ms (each end's egress is delayed, as
+    Mininet's tc does), within 1 ms; intf.config(delay='30ms') on h1's end: 60 ms."""
+    code, out, left = run_script(tmp_path, """
+        import json, re
+        from mininet.net import Mininet
+        from mininet.topo import Topo
+        from mininet.link import TCLink
+        from mininet.log import setLogLevel
+
+        class T(Topo):
+            def build(self):
+                s1 = self.addSwitch('s1')
+                for h in ('h1', 'h2'):
+                    self.addLink(self.addHost(h), s1, delay='10ms')
+
+        def rtts(out):
+            return sorted(float(x) for x in re.findall(r'time=([0-9.]+) ms', out))[1:-1]
+
+        setLogLevel('warning')
+        net = Mininet(topo=T(), link=TCLink)
+        net.start()
+        h1, h2 = net.get('h1', 'h2')
+        h1.cmd('ping -c1 -W2', h2.IP())  # ARP
+        before = rtts(h1.cmd('ping -c 12 -i 0.05', h2.IP()))
+        h1.intf().config(delay='30ms')
+        after = rtts(h1.cmd('ping -c 12 -i 0.05', h2.IP()))
+        print('RESULT', json.dumps({'before': before, 'after': after}))
+        net.stop()
+    """)
+    assert code == 0, out
+    assert left == [], left
+    r = result(out)
+    before = sorted(r["before"])[len(r["before"]) // 2]
+    after = sorted(r["after"])[len(r["after"]) // 2]
+    assert abs(before - 40) < 1, r
+    assert abs(after - 60) < 1, r
+
+
+def test_pingall_nodes_added_and_removed_while_running(tmp_path):
+    code, out, left = run_script(tmp_path, """
+        import json
+        from mininet.net import Mininet
+        from mininet.topo import SingleSwitchTopo
+        from mininet.node import LinuxBridge
+
+        net = Mininet(topo=SingleSwitchTopo(3), switch=LinuxBridge, controller=None)
+        net.start()
+        first = net.pingAll()
+        h4 = net.addHost('h4')
+        link = net.addLink(h4, net['s1'])
+        h4.configDefault()
+        second = net.ping([net['h1'], h4], timeout=2)
+        ip = h4.IP()
+        net.delLink(link)
+        third = net.ping([net['h1'], h4], timeout=1)
+        print('RESULT', json.dumps({'first': first, 'second': second, 'third': third,
+                                    'ip': ip, 'intfs': h4.intfNames()}))
+        net.stop()
+    """)
+    assert code == 0, out
+    assert left == [], left
+    assert "*** Results: 0% dropped (6/6 received)" in out
+    assert "h1 -> h2 h3" in out
+    r = result(out)
+    assert r["first"] == 0 and r["second"] == 0 and r["third"] == 100, r
+    assert r["ip"] == "10.0.0.4" and r["intfs"] == [], r
+
+
+def test_shell_keeps_state_streams_and_stops_on_interrupt(tmp_path):
+    code, out, left = run_script(tmp_path, """
+        import json, time
+        from mininet.net import Mininet
+        from mininet.topo import MinimalTopo
+
+        net = Mininet(topo=MinimalTopo())
+        net.start()
+        h1 = net['h1']
+        h1.cmd('cd /tmp; X=42')
+        same = h1.cmd('echo $X $PWD').strip()
+        h1.sendCmd('sleep 30; echo never')
+        time.sleep(0.3)
+        t = time.time()
+        h1.sendInt()
+        h1.waitOutput()
+        stopped_s = time.time() - t
+        bg = h1.cmd('sleep 60 &')
+        pid = h1.lastPid
+        alive = h1.cmd('kill -0 %d && echo alive' % pid).strip()
+        pop = h1.popen('ip -br link').communicate()[0].decode()
+        out, err, code = h1.pexec('sh', '-c', 'echo out; echo err >&2; exit 3')
+        print('RESULT', json.dumps({'same': same, 'stopped_s': stopped_s, 'pid': pid,
+                                    'alive': alive, 'popen': pop, 'pexec': [out, err, code]}))
+        net.stop()
+    """)
+    assert code == 0, out
+    assert left == [], left
+    r = result(out)
+    assert r["same"] == "42 /tmp", r
+    assert r["stopped_s"] < 10, r
+    assert r["pid"] > 0 and r["alive"] == "alive", r
+    assert "h1-eth0" in r["popen"] and "s1-eth" not in r["popen"], r
+    assert r["pexec"] == ["out\n", "err\n", 3], r
+
+
+def test_a_failing_script_leaves_nothing(tmp_path):
+    """An exception after start, with no net.stop(): the lab still goes, the script's
+    status is Python's (1) and its traceback is shown."""
+    code, out, left = run_script(tmp_path, """
+        from mininet.net import Mininet
+        from mininet.topo import LinearTopo
+        from mininet.link import TCLink
+        net = Mininet(topo=LinearTopo(2), link=TCLink)
+        net.start()
+        net['h1'].cmd('sleep 100 &')
+        raise RuntimeError('boom')
+    """)
+    assert code == 1, out
+    assert "RuntimeError: boom" in out
+    assert left == [], left
+
+
+def test_cpu_limited_hosts_stay_under_their_limit(tmp_path):
+    """CPULimitedHost(cpu=.1) through the cgroup: busy loops measured at most ~the limit
+    (a host without a limit would take a whole core: 50 %)."""
+    code, out, left = run_script(tmp_path, """
+        import json
+        from functools import partial
+        from mininet.net import Mininet
+        from mininet.node import CPULimitedHost
+        from mininet.topo import SingleSwitchTopo
+        from mininet.log import setLogLevel
+        setLogLevel('warning')
+        net = Mininet(topo=SingleSwitchTopo(2), host=partial(CPULimitedHost, cpu=.1))
+        net.start()
+        got = net.runCpuLimitTest(cpu=.1, duration=3)
+        print('RESULT', json.dumps(got))
+        net.stop()
+    """)
+    assert code == 0, out
+    assert left == [], left
+    got = result(out)
+    assert len(got) == 6, got
+    assert max(got) < 16, got  # 10 % of the machine, and a stall's slack
+    assert sum(got) / len(got) > 2, got  # the loops did run
