@@ -354,6 +354,11 @@ def test_noecho_time_and_the_ways_out(capsys):
     assert out.endswith("mininet> \n")
 
 
+def test_sh_runs_here(capfd):
+    CLI(Net(), stdin=io.StringIO("sh echo from-sh-$((6*7))\n"))
+    assert "from-sh-42\n" in capfd.readouterr().out
+
+
 def test_terminals_and_openflow_are_refused(monkeypatch, capsys):
     monkeypatch.delenv("DISPLAY", raising=False)
     out = run(LabNet(), "xterm h1\ngterm h1 h2\nx h9\nxterm\ndpctl dump-flows\n", capsys)
