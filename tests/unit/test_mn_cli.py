@@ -67,9 +67,6 @@ class Node:
     def intfList(self) -> list[Intf]:
         return self.intfs
 
-    def intfNames(self) -> list[str]:
-        return [i.name for i in self.intfs]
-
     def sendCmd(self, cmd: str) -> None:
         assert not self.waiting
         self.sent.append(cmd)

@@ -6,7 +6,7 @@ output as it comes, the keys typed passed on, Ctrl-C sent to it), and the prompt
 history and completion. It is written against Mininet's public API only (the net: `in`,
 `[]`, iteration over node names, `values()`, `hosts`, `switches`, `links`, `pingAll`,
 `pingPair`, `iperf`, `configLinkStatus`, `waitConnected`; a node: `sendCmd`, `monitor`,
-`waiting`, `sendInt`, `write`, `IP`, `intfList`, `intfNames`), so the same class drives
+`waiting`, `sendInt`, `write`, `IP`, `intfList`), so the same class drives
 netrig's Mininet (`netrig mininet`, `netrig mn`), a running netrig lab attached as one
 (`netrig cli`) and Debian's own Mininet. netrig's own commands (`link ... set`, `status`,
 `graph`) need netrig's extras on the net (`set_link`, `prefix`, `lab_state()`) and say so
@@ -279,7 +279,7 @@ class CLI(Cmd):
     def do_intfs(self, _line: str) -> None:
         """List interfaces."""
         for node in self.mn.values():
-            output("%s: %s\n" % (node.name, ",".join(node.intfNames())))
+            output("%s: %s\n" % (node.name, ",".join(str(i) for i in node.intfList())))
 
     def do_ports(self, _line: str) -> None:
         """Display ports and interfaces for each switch."""
