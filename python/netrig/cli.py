@@ -239,7 +239,11 @@ def _cli(args: argparse.Namespace) -> int:
     from mininet.cli import CLI
     from mininet.net import Mininet
 
-    CLI(Mininet.attach(prefix))
+    net = Mininet.attach(prefix)
+    try:
+        CLI(net)
+    finally:
+        net.stop()  # the shells it started; the lab stays up
     return 0
 
 

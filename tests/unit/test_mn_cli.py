@@ -67,9 +67,6 @@ class Node:
     def intfList(self) -> list[Intf]:
         return self.intfs
 
-    def intfNames(self) -> list[str]:
-        return [i.name for i in self.intfs]
-
     def sendCmd(self, cmd: str) -> None:
         assert not self.waiting
         self.sent.append(cmd)
@@ -135,22 +132,54 @@ class LabNet(Net):
     def set_link(self, a, b, dir=None, **params):
         self.calls.append(("set_link", (a, b), {"dir": dir, **params}))
 
-    def lab_state(self):
+    @staticmethod
+    def lab_state(prefix: str = "tlab"):
         from netrig.lab.state import LabState
 
+        assert prefix == "tlab"
         shaped = {"rate": "10Mbit", "delay": "20ms"}
         plan = {"name": "tiny", "nodes": {n: {"kind": "switch" if n == "s1" else "host", "ifaces": []}
-                                          for n in self.nodes},
+                                          for n in ("h1", "h2", "s1")},
                 "links": [{"name": "L1", "a": "h1", "b": "s1", "a_to_b": shaped, "b_to_a": shaped},
                           {"name": "L2", "a": "h2", "b": "s1", "a_to_b": {}, "b_to_a": {}}]}
-        return LabState(prefix=self.prefix, topology="<python>", plan=plan)
+        return LabState(prefix=prefix, topology="<python>", plan=plan)
+
+
+@pytest.fixture(autouse=True)
+def _state_file(monkeypatch):
+    """The prompt reads a lab's state again, by prefix: LabNet's stands in for the file."""
+    monkeypatch.setattr("netrig.lab.state.LabState.load", LabNet.lab_state)
 
 
 def run(net, text: str, capsys, cls=CLI) -> str:
-    """The prompt fed `text` through a pipe-like stdin; what it printed (out, then err)."""
-    cls(net, stdin=io.StringIO(text))
+    """The prompt fed `text` through a pipe-like stdin; what it printed, prompts (stdout)
+    and answers (mininet.log's stream, stderr as Mininet's) in the order they came."""
+    from mininet.log import lg
+
+    lg.ch.setStream(sys.stdout)
+    try:
+        cls(net, stdin=io.StringIO(text))
+    finally:
+        lg.ch.setStream(sys.stderr)  # (following sys.stderr again)
     out, err = capsys.readouterr()
     return out + err
+
+
+def test_answers_go_where_mininets_go(capsys):
+    """Prompts on stdout; answers and errors through mininet.log (stderr), as Mininet's
+    CLI: setLogLevel('warning') hides the answers, not the errors."""
+    from mininet.log import setLogLevel
+
+    CLI(Net(), stdin=io.StringIO("nodes\nnodez\n"))
+    out, err = capsys.readouterr()
+    assert out == "mininet> " * 3 and "available nodes are" in err and "Unknown command: nodez" in err
+    setLogLevel("warning")
+    try:
+        CLI(Net(), stdin=io.StringIO("nodes\nnodez\n"))
+    finally:
+        setLogLevel("output")
+    out, err = capsys.readouterr()
+    assert "available nodes" not in err and "Unknown command: nodez" in err
 
 
 def test_node_command_gets_addresses_for_whole_names_only(capsys):
@@ -322,6 +351,11 @@ def test_noecho_time_and_the_ways_out(capsys):
     assert out.endswith("mininet> \n")
 
 
+def test_sh_runs_here(capfd):
+    CLI(Net(), stdin=io.StringIO("sh echo from-sh-$((6*7))\n"))
+    assert "from-sh-42\n" in capfd.readouterr().out
+
+
 def test_terminals_and_openflow_are_refused(monkeypatch, capsys):
     monkeypatch.delenv("DISPLAY", raising=False)
     out = run(LabNet(), "xterm h1\ngterm h1 h2\nx h9\nxterm\ndpctl dump-flows\n", capsys)
@@ -338,7 +372,7 @@ def test_terminals_and_openflow_are_refused(monkeypatch, capsys):
 def test_status_and_graph_need_a_netrig_lab(capsys):
     out = run(Net(), "status\ngraph\n", capsys)
     assert "*** status: this network is not a netrig lab (it has no prefix)" in out
-    assert "*** graph: this network is not a netrig lab (it keeps no plan to draw)" in out
+    assert "*** graph: this network is not a netrig lab (it has no prefix, no plan to draw)" in out
 
 
 def test_graph_draws_the_lab_as_it_runs(tmp_path, capsys):

@@ -6,7 +6,7 @@ output as it comes, the keys typed passed on, Ctrl-C sent to it), and the prompt
 history and completion. It is written against Mininet's public API only (the net: `in`,
 `[]`, iteration over node names, `values()`, `hosts`, `switches`, `links`, `pingAll`,
 `pingPair`, `iperf`, `configLinkStatus`, `waitConnected`; a node: `sendCmd`, `monitor`,
-`waiting`, `sendInt`, `write`, `IP`, `intfList`, `intfNames`), so the same class drives
+`waiting`, `sendInt`, `write`, `IP`, `intfList`), so the same class drives
 netrig's Mininet (`netrig mininet`, `netrig mn`), a running netrig lab attached as one
 (`netrig cli`) and Debian's own Mininet. netrig's own commands (`link ... set`, `status`,
 `graph`) need netrig's extras on the net (`set_link`, `prefix`, `lab_state()`) and say so
@@ -24,7 +24,9 @@ running command.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
+import io
 import os
 import pwd
 import re
@@ -40,24 +42,13 @@ from typing import Any
 from netrig import suggest
 from netrig.errors import NetrigError
 
+from mininet.log import error, info, output
+
 MAX_LINE = 65536  # characters in one command line (a node's command included)
 MAX_SOURCE_DEPTH = 8  # `source` inside `source`
 HISTORY_LINES = 1000
 HISTORY_BYTES = 1 << 20
 WAKE_MS = 1000  # a running command's shell is checked for life this often
-
-
-def _output(text: str) -> None:
-    """What a command answers (Mininet's `output`)."""
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
-def _error(text: str) -> None:
-    """What went wrong (Mininet's `error`)."""
-    sys.stdout.flush()
-    sys.stderr.write(text)
-    sys.stderr.flush()
 
 
 def substitute(args: str, address: Any) -> str:
@@ -121,6 +112,7 @@ class CLI(Cmd):
         self.inputFile = script
         self._depth = 0  # `source` nesting
         Cmd.__init__(self, stdin=stdin, **kwargs)
+        info("*** Starting CLI:\n")
         # A terminal on our own stdin: readline (history, completion) through input();
         # anything else is read a line at a time, the prompt written before each.
         self.use_rawinput = stdin is sys.stdin and self.isatty()
@@ -148,7 +140,7 @@ class CLI(Cmd):
         except FileNotFoundError:
             return
         except (NetrigError, OSError, ValueError) as e:
-            _error(f"*** history not read: {e}\n")
+            error(f"*** history not read: {e}\n")
             return
         for line in text.splitlines()[-HISTORY_LINES:]:
             if line.strip():
@@ -172,7 +164,7 @@ class CLI(Cmd):
             if os.geteuid() == 0 and owner.st_uid != 0:  # root writing into the user's home
                 os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
         except (NetrigError, OSError) as e:
-            _error(f"*** history not saved: {e}\n")
+            error(f"*** history not saved: {e}\n")
 
     def run(self) -> None:
         """The prompt until exit; Ctrl-C at the prompt says Interrupt and prompts again."""
@@ -181,13 +173,13 @@ class CLI(Cmd):
                 try:
                     for node in self.mn.values():  # a script's command still running
                         while node.waiting:
-                            _output(f"stopping {node.name}\n")
+                            output(f"stopping {node.name}\n")
                             node.sendInt()
                             node.waitOutput()
                     self.cmdloop()
                     break
                 except KeyboardInterrupt:
-                    _output("\nInterrupt\n")
+                    output("\nInterrupt\n")
         finally:
             self.saveHistory()
 
@@ -197,8 +189,8 @@ class CLI(Cmd):
 
     def precmd(self, line: str) -> str:
         if len(line) > MAX_LINE:
-            _error(f"*** a line of {len(line)} characters: the prompt takes lines of at most "
-                   f"{MAX_LINE}\n")
+            error(f"*** a line of {len(line)} characters: the prompt takes lines of at most "
+                  f"{MAX_LINE}\n")
             return ""
         return strip_comment(line)
 
@@ -206,7 +198,7 @@ class CLI(Cmd):
         try:
             return bool(Cmd.onecmd(self, line))
         except NetrigError as e:
-            _error(f"*** {e}\n")
+            error(f"*** {e}\n")
             return False
 
     def isatty(self) -> bool:
@@ -235,7 +227,7 @@ class CLI(Cmd):
         """The nodes named, or None after saying which name is not one."""
         for n in names:
             if n not in self.mn:
-                _error(f"node '{n}' not in network{self._near(n, list(self.mn), 'nodes')}\n")
+                error(f"node '{n}' not in network{self._near(n, list(self.mn), 'nodes')}\n")
                 return None
         return [self.mn[n] for n in names]
 
@@ -252,22 +244,22 @@ class CLI(Cmd):
         """Describe the commands, or one: help [COMMAND]"""
         topic = line.strip()
         if not topic:
-            _output("Commands ('help COMMAND' for one):\n")
+            output("Commands ('help COMMAND' for one):\n")
             for name in self.commands():
                 doc = inspect.getdoc(getattr(self, "do_" + name)) or ""
-                _output(f"  {name:<12} {doc.splitlines()[0] if doc else ''}\n")
-            _output("\n" + self.helpStr)
+                output(f"  {name:<12} {doc.splitlines()[0] if doc else ''}\n")
+            output("\n" + self.helpStr)
         elif hasattr(self, "help_" + topic):
             getattr(self, "help_" + topic)()
         elif hasattr(self, "do_" + topic):
-            _output((inspect.getdoc(getattr(self, "do_" + topic)) or f"{topic}: no help") + "\n")
+            output((inspect.getdoc(getattr(self, "do_" + topic)) or f"{topic}: no help") + "\n")
         else:
-            _error(f"*** No help on {topic}{suggest.did_you_mean(topic, self.commands())}\n")
+            error(f"*** No help on {topic}{suggest.did_you_mean(topic, self.commands())}\n")
 
     # What the net is.
     def do_nodes(self, _line: str) -> None:
         """List all nodes."""
-        _output("available nodes are: \n%s\n" % " ".join(sorted(self.mn)))
+        output("available nodes are: \n%s\n" % " ".join(sorted(self.mn)))
 
     def do_net(self, _line: str) -> None:
         """List network connections: each interface and its peer."""
@@ -277,27 +269,27 @@ class CLI(Cmd):
                 link = getattr(intf, "link", None)
                 other = (link.intf2 if link.intf1 is intf else link.intf1) if link else " "
                 said.append(f" {intf}:{other}")
-            _output("".join(said) + "\n")
+            output("".join(said) + "\n")
 
     def do_links(self, _line: str) -> None:
         """Report on links: their interfaces, up or not."""
         for link in self.mn.links:
-            _output(f"{link} {link.status()}\n")
+            output(f"{link} {link.status()}\n")
 
     def do_intfs(self, _line: str) -> None:
         """List interfaces."""
         for node in self.mn.values():
-            _output("%s: %s\n" % (node.name, ",".join(node.intfNames())))
+            output("%s: %s\n" % (node.name, ",".join(str(i) for i in node.intfList())))
 
     def do_ports(self, _line: str) -> None:
         """Display ports and interfaces for each switch."""
         for sw in self.mn.switches:
-            _output(sw.name + " " + "".join(f"{i}:{sw.ports[i]} " for i in sw.intfList()) + "\n")
+            output(sw.name + " " + "".join(f"{i}:{sw.ports[i]} " for i in sw.intfList()) + "\n")
 
     def do_dump(self, _line: str) -> None:
         """Dump node info."""
         for node in self.mn.values():
-            _output(f"{node!r}\n")
+            output(f"{node!r}\n")
 
     # Tests.
     def do_pingall(self, line: str) -> None:
@@ -328,7 +320,7 @@ class CLI(Cmd):
             if hosts:
                 self.mn.iperf(hosts)
         else:
-            _error("invalid number of args: iperf src dst\n")
+            error("invalid number of args: iperf src dst\n")
 
     def do_iperfudp(self, line: str) -> None:
         """UDP bandwidth at BW between two hosts: iperfudp [BW [h1 h2]]
@@ -344,7 +336,7 @@ class CLI(Cmd):
             if hosts:
                 self.mn.iperf(hosts, l4Type="UDP", udpBw=args[0])
         else:
-            _error("invalid number of args: iperfudp bw src dst\nbw examples: 10M\n")
+            error("invalid number of args: iperfudp bw src dst\nbw examples: 10M\n")
 
     def do_wait(self, _line: str) -> None:
         """Wait until the switches are connected (bridges: at once)."""
@@ -364,9 +356,9 @@ class CLI(Cmd):
         if "set" in args:
             self._link_set(args[: args.index("set")], args[args.index("set") + 1:])
         elif len(args) != 3:
-            _error("invalid number of args: link end1 end2 [up down]\n")
+            error("invalid number of args: link end1 end2 [up down]\n")
         elif args[2] not in ("up", "down"):
-            _error("invalid type: link end1 end2 [up down]\n")
+            error("invalid type: link end1 end2 [up down]\n")
         elif self._nodes(args[:2]) is not None:
             self.mn.configLinkStatus(*args)
 
@@ -374,8 +366,8 @@ class CLI(Cmd):
         example = f"link {' '.join(ends) or 's1 s2'} set delay=50ms"
         set_link = getattr(self.mn, "set_link", None)
         if set_link is None:
-            _error("*** link set: this network cannot change a link while it runs (it is not "
-                   "a netrig lab); netrig mininet, netrig mn and netrig cli can\n")
+            error("*** link set: this network cannot change a link while it runs (it is not "
+                  "a netrig lab); netrig mininet, netrig mn and netrig cli can\n")
             return
         direction = [w.partition("=")[2] for w in words if w.startswith("dir=")]
         params = [w for w in words if not w.startswith("dir=")]
@@ -383,7 +375,7 @@ class CLI(Cmd):
         if bad or not params or len(direction) > 1:
             why = (f"'{bad[0]}' is not KEY=VALUE" if bad else "dir= given twice" if direction[1:]
                    else "nothing to set")
-            _error(f"*** link set: {why} (e.g. {example}, or dir=a_to_b for one direction)\n")
+            error(f"*** link set: {why} (e.g. {example}, or dir=a_to_b for one direction)\n")
             return
         said = " ".join(ends)
         if len(ends) == 1:
@@ -392,23 +384,33 @@ class CLI(Cmd):
                 return
             said += f" ({ends[0]} {ends[1]})"
         elif len(ends) != 2:
-            _error(f"*** link set: a link is two nodes or one link's name, then set (e.g. {example})\n")
+            error(f"*** link set: a link is two nodes or one link's name, then set (e.g. {example})\n")
             return
         elif self._nodes(ends) is None:
             return
         from netrig.topo.load import link_params
 
         set_link(ends[0], ends[1], dir=direction[0] if direction else None, **link_params(params))
-        _output(f"link {said}: set {' '.join(words)}\n")
+        output(f"link {said}: set {' '.join(words)}\n")
+
+    def _lab_state(self) -> Any:
+        """The lab's state as it is now, read again (tc lines in the nodes and other
+        processes change it); None for a net that is no netrig lab (no prefix)."""
+        prefix = getattr(self.mn, "prefix", None)
+        if not prefix:
+            return None
+        from netrig.lab.state import LabState
+
+        return LabState.load(prefix)
 
     def _link_named(self, name: str) -> list[str]:
-        lab_state = getattr(self.mn, "lab_state", None)
-        links = lab_state().plan.get("links", []) if lab_state else []
+        st = self._lab_state()
+        links = st.plan.get("links", []) if st else []
         for link in links:
             if link["name"] == name:
                 return [link["a"], link["b"]]
-        _error(f"*** link set: no link named '{name}'{self._near(name, [x['name'] for x in links], 'links')}; "
-               "or give the link's two nodes (e.g. link s1 s2 set delay=50ms)\n")
+        error(f"*** link set: no link named '{name}'{self._near(name, [x['name'] for x in links], 'links')}; "
+              "or give the link's two nodes (e.g. link s1 s2 set delay=50ms)\n")
         return []
 
     # netrig's view of the lab.
@@ -419,30 +421,33 @@ class CLI(Cmd):
         direction's live queue, drops and lateness (netrig status)."""
         prefix = getattr(self.mn, "prefix", None)
         if not prefix:
-            _error("*** status: this network is not a netrig lab (it has no prefix); "
-                   "'dump' and 'links' describe it\n")
+            error("*** status: this network is not a netrig lab (it has no prefix); "
+                  "'dump' and 'links' describe it\n")
             return
         from netrig.lab import status
 
-        status.show(prefix)
-        sys.stdout.flush()
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):  # as every answer: through mininet.log
+            status.show(prefix)
+        output(said.getvalue())
 
     def do_graph(self, line: str) -> None:
         """Draw the lab as it runs now: graph [FILE.svg|FILE.png]
 
         As text here, or into FILE (.svg or .png); live link changes included."""
         args = line.split()
-        lab_state = getattr(self.mn, "lab_state", None)
         if len(args) > 1:
-            _error("*** usage: graph [FILE.svg|FILE.png]\n")
-        elif lab_state is None:
-            _error("*** graph: this network is not a netrig lab (it keeps no plan to draw); "
-                   "'net' lists its connections\n")
-        else:
-            from netrig.lab import status
+            error("*** usage: graph [FILE.svg|FILE.png]\n")
+            return
+        st = self._lab_state()
+        if st is None:
+            error("*** graph: this network is not a netrig lab (it has no prefix, no plan to "
+                  "draw); 'net' lists its connections\n")
+            return
+        from netrig.lab import status
 
-            drawn = status.drawing(lab_state(), args[0] if args else None)
-            _output(drawn if not args else f"graph: wrote {drawn}\n")
+        drawn = status.drawing(st, args[0] if args else None)
+        output(drawn if not args else f"graph: wrote {drawn}\n")
 
     # Running commands.
     def default(self, line: str) -> None:
@@ -451,10 +456,10 @@ class CLI(Cmd):
         first, args = (line.split(None, 1) + [""])[:2] if line else ("", "")  # h1-x is not h1
         if first not in self.mn:
             names = [*self.commands(), *self.mn]
-            _error(f"*** Unknown command: {line}{suggest.did_you_mean(first, names)}\n")
+            error(f"*** Unknown command: {line}{suggest.did_you_mean(first, names)}\n")
             return
         if not args:
-            _error(f"*** Please enter a command for node: {first} <cmd>\n")
+            error(f"*** Please enter a command for node: {first} <cmd>\n")
             return
         node = self.mn[first]
 
@@ -489,7 +494,7 @@ class CLI(Cmd):
                             node.write(typed.decode("utf-8", "replace"))
                     data = node.monitor() if events.get(out) else ""
                     if data:
-                        _output(data)
+                        output(data)
                     elif self._shell_gone(node, events.get(out, 0)):
                         break
                 except KeyboardInterrupt:
@@ -506,7 +511,7 @@ class CLI(Cmd):
         if code is None and not event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
             return False
         how = f"exited (status {code})" if code is not None else "closed its output"
-        _error(f"*** {node.name}'s shell has {how}: its command's end cannot be told\n")
+        error(f"*** {node.name}'s shell has {how}: its command's end cannot be told\n")
         node.waiting = False
         return True
 
@@ -537,11 +542,11 @@ class CLI(Cmd):
         try:
             result = eval(line, self.getLocals())  # noqa: S307 (the user's own)
         except Exception as e:  # the user's own expression: its error is the answer
-            _output(f"{type(e).__name__}: {e}\n")
+            output(f"{type(e).__name__}: {e}\n")
             return
         if result is None or result == "":
             return
-        _output((result if isinstance(result, str) else repr(result)) + "\n")
+        output((result if isinstance(result, str) else repr(result)) + "\n")
 
     def do_px(self, line: str) -> None:
         """Execute a Python statement: px x = h1.IP()
@@ -551,13 +556,13 @@ class CLI(Cmd):
         try:
             exec(line, self.getLocals())  # noqa: S102 (the user's own)
         except Exception as e:  # the user's own statement: its error is the answer
-            _output(f"{type(e).__name__}: {e}\n")
+            output(f"{type(e).__name__}: {e}\n")
 
     def do_time(self, line: str) -> bool:
         """Measure the time a command takes: time COMMAND..."""
         start = time.time()
         stop = self.onecmd(line)
-        _output("*** Elapsed time: %0.6f secs\n" % (time.time() - start))
+        output("*** Elapsed time: %0.6f secs\n" % (time.time() - start))
         return stop
 
     def do_source(self, line: str) -> bool:
@@ -566,24 +571,24 @@ class CLI(Cmd):
         One command a line; # starts a comment; exit ends the file and the prompt."""
         args = line.split()
         if len(args) != 1:
-            _error("usage: source <file>\n")
+            error("usage: source <file>\n")
             return False
         if self._depth >= MAX_SOURCE_DEPTH:
-            _error(f"*** source {args[0]}: files source each other {MAX_SOURCE_DEPTH} deep "
-                   "(does one source itself?); not read\n")
+            error(f"*** source {args[0]}: files source each other {MAX_SOURCE_DEPTH} deep "
+                  "(does one source itself?); not read\n")
             return False
         try:
             f = open(args[0], encoding="utf-8", errors="replace")  # noqa: SIM115 (read as it runs)
         except OSError as e:
-            _error(f"*** source {args[0]}: cannot read it ({e.strerror})\n")
+            error(f"*** source {args[0]}: cannot read it ({e.strerror})\n")
             return False
         self._depth += 1
         try:
             with f:
                 for n, text in enumerate(f, 1):
                     if len(text) > MAX_LINE:
-                        _error(f"*** {args[0]}:{n}: a line of {len(text)} characters (at most "
-                               f"{MAX_LINE}); the rest of the file is not run\n")
+                        error(f"*** {args[0]}:{n}: a line of {len(text)} characters (at most "
+                              f"{MAX_LINE}); the rest of the file is not run\n")
                         return False
                     if self.onecmd(self.precmd(text.rstrip("\n"))):
                         return True
@@ -593,14 +598,14 @@ class CLI(Cmd):
 
     def do_dpctl(self, _line: str) -> None:
         """Refused: netrig's switches are Linux bridges (no OpenFlow)."""
-        _error("*** dpctl: netrig's switches are Linux bridges, which learn addresses as a "
-               "plain switch does and have no OpenFlow flow tables to show or change\n")
+        error("*** dpctl: netrig's switches are Linux bridges, which learn addresses as a "
+              "plain switch does and have no OpenFlow flow tables to show or change\n")
 
     def do_xterm(self, line: str, term: str = "xterm") -> None:
         """Refused: netrig opens no terminals (netrig exec NODE does)."""
         names = line.split()
         if not names:
-            _error(f"usage: {term} node1 node2 ...\n")
+            error(f"usage: {term} node1 node2 ...\n")
             return
         if self._nodes(names[:1] if term == "x" else names) is None:
             return
@@ -608,10 +613,10 @@ class CLI(Cmd):
         instead = (f"in a terminal of your own, 'netrig exec --prefix {prefix} {names[0]}' "
                    "gives a shell in it" if prefix else f"here, '{names[0]} CMD' runs CMD in it")
         if not os.environ.get("DISPLAY"):
-            _error(f"*** {term}: there is no display to open a terminal on (DISPLAY is not "
-                   f"set); {instead}\n")
+            error(f"*** {term}: there is no display to open a terminal on (DISPLAY is not "
+                  f"set); {instead}\n")
         else:
-            _error(f"*** {term}: netrig does not open terminals; {instead}\n")
+            error(f"*** {term}: netrig does not open terminals; {instead}\n")
 
     def do_gterm(self, line: str) -> None:
         """Refused: netrig opens no terminals (netrig exec NODE does)."""
@@ -631,5 +636,5 @@ class CLI(Cmd):
 
     def do_EOF(self, line: str) -> str:
         """Leave the prompt (end of input, Ctrl-D)."""
-        _output("\n")
+        output("\n")
         return self.do_exit(line)
