@@ -80,6 +80,7 @@ def main(argv: list[str]) -> int:
         return 0 if argv else 2
     activate()
     signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGHUP, _terminated)  # its terminal closed (pexpect.close does this)
     if argv[0] == "-m":
         if len(argv) < 2:
             raise MininetRunError("netrig mininet -m: give a module, e.g. -m mininet.examples.simpleperf")

@@ -218,7 +218,8 @@ class TCIntf(Intf):
         direction = shaping(bw, delay, jitter, loss, max_queue_size, enable_red, enable_ecn)
         info(_describe(bw, delay, jitter, loss, enable_ecn, enable_red))
         link = self.link
-        if link is None or getattr(link, "live", None) is None or link.live.shaping is None:
+        if link is None or getattr(link, "live", None) is None or \
+                (link.live.shaping is None and not getattr(link, "_deferred", False)):
             raise LabError(f"{self.name}: only a TCLink's interfaces can be shaped (this is a "
                            f"{type(link).__name__ if link else 'bare interface'}); use "
                            "net = Mininet(..., link=TCLink) or addLink(..., cls=TCLink)")
@@ -256,17 +257,30 @@ class Link:
         lab = node1.lab
         if node2.lab is not lab:
             raise LabError(f"link {node1.name}-{node2.name}: the nodes belong to two networks")
-        carried = self.carried or intf is TCIntf or any(k in p for p in (p1, p2) for k in _SHAPING
-                                                       if k not in ("use_htb",))
-        cls1 = cls1 or (TCIntf if carried and intf is Intf else intf)
-        cls2 = cls2 or (TCIntf if carried and intf is Intf else intf)
-        self.live: LiveLink = lab.add_link(node1.name, intfName1, node2.name, intfName2,
-                                           shaping=(shaping(**p1), shaping(**p2)) if carried else None)
-        self.fast = fast
-        self._deferred = True  # the ends' shaping is the link's own until it runs
-        self.intf1 = cls1(name=intfName1, node=node1, link=self, mac=addr1, **p1)
-        self.intf2 = cls2(name=intfName2, node=node2, link=self, mac=addr2, **p2)
-        self._deferred = False
+        # The interfaces first (their ip lines wait), so that an interface class that
+        # shapes (TCIntf, or a custom() of it) makes the link one netrig-link carries.
+        lab.batching, was = True, lab.batching
+        try:
+            self.fast = fast
+            self._deferred = True  # the ends' shaping is the link's own until it is made
+            self.live = LiveLink("", node1.name, intfName1, node2.name, intfName2, None)
+            self._shaping: list[dict[str, Any] | None] = [None, None]
+            base = TCIntf if self.carried and intf is Intf else intf
+            self.intf1 = (cls1 or base)(name=intfName1, node=node1, link=self, mac=addr1, **p1)
+            self.intf2 = (cls2 or base)(name=intfName2, node=node2, link=self, mac=addr2, **p2)
+            carried = self.carried or any(isinstance(i, TCIntf) for i in (self.intf1, self.intf2)) \
+                or any(k in p for p in (p1, p2) for k in _SHAPING if k != "use_htb")
+            for k, (i, p) in enumerate(((self.intf1, p1), (self.intf2, p2))):
+                if carried and self._shaping[k] is None and not isinstance(i, TCIntf):
+                    self._shaping[k] = shaping(**p)  # a plain Link given bw=, delay=...
+            both = (self._shaping[0] or {}, self._shaping[1] or {})
+            self.live = lab.add_link(node1.name, intfName1, node2.name, intfName2,
+                                     shaping=both if carried else None)
+            self._deferred = False
+        finally:
+            lab.batching = was
+        if not was:
+            lab.flush()
 
     @staticmethod
     def intfName(node: Any, n: int) -> str:
@@ -279,7 +293,10 @@ class Link:
         d = 0 if intf is getattr(self, "intf1", None) or (not hasattr(self, "intf1") and
                                                            intf.node.name == self.live.a) else 1
         lab = intf.node.lab
-        if self._deferred or not self.live.made:
+        if self._deferred:
+            self._shaping[d] = direction
+            return
+        if not self.live.made:
             both = list(self.live.shaping or ({}, {}))
             both[d] = direction
             self.live.shaping = (both[0], both[1])
