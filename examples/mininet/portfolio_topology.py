@@ -40,6 +40,7 @@ from mininet.net import Mininet
 from mininet.node import Node
 from mininet.nodelib import LinuxBridge
 from mininet.topo import Topo
+from mininet.util import dumpNodeConnections
 
 
 class LinuxRouter(Node):
@@ -130,6 +131,7 @@ def rtt(net, src, dst, count):
 
 def measure(net, count, seconds):
     "The seed's measurements: ping RTT of three pairs, an iperf between h1 and h4."
+    dumpNodeConnections(net.hosts)  # the interfaces, as the prompt's `net` shows them
     failed = False
     for src, dst, theory in (('h1', 'h4', 60), ('h1', 'h9', 80), ('h7', 'h9', 60)):
         r = rtt(net, src, dst, count)
