@@ -15,9 +15,19 @@ from netrig.errors import NetrigError
 
 __all__ = ["BinaryNotFound", "NetrigError", "__version__", "binary"]
 
-try:
-    from importlib.metadata import version as _version
 
-    __version__ = _version("netrig")
-except Exception:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+source"
+
+def __getattr__(name: str) -> str:
+    """`netrig.__version__`, read from the installed package's metadata when first asked
+    (importlib.metadata costs ~50 ms at import: tc's shim, run once per `tc` line in a
+    lab, never asks)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'netrig' has no attribute {name!r}")
+    global __version__
+    try:
+        from importlib.metadata import version as _version
+
+        __version__ = _version("netrig")
+    except Exception:  # pragma: no cover - running from a source tree
+        __version__ = "0.0.0+source"
+    return __version__

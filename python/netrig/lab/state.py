@@ -26,7 +26,7 @@ from pathlib import Path
 
 from netrig import safefs
 from netrig.errors import NetrigError
-from netrig.topo.model import PREFIX_RE
+from netrig.prefixes import PREFIX_RE
 
 LABS_DIR = Path(os.environ.get("NETRIG_RUN_DIR", "/run/netrig")) / "labs"
 # 2: topology_sha256, topology_text, link_changes; 3: frr (an older file reads as 3 without

@@ -83,18 +83,18 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGHUP, _terminated)  # its terminal closed (pexpect.close does this)
     if argv[0] == "-m":
         if len(argv) < 2:
-            raise MininetRunError("netrig mininet -m: give a module, e.g. -m mininet.examples.simpleperf")
+            raise MininetRunError("-m: give a module, e.g. -m mininet.examples.simpleperf")
         sys.argv = [argv[1], *argv[2:]]
         return _run(lambda: runpy.run_module(argv[1], run_name="__main__", alter_sys=True))
     if argv[0] == "-c":
         if len(argv) < 2:
-            raise MininetRunError("netrig mininet -c: give the code, e.g. -c 'from mininet.net import Mininet'")
+            raise MininetRunError("-c: give the code, e.g. -c 'from mininet.net import Mininet'")
         sys.argv = ["-c", *argv[2:]]
         code = argv[1]
         return _run(lambda: exec(compile(code, "<string>", "exec"), {"__name__": "__main__"}))
     script = Path(argv[0])
     if not script.is_file():
-        raise MininetRunError(f"netrig mininet: cannot read the script {script} "
+        raise MininetRunError(f"cannot read the script {script} "
                               f"({'no such file' if not script.exists() else 'not a file'})")
     sys.argv = [str(script), *argv[1:]]
     sys.path.insert(0, str(script.resolve().parent))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,10 +36,9 @@ from pydantic import (
 from netrig import suggest, units
 from netrig.errors import NetrigError
 from netrig.link import spec as linkspec
+from netrig.prefixes import PREFIX_RE
 
 Kind = Literal["host", "switch", "router"]
-# A lab prefix: it starts every namespace (and interface) name the lab creates.
-PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,14}")
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 

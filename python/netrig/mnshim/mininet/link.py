@@ -318,7 +318,7 @@ class Link:
         self.delete()
 
     def status(self) -> str:
-        return f"({self.intf1.status()},{self.intf2.status()})"
+        return f"({self.intf1.status()} {self.intf2.status()})"
 
     def __str__(self) -> str:
         return f"{self.intf1}<->{self.intf2}"

@@ -89,7 +89,10 @@ class Mininet:
         return attach(prefix)
 
     def lab_state(self):
-        return self.lab.st
+        """The lab's state as it is now (tc lines in the nodes change it on disk)."""
+        from netrig.lab.state import LabState
+
+        return LabState.load(self.prefix)
 
     def set_link(self, node1: str, node2: str, dir: str | None = None, **params: Any) -> None:
         """netrig's `link N1 N2 set delay=50ms [dir=a_to_b|b_to_a]`: changes the named keys

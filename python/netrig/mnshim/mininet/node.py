@@ -566,7 +566,9 @@ class Switch(Node):
         Node.__init__(self, name, **params)
         self.dpid = self.defaultDpid(dpid)
         self.opts, self.listenPort = opts, listenPort
-        self.controlIntf = None
+        # Mininet's switches (of the root namespace) list `lo` as port 0; ours is the
+        # switch namespace's own loopback.
+        self.controlIntf = Intf("lo", self, port=0, up=None)
 
     def defaultDpid(self, dpid: str | None = None) -> str:
         if dpid:
@@ -578,7 +580,7 @@ class Switch(Node):
         return hex(int(nums[0]))[2:].rjust(self.dpidLen, "0")
 
     def defaultIntf(self) -> Intf | None:
-        return Node.defaultIntf(self)
+        return self.controlIntf or Node.defaultIntf(self)
 
     def start(self, controllers: list) -> None:
         """The bridge forwards from the moment it is made; nothing to start."""
