@@ -207,7 +207,10 @@ class LiveLab:
             else:
                 pairs = [(ends[0], ends[1])]
             for (xn, xd), (yn, yd) in pairs:
-                root.append(f"link add name {xd} netns {xn} type veth peer name {yd} netns {yn}")
+                # A node of the root namespace (Mininet's inNamespace=False) keeps its end here.
+                at_x = f" netns {xn}" if xn else ""
+                at_y = f" netns {yn}" if yn else ""
+                root.append(f"link add name {xd}{at_x} type veth peer name {yd}{at_y}")
                 for ns, dev in ((xn, xd), (yn, yd)):
                     devs.setdefault(ns, []).append(dev)
             for node, (ns, dev) in zip((link.a, link.b), ends):

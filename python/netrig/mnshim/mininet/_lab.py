@@ -29,6 +29,9 @@ from netrig.lab.state import LabError
 
 class MnLab(LiveLab):
     def __init__(self, prefix: str | None = None) -> None:
+        if os.geteuid() != 0:
+            raise LabError("a Mininet network is built of network namespaces, which need root: "
+                           "run it with sudo (e.g. sudo netrig mininet script.py)")
         super().__init__(prefix or os.environ.get("NETRIG_PREFIX") or free_prefix("mn"))
         self.queued: dict[str | None, list[str]] = {}
         self.batching = True  # until the network is built: ip lines wait for flush()
@@ -81,7 +84,8 @@ class MnLab(LiveLab):
             shutil.rmtree(d, ignore_errors=True)  # the shims' bin/ and later netrig-links' dirs
         for cg in self.cgroups:
             errors += cg.remove()
-        _labs_alive.discard(self)
+        if self in _labs_alive:
+            _labs_alive.remove(self)
         return errors
 
 
@@ -104,12 +108,12 @@ def hangup(shells: list[subprocess.Popen]) -> None:
 
 _active: list[MnLab] = []
 _alone: MnLab | None = None
-_labs_alive: set[MnLab] = set()
+_labs_alive: list[MnLab] = []  # in the order they were made
 
 
 def new(prefix: str | None = None) -> MnLab:
     lab = MnLab(prefix)
-    _labs_alive.add(lab)
+    _labs_alive.append(lab)
     return lab
 
 
@@ -123,10 +127,15 @@ def using(lab: MnLab) -> Iterator[MnLab]:
 
 
 def current() -> MnLab:
-    """The lab a node made now belongs to."""
+    """The lab a node made now belongs to: the network being built, else the network
+    made last that still runs (sshd's `Node('root', inNamespace=False)` is linked into
+    the network made before it), else a lab of its own."""
     global _alone
     if _active:
         return _active[-1]
+    networks = [lab for lab in _labs_alive if lab is not _alone and not lab.stopped]
+    if networks:
+        return networks[-1]
     if _alone is None or _alone.stopped:
         _alone = new()
         _alone.batching = False
