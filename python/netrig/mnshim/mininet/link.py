@@ -16,6 +16,7 @@ none of the shaping keys keeps it.
 from __future__ import annotations
 
 import re
+import subprocess
 from typing import Any
 
 from netrig import units
@@ -35,10 +36,26 @@ class Intf:
         if name == "lo":
             self.ip, self.prefixLen = "127.0.0.1", 8
         params.pop("moveIntfFn", None)
+        if node is not None and link is None and name != "lo":
+            self._own_device(node, name)
         if node is not None:
             node.addIntf(self, port=port)
         self.params = params
         self.config(**params)
+
+    @staticmethod
+    def _own_device(node: Any, name: str) -> None:
+        """An interface given by name alone must be one the node already has (a script
+        made it there); a device of the machine itself is never taken into a lab
+        (Mininet's hwintf moves a real NIC into a switch)."""
+        if node._link_show(name):
+            return
+        if node.ns is not None and subprocess.run(["ip", "link", "show", "dev", name], capture_output=True,
+                                                  timeout=10).returncode == 0:
+            raise LabError(f"Intf({name!r}, node={node.name}): {name} is a device of this machine; "
+                           "netrig never moves the machine's own interfaces into a lab (its "
+                           "traffic stays inside the lab)")
+        raise LabError(f"Intf({name!r}, node={node.name}): {node.name} has no device named {name}")
 
     # Where it is.
     def _ns(self) -> str | None:
