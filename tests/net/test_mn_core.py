@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -191,3 +192,54 @@ def test_cpu_limited_hosts_stay_under_their_limit(tmp_path):
     assert len(got) == 6, got
     assert max(got) < 16, got  # 10 % of the machine, and a stall's slack
     assert sum(got) / len(got) > 2, got  # the loops did run
+
+
+def test_a_hangup_takes_the_network_down(tmp_path):
+    """pexpect's close() (Mininet's tests end each example so) sends SIGHUP: the script's
+    network is taken down, not left for netrig clean."""
+    needs_root()
+    from netrig.lab.state import labs
+
+    script = tmp_path / "hang.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        from mininet.net import Mininet
+        from mininet.topo import MinimalTopo
+        net = Mininet(topo=MinimalTopo())
+        net.start()
+        print('UP', net.prefix, flush=True)
+        time.sleep(60)
+    """))
+    prefix = f"mnh{os.getpid() % 100000}"
+    p = subprocess.Popen([sys.executable, "-m", "netrig", "mininet", str(script)], text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         env={**os.environ, "NETRIG_PREFIX": prefix})
+    try:
+        seen = []
+        while not (seen and seen[-1].startswith("UP")):
+            seen.append(p.stdout.readline())
+            assert seen[-1], seen
+        assert prefix in labs()
+        p.send_signal(signal.SIGHUP)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 128 + signal.SIGHUP
+    assert prefix not in labs()
+
+
+def test_host_wide_settings_a_script_changes_are_put_back(tmp_path):
+    """Mininet's linearbandwidth example sets the machine's congestion control with
+    sysctl -w; netrig mininet puts it back when the script ends, and says so."""
+    key = Path("/proc/sys/net/ipv4/tcp_congestion_control")
+    before = key.read_text().strip()
+    other = "reno" if before != "reno" else "cubic"
+    code, out, left = run_script(tmp_path, f"""
+        import subprocess
+        subprocess.run(['sysctl', '-qw', 'net.ipv4.tcp_congestion_control={other}'], check=True)
+    """)
+    assert code == 0, out
+    assert key.read_text().strip() == before
+    assert f"net.ipv4.tcp_congestion_control on this machine ('{before}' -> '{other}'); put back" in out

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.net
 TESTS = Path("/usr/share/doc/mininet/examples/test")
 
 
-@pytest.mark.parametrize("name", ["emptynet", "linuxrouter", "multitest", "bind", "simpleperf"])
+@pytest.mark.parametrize("name", ["emptynet", "linuxrouter", "multitest", "multilink", "bind",
+                                  "simpleperf", "treeping64"])
 def test_mininet_example_test_passes(name):
     needs_root()
     f = TESTS / f"test_{name}.py"

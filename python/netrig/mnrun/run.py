@@ -105,9 +105,42 @@ def _terminated(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
+# Host-wide settings a Mininet script may change in the root namespace (Mininet's
+# linearbandwidth example runs `sysctl -w net.ipv4.tcp_congestion_control=reno`; its
+# fixLimits raises buffers and tables): what they were is put back when the script ends.
+HOST_SYSCTLS = ("net/ipv4/tcp_congestion_control", "net/ipv4/ip_forward", "net/core/rmem_max",
+                "net/core/wmem_max", "net/ipv4/tcp_rmem", "net/ipv4/tcp_wmem",
+                "net/core/netdev_max_backlog", "net/ipv4/neigh/default/gc_thresh1",
+                "net/ipv4/neigh/default/gc_thresh2", "net/ipv4/neigh/default/gc_thresh3")
+
+
+def _host_settings() -> dict[str, str]:
+    out = {}
+    for key in HOST_SYSCTLS:
+        try:
+            out[key] = (Path("/proc/sys") / key).read_text().strip()
+        except OSError:
+            pass
+    return out
+
+
+def _put_back(before: dict[str, str]) -> None:
+    for key, value in before.items():
+        path = Path("/proc/sys") / key
+        try:
+            now = path.read_text().strip()
+            if now != value:
+                path.write_text(value)
+                print(f"netrig mininet: the script changed {key.replace('/', '.')} on this machine "
+                      f"({value!r} -> {now!r}); put back", file=sys.stderr)
+        except OSError:
+            pass
+
+
 def _run(fn) -> int:
     from mininet import _lab
 
+    before = _host_settings()
     try:
         fn()
         return 0
@@ -124,6 +157,7 @@ def _run(fn) -> int:
     finally:
         for line in _lab.stop_all():
             print(f"netrig mininet: {line}", file=sys.stderr)
+        _put_back(before)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,25 @@ _labs_alive: list[MnLab] = []  # in the order they were made
 def new(prefix: str | None = None) -> MnLab:
     lab = MnLab(prefix)
     _labs_alive.append(lab)
+    _end_on_signals()
     return lab
+
+
+def _ended(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _end_on_signals() -> None:
+    """SIGTERM and SIGHUP (a closed terminal: pexpect's close() sends it) end the program
+    through SystemExit, so its networks are taken down (atexit), where their default
+    action would kill it and leave them up. A handler the script set is left alone."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _ended)
 
 
 @contextmanager
