@@ -384,6 +384,9 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     if not errors:
         for f in ("link.json", "link.log", "link.sock", "link-stats.jsonl"):
             (st.dir / f).unlink(missing_ok=True)
+        for f in st.dir.glob(".state.json.*.tmp"):  # a save cut short by SIGKILL
+            if f.is_file() and not f.is_symlink():
+                f.unlink(missing_ok=True)
         st.remove()
         try:
             st.dir.rmdir()
