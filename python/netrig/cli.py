@@ -211,7 +211,12 @@ def _exec(args: argparse.Namespace) -> int:
     if args.node not in st.node_ns:
         raise NetrigError(f"lab '{st.prefix}' has no node '{args.node}'"
                           f"{suggest.unknown(args.node, st.node_ns, 'it has')}")
-    cmd = cmd or [os.environ.get("SHELL", "/bin/sh")]
+    if not cmd:  # an interactive shell whose prompt names the node: "h1 (lab pf)# "
+        shell = os.environ.get("SHELL", "/bin/sh")
+        cmd = [shell]
+        os.environ["PS1"] = f"{args.node} (lab {st.prefix})# "
+        os.environ["debian_chroot"] = f"{args.node} in lab {st.prefix}"  # Debian's bashrc shows it
+        os.environ["NETRIG_NODE"] = args.node
     if cmd[0] in ("netrig-perf", "netrig-link") and shutil.which(cmd[0]) is None:
         cmd[0] = str(binary(cmd[0]))  # netrig's own binaries run whatever the PATH (a venv not activated)
     if os.path.basename(cmd[0]) == frr.VTYSH:  # to this router's daemons, without PAM

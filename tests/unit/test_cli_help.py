@@ -206,3 +206,35 @@ def test_an_unknown_cc_in_a_sweep_is_refused_at_its_item(monkeypatch):
 def test_a_known_cc_passes(monkeypatch):
     monkeypatch.setattr("netrig.exp.scenario.congestion_controls", lambda: {"reno", "cubic"})
     assert loads_scenario(CC.replace("renoo", "reno"), "s.yaml").points[0].spec.flows["bulk"].cc == "reno"
+
+
+def test_exec_with_no_command_gives_a_shell_whose_prompt_names_the_node(monkeypatch, tmp_path):
+    import os
+
+    from netrig.lab import state
+
+    class St:
+        prefix = "pf"
+        node_ns = {"h1": "pf-h1"}
+        dir = tmp_path
+
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    monkeypatch.delenv("PS1", raising=False)
+    monkeypatch.delenv("debian_chroot", raising=False)
+    monkeypatch.delenv("NETRIG_NODE", raising=False)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(state.LabState, "load", staticmethod(lambda prefix: St()))
+    monkeypatch.setattr(cli, "_prefix", lambda args: "pf")
+    done = []
+
+    def execvp(exe, argv):
+        done.append(argv)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(os, "execvp", execvp)
+    with pytest.raises(SystemExit):
+        main(["exec", "h1"])
+    assert done == [["ip", "netns", "exec", "pf-h1", "/bin/bash"]]
+    assert os.environ["PS1"] == "h1 (lab pf)# "
+    assert os.environ["debian_chroot"] == "h1 in lab pf"
+    assert os.environ["NETRIG_NODE"] == "h1"
