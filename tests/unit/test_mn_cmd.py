@@ -239,8 +239,11 @@ def stand_in(monkeypatch):
     """mininet.net, .node, .link and .cli as stand-ins that record what mn asks."""
     FakeNet.made = []
     node = types.ModuleType("mininet.node")
-    for name in ("Host", "CPULimitedHost", "OVSSwitch", "OVSBridge", "UserSwitch", "LinuxBridge"):
+    for name in ("Host", "CPULimitedHost", "OVSSwitch", "OVSBridge", "UserSwitch", "LinuxBridge",
+                 "Controller", "RemoteController"):
         setattr(node, name, type(name, (), {"__init__": lambda self, *a, **k: None}))
+    node.quieted = []
+    node.quiet = node.quieted.append
     link = types.ModuleType("mininet.link")
     link.Link = type("Link", (), {})
     link.TCLink = type("TCLink", (), {"__init__": lambda self, *a, **k: None})
@@ -271,7 +274,9 @@ def test_run_in_mns_order(stand_in, tmp_path, capsys):
     assert net.calls == [("CLI", str(pre)), "start", ("pingAll", None), "pingPair",
                          ("iperf", "UDP", "5M"), ("CLI", str(post)), "stop"]
     kw = net.kw
-    assert kw["controller"] is None and kw["ipBase"] == "10.1.0.0/16"
+    assert kw["ipBase"] == "10.1.0.0/16"
+    (remote,) = kw["controller"]  # the one asked for, not started; said once, by mn
+    assert remote is stand_in.node.RemoteController and stand_in.node.quieted == ["controller"]
     assert kw["autoSetMacs"] and kw["autoStaticArp"] and kw["waitConnected"] is True
     assert issubclass(kw["link"], stand_in.link.TCLink)
     assert issubclass(kw["switch"], stand_in.node.LinuxBridge)
@@ -293,7 +298,15 @@ def test_without_a_test_the_prompt_opens(stand_in):
     assert net.calls == ["start", ("CLI", None), "stop"]
     assert net.kw["waitConnected"] is False
     assert net.kw["switch"] is stand_in.node.LinuxBridge  # no OVS note: none was asked for
+    assert net.kw["controller"] == [stand_in.node.Controller]  # mn's c0, quiet
     assert stand_in.log.getvalue() == ""  # -v output: nothing before the prompt
+
+
+def test_controller_none_leaves_c0_out(stand_in, capsys):
+    assert mn.main(["--controller", "none", "--test", "none"]) == 0
+    (net,) = FakeNet.made
+    assert net.kw["controller"] is None
+    assert "not started" not in capsys.readouterr().err  # none asked for: nothing to say
 
 
 def test_the_network_is_stopped_when_a_test_fails(stand_in, capsys):

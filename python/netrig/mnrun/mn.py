@@ -11,8 +11,10 @@ Not its business: how the network is built (mininet.net, the lab), the prompt
 (mininet.cli), what a link class does with bw= or delay= (mininet.link).
 
 Where it departs from mn, and why:
-- every switch kind is a Linux bridge (the compat package's classes), so there is no
-  controller: --controller is accepted, said once on stderr, and none is started;
+- every switch kind is a Linux bridge (the compat package's classes), so no controller
+  is started: mn's default c0 is there as in mn (`nodes`, `net`, `dump` list it; Mininet's
+  walkthrough counts it) and says nothing; an explicit --controller is said once on
+  stderr; --controller none leaves c0 out;
 - -x (xterms), --nat (NAT to the Internet) and --cluster are refused with a sentence;
 - -c removes only what netrig made (labs whose builder died), never every `*-ethN` or
   process that looks like Mininet's;
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,7 +56,10 @@ SWITCHES = {"default": "LinuxBridge", "ovs": "OVSSwitch", "ovsk": "OVSSwitch",
 HOSTS = {"proc": ("Host", {}), "process": ("Host", {}),
          "rt": ("CPULimitedHost", {"sched": "rt"}), "cfs": ("CPULimitedHost", {"sched": "cfs"})}
 LINKS = {"default": "Link", "tc": "TCLink", "tcu": "TCULink", "ovs": "OVSLink"}
-CONTROLLERS = ("ref", "ovsc", "nox", "remote", "ryu", "default", "none")
+# Controllers: the compat package's classes, none of them started (None: no controller).
+CONTROLLERS = {"ref": "Controller", "ovsc": "OVSController", "nox": "NOX",
+               "remote": "RemoteController", "ryu": "Ryu", "default": "Controller",
+               "none": None}
 TESTS = ("pingall", "pingpair", "iperf", "iperfudp", "all", "none", "build")
 ALTSPELLING = {"pingall": "pingAll", "pingpair": "pingPair"}
 LEVELS = ("debug", "info", "output", "warning", "warn", "error", "critical")
@@ -199,7 +205,7 @@ class Tables:
     switches: dict[str, Any] = field(default_factory=lambda: dict(SWITCHES))
     hosts: dict[str, Any] = field(default_factory=lambda: dict(HOSTS))
     links: dict[str, Any] = field(default_factory=lambda: dict(LINKS))
-    controllers: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(CONTROLLERS))
+    controllers: dict[str, Any] = field(default_factory=lambda: dict(CONTROLLERS))
     tests: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(TESTS))
     validate: Any = None
     cli: Any = None
@@ -411,9 +417,13 @@ def _classes(opts: argparse.Namespace, tables: Tables) -> dict[str, Any]:
                           "so it takes no parameters")
         return specialClass(cls, append=args, defaults={**defaults, **kwargs})
 
+    controllers = [made(tables.controllers, c, "node", "--controller")
+                   for c in opts.controller or ["default"]
+                   if tables.controllers[_split(c)[0]] is not None]
     return {"switch": made(tables.switches, opts.switch, "node", "--switch"),
             "host": made(tables.hosts, opts.host, "node", "--host"),
-            "link": made(tables.links, opts.link, "link", "--link")}
+            "link": made(tables.links, opts.link, "link", "--link"),
+            "controller": controllers or None}
 
 
 def clean() -> int:
@@ -528,8 +538,9 @@ def _main(argv: list[str]) -> int:
         tables.load(value)
     started = time.time()
     topo = check(opts, tables)
-    if opts.controller:
-        print(f"netrig mn: --controller {' '.join(opts.controller)}: accepted, not started "
+    asked = [c for c in opts.controller if tables.controllers[_split(c)[0]] is not None]
+    if asked:
+        print(f"netrig mn: --controller {' '.join(asked)}: accepted, not started "
               "(netrig's switches are Linux bridges, which learn by themselves)", file=sys.stderr)
     if tables.validate:
         tables.validate(opts)
@@ -552,10 +563,16 @@ def _run(opts: argparse.Namespace, tables: Tables, topo, started: float) -> int:
         wait = bool(opts.test) and opts.test != ["none"]
     extra = {"autoPinCpus": True} if opts.pin else {}
     net = None
+    # A closed terminal (SIGHUP: pexpect's close, a test that ends without 'exit') or
+    # SIGTERM ends the run as an exception does: the network is stopped, not left up.
+    saved = {sig: signal.signal(sig, _hung_up) for sig in (signal.SIGHUP, signal.SIGTERM)}
     try:
-        net = Mininet(topo=topo, controller=None, ipBase=opts.ipbase, autoSetMacs=opts.mac,
-                      autoStaticArp=opts.arp, waitConnected=wait, **_classes(opts, tables),
-                      **extra)
+        classes = _classes(opts, tables)
+        from mininet.node import quiet
+
+        quiet("controller")  # said above for an explicit --controller; the default is mn's
+        net = Mininet(topo=topo, ipBase=opts.ipbase, autoSetMacs=opts.mac,
+                      autoStaticArp=opts.arp, waitConnected=wait, **classes, **extra)
         if opts.pre:
             _cli(tables)(net, script=opts.pre)
         net.start()
@@ -569,10 +586,22 @@ def _run(opts: argparse.Namespace, tables: Tables, topo, started: float) -> int:
         info("\n\nKeyboard Interrupt. Shutting down and cleaning up...\n\n")
         return 130
     finally:
-        if net is not None:
-            net.stop()
+        try:
+            if net is not None:
+                net.stop()
+        finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
     info(f"completed in {time.time() - started:0.3f} seconds\n")
     return 0
+
+
+def _hung_up(signum: int, _frame) -> None:
+    """The run ends: later signals (pexpect's close sends SIGHUP, SIGCONT, SIGINT) no
+    longer interrupt the network's stop."""
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
 
 
 def _cli(tables: Tables):

@@ -657,6 +657,12 @@ def _say_once(key: str, text: str) -> None:
         print(text, file=sys.stderr)
 
 
+def quiet(key: str) -> None:
+    """The note `key` ("controller", "ovs", "user", "stp") is not said: the caller says
+    its own (netrig mn notes --controller itself, and its default c0 is mn's, not asked for)."""
+    _said.add(key)
+
+
 class Controller:
     """An OpenFlow controller: accepted, never started (the bridges need none)."""
 
