@@ -156,6 +156,10 @@ class LiveLab:
             self._make()
         return link
 
+    def log(self, ns: str | None, lines: list[str]) -> None:
+        """Each `ip` line the lab runs, for a caller that shows them (Mininet's debug
+        level); nothing by default."""
+
     def _devs(self, ns: str | None) -> set[str]:
         return set(self.st.egress.get(ns or "", {}))
 
@@ -182,6 +186,7 @@ class LiveLab:
                 per_ns[self.sw_ns].append(f"link set {node} up")
             self._switch_lines = []
             for ns, lines in per_ns.items():
+                self.log(ns, lines)
                 netns.ip_batch(lines, ns)
         if self.pending_links:
             todo_links, self.pending_links = self.pending_links, []
@@ -216,12 +221,14 @@ class LiveLab:
             for node, (ns, dev) in zip((link.a, link.b), ends):
                 if self.kinds[node] == "switch":
                     per_ns.setdefault(ns, []).append(f"link set {dev} master {node}")
+        self.log(None, root)
         netns.ip_batch(root)
         for ns, ds in devs.items():
             per_ns.setdefault(ns, []).extend(f"link set {d} up" for d in ds)
             if ns is not None:  # the root namespace's devices keep the host's settings
                 netns.offloads_off(ns, ds)
         for ns, lines in per_ns.items():
+            self.log(ns, lines)
             netns.ip_batch(lines, ns)
         for link in todo:
             link.made = True

@@ -47,12 +47,16 @@ class MnLab(LiveLab):
         tcshim.install(d)
         return d
 
+    def log(self, ns: str | None, lines: list[str]) -> None:
+        _say_lines(ns, lines)
+
     def ip(self, ns: str | None, lines: list[str]) -> str:
         """Runs `ip` lines in ns (None: the root namespace); while building, queues them."""
         if self.batching or not self.realized:
             self.queued.setdefault(ns, []).extend(lines)
             return ""
         self.flush()
+        _say_lines(ns, lines)
         try:
             netns.ip_batch(lines, ns)
         except netns.NetnsError as e:
@@ -65,6 +69,8 @@ class MnLab(LiveLab):
         if not self.queued:
             return
         todo, self.queued = self.queued, {}
+        for ns, lines in todo.items():
+            _say_lines(ns, lines)
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(lambda item: netns.ip_batch(item[1], item[0]), todo.items()))
 
@@ -104,6 +110,14 @@ def hangup(shells: list[subprocess.Popen]) -> None:
         except subprocess.TimeoutExpired:
             shell.kill()
             shell.wait(timeout=2)
+
+
+def _say_lines(ns: str | None, lines: list[str]) -> None:
+    """Each `ip` line at Mininet's debug level, as Mininet logs each command it runs."""
+    from mininet.log import debug
+
+    for line in lines:
+        debug(f"*** {ns or 'root namespace'}: ip {line}\n")
 
 
 _active: list[MnLab] = []
