@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from netlab import needs_root
+from netlab import assert_emulated_rtt, needs_root
 
 pytestmark = pytest.mark.net
 
@@ -80,10 +80,12 @@ def test_tclink_delay_is_in_the_rtt_and_changes_live(tmp_path):
     assert code == 0, out
     assert left == [], left
     r = result(out)
-    before = sorted(r["before"])[len(r["before"]) // 2]
-    after = sorted(r["after"])[len(r["after"]) // 2]
-    assert abs(before - 40) < 1, r
-    assert abs(after - 60) < 1, r
+    # The fastest ping is within 1 ms of theory (a noisy host only adds delay, so the
+    # median may sit further out); each link is crossed twice each way.
+    assert_emulated_rtt(r["before"], 40, crossings=4)
+    assert min(r["before"]) < 41, r
+    assert_emulated_rtt(r["after"], 60, crossings=4)
+    assert min(r["after"]) < 61, r
 
 
 def test_pingall_nodes_added_and_removed_while_running(tmp_path):
