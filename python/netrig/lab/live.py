@@ -19,6 +19,7 @@ what is asked after is made immediately.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +105,8 @@ class LiveLab:
     def add_node(self, name: str, kind: str) -> str:
         """A host or router (a namespace of its own) or a switch (a bridge named as the
         node in the switch namespace); returns the node's namespace."""
-        self._fresh()
+        if self.realized:
+            self._fresh()
         if name in self.kinds:
             raise LabError(f"a node named '{name}' exists")
         if kind == "switch" and len(name) > IFNAMSIZ:
@@ -119,8 +121,7 @@ class LiveLab:
         if kind == "switch":
             self._switch_lines = getattr(self, "_switch_lines", [])
             self._switch_lines.append(name)
-        self.st.save()
-        if self.realized:
+        if self.realized:  # else _make saves once, before it makes anything
             self._make()
         return ns
 
@@ -128,7 +129,8 @@ class LiveLab:
                  shaping: tuple[dict[str, Any], dict[str, Any]] | None = None) -> LiveLink:
         """A link between two nodes' devices; `shaping` (a_to_b, b_to_a) puts it on
         netrig-link (an empty dict: carried, unshaped), None makes it a plain veth pair."""
-        self._fresh()
+        if self.realized:
+            self._fresh()
         for node, dev in ((a, a_dev), (b, b_dev)):
             if node not in self.kinds:
                 raise LabError(f"link {a}-{b}: no node named '{node}'")
@@ -151,8 +153,7 @@ class LiveLab:
                                       "b_to_a": dict(shaping[1]) if shaping else {}})
         self.st.egress.setdefault(self.ns(a) or "", {})[a_dev] = [link.name, "a_to_b"]
         self.st.egress.setdefault(self.ns(b) or "", {})[b_dev] = [link.name, "b_to_a"]
-        self.st.save()
-        if self.realized:
+        if self.realized:  # else _make saves once, before it makes anything
             self._make()
         return link
 
@@ -173,6 +174,8 @@ class LiveLab:
         self.st.save()
 
     def _make(self) -> None:
+        if self.pending_ns or self.pending_links:
+            self.st.save()  # everything is named in the state before it is made
         if self.pending_ns:
             todo, self.pending_ns = self.pending_ns, []
             if any(netns.exists(ns) for ns in todo):
@@ -185,9 +188,7 @@ class LiveLab:
                     f"link add {node} type bridge stp_state 0 forward_delay 0")
                 per_ns[self.sw_ns].append(f"link set {node} up")
             self._switch_lines = []
-            for ns, lines in per_ns.items():
-                self.log(ns, lines)
-                netns.ip_batch(lines, ns)
+            self._batches(per_ns)
         if self.pending_links:
             todo_links, self.pending_links = self.pending_links, []
             self._make_links(todo_links)
@@ -227,9 +228,7 @@ class LiveLab:
             per_ns.setdefault(ns, []).extend(f"link set {d} up" for d in ds)
             if ns is not None:  # the root namespace's devices keep the host's settings
                 netns.offloads_off(ns, ds)
-        for ns, lines in per_ns.items():
-            self.log(ns, lines)
-            netns.ip_batch(lines, ns)
+        self._batches(per_ns)
         for link in todo:
             link.made = True
         if carried:
@@ -237,6 +236,14 @@ class LiveLab:
         sw = [l for l in todo if "switch" in (self.kinds[l.a], self.kinds[l.b])]
         if sw:
             builder._wait_bridges([self.sw_ns])
+
+    def _batches(self, per_ns: dict[str | None, list[str]]) -> None:
+        """One `ip -batch` per namespace, four at a time (most of their time is process
+        start)."""
+        for ns, lines in per_ns.items():
+            self.log(ns, lines)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda item: netns.ip_batch(item[1], item[0]), per_ns.items()))
 
     def _start_emulator(self, links: list[LiveLink]) -> None:
         """One netrig-link for these links (the links of a build share one; each link

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from netrig import safefs
@@ -81,8 +81,11 @@ class LabState:
         return LABS_DIR / self.prefix
 
     def save(self) -> None:
+        # The fields as they are (all JSON's types): asdict's deep copy and an indent cost
+        # a growing lab (Mininet's API saves as it adds) most of its build time.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         safefs.write(LABS_DIR.parent, f"{LABS_DIR.name}/{check_prefix(self.prefix)}/state.json",
-                     json.dumps(asdict(self), indent=1) + "\n", safefs.PRIVATE)
+                     json.dumps(data, separators=(",", ":")) + "\n", safefs.PRIVATE)
 
     @classmethod
     def load(cls, prefix: str) -> LabState:
