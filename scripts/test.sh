@@ -9,5 +9,13 @@ echo "== ruff (lint)"
 .venv/bin/ruff check python tests
 echo "== cargo test"
 cargo test --workspace --quiet 2>&1 | grep -v '^$'
-echo "== pytest"
-.venv/bin/python -m pytest -q -ra --durations=15 "$@"
+if [ $# -gt 0 ]; then  # the tests asked for, as asked
+    echo "== pytest"
+    exec .venv/bin/python -m pytest -q -ra --durations=15 "$@"
+fi
+# The unit tests are pure (no namespaces, traffic or timing: tests/netguard.py's guard
+# fails one that tries): two workers. Everything else builds labs and times traffic: one at a time.
+echo "== pytest: unit tests, two workers"
+.venv/bin/python -m pytest -q -ra --durations=10 -n 2 tests/unit
+echo "== pytest: labs, traffic and servers, one at a time"
+.venv/bin/python -m pytest -q -ra --durations=25 tests --ignore=tests/unit
