@@ -43,7 +43,8 @@ NETRIG_BINARIES = frozenset({"netrig-perf", "netrig-link", "curl", "nginx"})
 INFO_FLAGS = frozenset({"--version", "-V", "-v", "--help", "-h"})
 PURE_SUBCOMMANDS = {"netrig-link": frozenset({"schema"})}
 # Subcommands of the `netrig` CLI that build, enter or change a lab, or run traffic.
-LAB_COMMANDS = frozenset({"up", "down", "run", "exec", "link", "pingall", "capture"})
+LAB_COMMANDS = frozenset({"up", "down", "run", "exec", "link", "pingall", "capture", "mn", "mininet",
+                          "cli", "tc"})
 # tcpdump only compiling a filter (-d, -dd, -ddd), for a link type (-y), opens nothing.
 COMPILE_FLAGS = frozenset({"-d", "-dd", "-ddd"})
 # Wrappers that run the rest of their arguments as a command. (Not setpriv: tests use it
