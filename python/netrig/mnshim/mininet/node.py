@@ -620,6 +620,11 @@ class OVSSwitch(Switch):
         raise LabError(f"{self.name}: ovs-vsctl: netrig's switches are Linux bridges, not Open vSwitch")
 
     @classmethod
+    def isOldOVS(cls) -> bool:
+        """No Open vSwitch runs: the switches are Linux bridges (never an old OVS)."""
+        return False
+
+    @classmethod
     def batchStartup(cls, switches: list, run: Any = None) -> list:
         return switches
 
@@ -663,22 +668,19 @@ def quiet(key: str) -> None:
     _said.add(key)
 
 
-class Controller:
-    """An OpenFlow controller: accepted, never started (the bridges need none)."""
+class Controller(Node):
+    """An OpenFlow controller: a node of the root namespace (as Mininet's), accepted and
+    never started (the bridges need none). It can be linked to, as Mininet's control
+    networks do, and runs commands in the root namespace."""
 
-    waiting = False
-    inNamespace = False
-    shell = None
-    pid = None
+    kind = "host"
 
     def __init__(self, name: str, inNamespace: bool = False, command: str = "controller",
                  cargs: str = "", cdir: Any = None, ip: str = "127.0.0.1", port: int = 6653,
                  protocol: str = "tcp", **params: Any) -> None:
-        self.name, self.ip, self.port, self.protocol = name, ip, port, protocol
-        self.params = params
-        self.intfs: dict = {}
-        self.ports: dict = {}
-        self.nameToIntf: dict = {}
+        Node.__init__(self, name, inNamespace=inNamespace, **params)
+        self.ip, self.port, self.protocol = ip, port, protocol
+        self.command, self.cargs, self.cdir = command, cargs, cdir
         _say_once("controller", f"netrig: controller {name} ({type(self).__name__}) is not started: "
                                 "the switches are Linux bridges and need none")
 
@@ -692,16 +694,7 @@ class Controller:
         pass
 
     def IP(self, intf: Any = None) -> str:
-        return self.ip
-
-    def intfList(self) -> list:
-        return []
-
-    def cmd(self, *args: Any, **kwargs: Any) -> str:
-        return netns_root_cmd(" ".join(str(a) for a in args))
-
-    def terminate(self) -> None:
-        pass
+        return Node.IP(self, intf) if self.inNamespace or self.intfs else self.ip
 
     @classmethod
     def isAvailable(cls) -> bool:
@@ -712,11 +705,6 @@ class Controller:
 
     def __str__(self) -> str:
         return self.name
-
-
-def netns_root_cmd(line: str) -> str:
-    p = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60)
-    return p.stdout + p.stderr
 
 
 class OVSController(Controller):
