@@ -32,6 +32,7 @@ class AttachedLab:
         if self.st.status != "up":
             raise LabError(f"lab '{prefix}' is {self.st.status}, not up")
         self.prefix = prefix
+        self.sw_ns = f"{prefix}-{builder.SW}"
         self.network = Network.attach(prefix)
         self.bindir = self.st.dir / "bin"
         self.shells: list = []

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from math import ceil
 from typing import Any
 
+from netrig.lab import build as builder
 from netrig.lab import netns
 from netrig.lab.state import LabError
 
@@ -574,6 +575,10 @@ class Mininet:
                     result = i.ifconfig(status)
                     if result:
                         error(f"link src status change failed: {result}\n")
+            if status == "up" and connections and any(isinstance(n, Switch) for n in (a, b)):
+                # A bridge port forwards again only once the kernel's linkwatch has seen
+                # its carrier (up to a second): until then its frames are lost.
+                builder._wait_bridges([self.lab.sw_ns])
 
     def interact(self) -> Any:
         from mininet.cli import CLI
