@@ -245,3 +245,24 @@ def test_host_wide_settings_a_script_changes_are_put_back(tmp_path):
     assert code == 0, out
     assert key.read_text().strip() == before
     assert f"net.ipv4.tcp_congestion_control on this machine ('{before}' -> '{other}'); put back" in out
+
+
+def test_link_status_down_and_up_again(tmp_path):
+    """configLinkStatus (the prompt's `link h1 s1 down|up`): down, nothing passes; up,
+    the very next ping passes (the bridge port forwards again before it returns)."""
+    code, out, left = run_script(tmp_path, """
+        import json
+        from mininet.net import Mininet
+        from mininet.topo import SingleSwitchTopo
+        net = Mininet(topo=SingleSwitchTopo(2))
+        net.start()
+        net.configLinkStatus('h1', 's1', 'down')
+        down = net.pingPair()
+        net.configLinkStatus('h1', 's1', 'up')
+        up = net.pingPair()
+        print('RESULT', json.dumps([down, up]))
+        net.stop()
+    """)
+    assert code == 0, out
+    assert left == [], left
+    assert result(out) == [100, 0], out
