@@ -638,17 +638,19 @@ def _echo(ns: str | None, ips: list[str], wait_s: float) -> list[bool]:
         ident = (os.getpid() ^ id(ips)) & 0xffff
         with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP) as s:
             s.setblocking(False)
+            sent = 0
             for seq, ip in enumerate(ips):
                 body = struct.pack("!d", time.time()) + bytes(48)
                 head = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
                 pkt = struct.pack("!BBHHH", 8, 0, _checksum(head + body), ident, seq) + body
                 try:
                     s.sendto(pkt, (ip, 0))
+                    sent += 1
                 except OSError:
-                    pass  # unreachable: no reply
+                    pass  # unreachable (no route, interface down): no reply to wait for
             answered = [False] * len(ips)
             want = {ip: k for k, ip in enumerate(ips)}
-            left = len(ips)
+            left = sent
             deadline = time.monotonic() + wait_s
             while left and time.monotonic() < deadline:
                 r, _, _ = select.select([s], [], [], max(0.0, deadline - time.monotonic()))
