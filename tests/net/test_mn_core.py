@@ -257,7 +257,7 @@ def test_link_status_down_and_up_again(tmp_path):
         net = Mininet(topo=SingleSwitchTopo(2))
         net.start()
         net.configLinkStatus('h1', 's1', 'down')
-        down = net.pingPair()
+        down = net.ping([net['h1'], net['h2']], timeout=1)  # h2's echo waits 1 s, not ping's 10
         net.configLinkStatus('h1', 's1', 'up')
         up = net.pingPair()
         print('RESULT', json.dumps([down, up]))
