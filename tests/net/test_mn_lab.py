@@ -4,6 +4,7 @@ build a network (no mininet.net; the prompt's test also needs mininet.cli)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -32,19 +33,26 @@ def needs_compat(*modules: str) -> None:
 
 
 def mn(*args: str, stdin: str | None = None, timeout: float = 120):
-    """netrig mn ARGS: (exit status, stdout + stderr, labs it left: new since it started)."""
-    from netrig.lab.state import labs
+    """netrig mn ARGS: (exit status, stdout + stderr, what it left of its lab). Its lab's
+    prefix is set (NETRIG_PREFIX), so a lab another process makes meanwhile is not
+    counted as this one's."""
+    from netrig.lab.state import LabState, labs
 
-    before = set(labs())
+    prefix = f"mnl{os.getpid() % 100000}"
     p = subprocess.Popen([sys.executable, "-m", "netrig", "mn", *args], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, "NETRIG_PREFIX": prefix})
     try:
         out, _ = p.communicate(stdin, timeout=timeout)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    return p.returncode, out, sorted(set(labs()) - before)
+    left = [x for x in labs() if x == prefix]
+    left += [str(LabState(prefix, "").dir)] if LabState(prefix, "").dir.exists() else []
+    left += [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                         text=True).stdout.split() if ns.startswith(prefix + "-")]
+    return p.returncode, out, left
 
 
 def test_linear_pingall_says_what_mn_says():

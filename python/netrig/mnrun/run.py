@@ -52,9 +52,18 @@ def activate() -> Path:
     return bindir
 
 
+_BIN: Path | None = None
+
+
 def _shims() -> Path:
-    """A private directory (0700) of executables: python, python3 and mn."""
-    d = Path(tempfile.mkdtemp(prefix="netrig-mn-"))
+    """A private directory (0700) of executables: python, python3 and mn; one per
+    process (named after its PID, removed when it ends), and those of processes that
+    died without removing theirs (killed) are removed here."""
+    global _BIN
+    if _BIN is not None and _BIN.is_dir():
+        return _BIN
+    _sweep_shims()
+    d = Path(tempfile.mkdtemp(prefix=f"netrig-mn-{os.getpid()}-"))
     py = sys.executable
     scripts = {
         "python": f'#!/bin/sh\nexec "{py}" "$@"\n',
@@ -69,7 +78,23 @@ def _shims() -> Path:
     import shutil
 
     atexit.register(shutil.rmtree, d, True)
+    _BIN = d
     return d
+
+
+def _sweep_shims() -> None:
+    """Removes this user's shim directories whose process is gone."""
+    import shutil
+
+    for d in Path(tempfile.gettempdir()).glob("netrig-mn-*-*"):
+        try:
+            st = d.lstat()
+            pid = int(d.name.split("-")[2])
+        except (OSError, ValueError, IndexError):
+            continue
+        if d.is_symlink() or not d.is_dir() or st.st_uid != os.getuid() or Path(f"/proc/{pid}").exists():
+            continue
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:

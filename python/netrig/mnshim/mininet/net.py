@@ -38,7 +38,7 @@ from netrig.lab.state import LabError
 from mininet import _lab
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import debug, error, info, output, warn
-from mininet.node import Controller, DefaultController, Host, OVSKernelSwitch, Switch
+from mininet.node import Controller, DefaultController, Host, OVSKernelSwitch, Switch, _say_once
 from mininet.util import macColonHex, waitListening
 
 VERSION = "2.3.0"
@@ -222,7 +222,7 @@ class Mininet:
             options.setdefault("intf", self.intf)
         cls = self.link if cls is None else cls
         if cls is Link and any(k in options for k in ("bw", "delay", "loss", "jitter", "max_queue_size")):
-            _lab_say_once("plain", "netrig: links given bw/delay/loss/jitter/max_queue_size are "
+            _say_once("plain", "netrig: links given bw/delay/loss/jitter/max_queue_size are "
                                    "shaped even when they are not TCLinks (Mininet would ignore them)")
         with _lab.using(self.lab):
             link = cls(node1, node2, **options)
@@ -598,17 +598,6 @@ class Mininet:
 class MininetWithControlNet(Mininet):
     def configureControlNetwork(self) -> None:
         Mininet.configureControlNetwork(self)
-
-
-_said: set[str] = set()
-
-
-def _lab_say_once(key: str, text: str) -> None:
-    import sys
-
-    if key not in _said:
-        _said.add(key)
-        print(text, file=sys.stderr)
 
 
 def _ip_add(i: int, base: int, prefixLen: int) -> str:
