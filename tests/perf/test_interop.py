@@ -42,9 +42,15 @@ def check_document(doc: dict, args: list[str]) -> None:
     else:
         sent, received = end["sum_sent"]["bytes"], end["sum_received"]["bytes"]
         assert sent > 0 and received > 0
-        assert received <= sent * 1.01 and received >= sent * 0.5, (sent, received)
+        assert received <= sent * 1.01, (sent, received)
         if "-n" in args:
+            # A byte-count test ends when the last byte is written, so what is still in
+            # the two socket buffers is never counted as received: iperf3 3.12 against
+            # itself on loopback reports 14 of 20 MiB received at times. Both ends
+            # agreeing on the count is checked by the callers.
             assert sent == 20 * 1024 * 1024
+        else:
+            assert received >= sent * 0.5, (sent, received)
         if "--bidir" in args:
             assert end["sum_received_bidir_reverse"]["bytes"] > 0
     streams = len(end["streams"])
