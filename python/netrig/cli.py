@@ -49,8 +49,8 @@ def _real_hosts_only(args: argparse.Namespace) -> bool:
         return False
     from pathlib import Path
 
-    from netrig.exp.results import load_scenario_of
-    from netrig.exp.scenario import load_scenario
+    from netrig.exp.analysis.results import load_scenario_of
+    from netrig.exp.spec.scenario import load_scenario
 
     try:
         if args.resume:  # (a results directory: read through safefs)
@@ -457,9 +457,9 @@ def _explain(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp import results as res
-    from netrig.exp import runner
-    from netrig.exp.scenario import load_scenario
+    from netrig.exp.analysis import results as res
+    from netrig.exp.execute import runner
+    from netrig.exp.spec.scenario import load_scenario
 
     if args.resume:
         out = Path(args.resume)
@@ -475,7 +475,7 @@ def _run(args: argparse.Namespace) -> int:
                               "to finish them)")
     campaign = None
     if address := _cluster_address(args):  # reached and checked before anything is written
-        from netrig.exp.cluster import Campaign
+        from netrig.exp.execute.cluster import Campaign
 
         if scenario.points and scenario.points[0].hosts:
             raise NetrigError(f"--cluster {address}: {scenario.name} runs on real hosts (hosts:), which "
@@ -503,8 +503,7 @@ def _run(args: argparse.Namespace) -> int:
     code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
     _headline(out)
     try:
-        from netrig.exp import report
-
+        from netrig.exp.render import report
         page = report.build(out, args.allow_foreign_dir, warn=_refused)
         print(f"report: {page}")
     except ImportError:
@@ -528,8 +527,7 @@ def _cluster_address(args: argparse.Namespace) -> str | None:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from netrig.exp import cluster
-
+    from netrig.exp.execute import cluster
     if args.action == "scheduler":
         if args.target:
             raise NetrigError("netrig cluster scheduler takes no ADDRESS (--host and --port say where it listens)")
@@ -564,9 +562,8 @@ def _cluster(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp import report
-    from netrig.exp import results as res
-
+    from netrig.exp.analysis import results as res
+    from netrig.exp.render import report
     res.load(Path(args.dir))  # not a results directory: said before anything is written
     _headline(Path(args.dir))
     print(f"report: {report.build(Path(args.dir), args.allow_foreign_dir, warn=_refused)}")
@@ -581,9 +578,8 @@ def _refused(said: str) -> None:
 def _headline(out) -> None:
     """The headline table of results directory `out`, as wide as the terminal up to 80
     columns; a directory that cannot be read is said in a line, and the rest goes on."""
-    from netrig.exp import headline
-    from netrig.exp import results as res
-
+    from netrig.exp.analysis import results as res
+    from netrig.exp.render import headline
     try:
         text = headline.summary(res.load(out), min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns))
     except (NetrigError, OSError, ValueError, KeyError, TypeError) as e:
@@ -595,8 +591,7 @@ def _headline(out) -> None:
 def _compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp import plot
-
+    from netrig.exp.render import plot
     print(plot.compare_dirs([Path(d) for d in args.dirs], Path(args.out) if args.out else None,
                             args.allow_foreign_dir, warn=_refused))
     return 0
@@ -605,8 +600,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp import plot
-
+    from netrig.exp.render import plot
     dirs = [a for a in args.items if Path(a).is_dir()]
     names = [a for a in args.items if not Path(a).is_dir()]
     for path in plot.plot_command([Path(d) for d in dirs], names,
@@ -617,7 +611,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from netrig.exp.scenario import drawable
+    from netrig.exp.spec.scenario import drawable
     from netrig.topo.graph import graph_command
 
     out = graph_command(args.file, args.out, args.format, scenario=drawable)

@@ -2,8 +2,8 @@
 
 netrig runs as root and writes into directories a user may own (`./results`), so a
 planted link must never send a write elsewhere. This module owns how files and
-directories are created; the modules that decide what to write (exp/results.py,
-exp/runner.py, exp/report.py, exp/figures.py, lab/state.py) call it with a base
+directories are created; the modules that decide what to write (exp/analysis/results.py,
+exp/execute/runner.py, exp/render/report.py, exp/render/figures.py, lab/state.py) call it with a base
 directory they trust and a path below it:
 
 - the base is the directory the user named (checked with `check_owner`) or one netrig

@@ -178,8 +178,7 @@ class Cluster:
                  f"cluster worker {self.address} --name {name}"],
                 stdout=subprocess.DEVNULL, stderr=(tmp / f"{name}.log").open("w"), env=self.env))
         from distributed import Client
-        from netrig.exp import cluster_tls
-
+        from netrig.exp.execute import cluster_tls
         self.bundle = cluster_tls.issue(self.dir, "tests")
         self.client = Client(self.address, timeout=30, set_as_default=False, security=self.bundle.security())
         if names:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from netlab import Cluster
-from netrig.exp import cluster as head
-from netrig.exp import cluster_tls as tls
-from netrig.exp import worker as wk
+from netrig.exp.execute import cluster as head
+from netrig.exp.execute import cluster_tls as tls
+from netrig.exp.execute import worker as wk
 
 pytestmark = pytest.mark.net
 
@@ -175,9 +175,9 @@ def stand_in_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
 
 def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_prompt(monkeypatch, tmp_path,
                                                                                     certs):
-    from netrig.exp.progress import Display
-    from netrig.exp.runner import RunFailed, Tally, Todo
-    from netrig.exp.scenario import loads_scenario
+    from netrig.exp.execute.progress import Display
+    from netrig.exp.execute.runner import RunFailed, Tally, Todo
+    from netrig.exp.spec.scenario import loads_scenario
 
     monkeypatch.setattr(wk, "do_run", stand_in_run)
     monkeypatch.setattr(wk, "facts", good_facts)
@@ -360,9 +360,9 @@ def slow_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
 
 def test_a_campaign_whose_scheduler_goes_away_fails_saying_so_and_does_not_wait_forever(monkeypatch, tmp_path,
                                                                                         certs):
-    from netrig.exp.progress import Display
-    from netrig.exp.runner import Tally, Todo
-    from netrig.exp.scenario import loads_scenario
+    from netrig.exp.execute.progress import Display
+    from netrig.exp.execute.runner import Tally, Todo
+    from netrig.exp.spec.scenario import loads_scenario
 
     monkeypatch.setattr(wk, "do_run", slow_run)
     monkeypatch.setattr(wk, "facts", good_facts)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from netlab import Cluster
-from netrig.exp import cluster as head
-from netrig.exp import cluster_tls as tls
+from netrig.exp.execute import cluster as head
+from netrig.exp.execute import cluster_tls as tls
 
 pytestmark = pytest.mark.net
 
@@ -268,7 +268,7 @@ def dask_setup(worker):
     import distributed.worker_state_machine as wsm
     from distributed.protocol import pickle as dpickle
 
-    import netrig.exp.worker as wk
+    import netrig.exp.execute.worker as wk
 
     split = core.serialize_and_split  # 1. a run's result pickled, whatever the head asks for
 

@@ -85,7 +85,7 @@ def test_results_csv_headline_and_figures_show_the_events(ran):
     assert {r["flow"] for r in rows} == {"probe", "bulk"}
     assert all(r["metric"] == "outage_s" for r in rows)
     assert "r1-r2 down" in stdout and "events (outage" in stdout
-    from netrig.exp.figures import make_figures
+    from netrig.exp.render.figures import make_figures
 
     drawn = [f for f in make_figures(out, ["png"]) if f.kind == "timeseries"]
     assert {f.title.split(" of ")[0] for f in drawn} >= {"throughput", "RTT"}
@@ -102,7 +102,7 @@ def test_results_csv_headline_and_figures_show_the_events(ran):
 def test_the_route_monitor_records_changes_on_the_flows_clock_and_stops_by_pid():
     import time
 
-    from netrig.exp.runner import _lab_prefix, _RouteMonitor
+    from netrig.exp.execute.runner import _lab_prefix, _RouteMonitor
     from netrig.lab.network import Network
     from netrig.topo.load import loads
 

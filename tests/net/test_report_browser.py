@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.image import imread
-from netrig.exp import report
+from netrig.exp.render import report
 
 pytestmark = pytest.mark.net
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

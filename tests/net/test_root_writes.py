@@ -22,9 +22,9 @@ import pytest
 from netlab import needs_root
 from netrig.capture import lab as capture
 from netrig.errors import NetrigError
-from netrig.exp import webserver
-from netrig.exp.runner import run_one
-from netrig.exp.scenario import loads_scenario
+from netrig.exp.execute import webserver
+from netrig.exp.execute.runner import run_one
+from netrig.exp.spec.scenario import loads_scenario
 from netrig.lab import frr
 from netrig.lab.network import Network
 from netrig.topo.load import loads

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from netlab import needs_root
 from netrig import safefs
-from netrig.exp import webserver
-from netrig.exp.runner import run_one
-from netrig.exp.scenario import loads_scenario
+from netrig.exp.execute import webserver
+from netrig.exp.execute.runner import run_one
+from netrig.exp.spec.scenario import loads_scenario
 
 pytestmark = pytest.mark.net
 

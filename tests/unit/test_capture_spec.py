@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from netrig.capture import lab as cap
-from netrig.exp.scenario import ScenarioError, loads_scenario
+from netrig.exp.spec.scenario import ScenarioError, loads_scenario
 
 BASE = """\
 name: demo

@@ -10,10 +10,11 @@ import json
 
 import pytest
 from netrig import cli
-from netrig.exp import cluster, report
-from netrig.exp.progress import Display
-from netrig.exp.runner import Tally, Todo
-from netrig.exp.scenario import loads_scenario
+from netrig.exp.execute import cluster
+from netrig.exp.execute.progress import Display
+from netrig.exp.execute.runner import Tally, Todo
+from netrig.exp.render import report
+from netrig.exp.spec.scenario import loads_scenario
 
 SCENARIO = """\
 name: tiny

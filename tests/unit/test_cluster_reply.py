@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from netrig.exp import cluster_reply as reply
+from netrig.exp.execute import cluster_reply as reply
 
 RID, POINT, REP, SEED, PARAMS = "p001-r02", 1, 2, 42, {"links.a-b.rate": "10Mbit"}
 

@@ -11,8 +11,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from netrig.exp import cluster
-from netrig.exp import cluster_tls as tls
+from netrig.exp.execute import cluster
+from netrig.exp.execute import cluster_tls as tls
 
 
 @pytest.fixture
@@ -189,11 +189,10 @@ def test_any_other_address_is_refused_with_why(address, said):
 
 def test_a_netrig_worker_started_without_tls_refuses_to_serve(monkeypatch):
     """(Started by other means than `netrig cluster worker`, e.g. plain `dask worker
-    --preload netrig.exp.worker`.)"""
+    --preload netrig.exp.execute.worker`.)"""
     from types import SimpleNamespace
 
-    from netrig.exp import worker as wk
-
+    from netrig.exp.execute import worker as wk
     monkeypatch.setattr(wk.os, "geteuid", lambda: 0)
     monkeypatch.setattr(wk, "_clean", lambda name: pytest.fail("cleaned before refusing"))
     for address, encrypted in (("tcp://0.0.0.0:4000", False), ("tls://10.0.0.2:4000", False)):

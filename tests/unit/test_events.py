@@ -9,9 +9,9 @@ import math
 import types
 
 import pytest
-from netrig.exp import events as evs
-from netrig.exp import runner
-from netrig.exp.scenario import ScenarioError, loads_scenario
+from netrig.exp.execute import events as evs
+from netrig.exp.execute import runner
+from netrig.exp.spec.scenario import ScenarioError, loads_scenario
 
 BASE = """\
 name: ev
@@ -269,8 +269,7 @@ def test_converge_is_called_when_the_lab_has_it():
 
 # Results: CSV, headline, figure marks.
 def _results_dir(tmp_path):
-    from netrig.exp import results as res
-
+    from netrig.exp.analysis import results as res
     out = tmp_path / "r"
     (out / "runs" / "p000-r00" / "series").mkdir(parents=True)
     (out / "scenario.yaml").write_text(BASE)
@@ -295,9 +294,8 @@ def _results_dir(tmp_path):
 def test_events_in_results_csv_and_the_headline(tmp_path):
     import csv
 
-    from netrig.exp import headline
-    from netrig.exp import results as res
-
+    from netrig.exp.analysis import results as res
+    from netrig.exp.render import headline
     out = _results_dir(tmp_path)
     res.write_csv(out)
     rows = list(csv.DictReader((out / "results.csv").open()))
@@ -312,7 +310,7 @@ def test_events_in_results_csv_and_the_headline(tmp_path):
 
 
 def test_every_time_series_figure_marks_the_events(tmp_path):
-    from netrig.exp.figures import make_figures
+    from netrig.exp.render.figures import make_figures
 
     out = _results_dir(tmp_path)
     drawn = [f for f in make_figures(out, ["png"]) if f.kind == "timeseries"]
@@ -325,8 +323,7 @@ def test_every_time_series_figure_marks_the_events(tmp_path):
 
 
 def test_a_figure_marks_each_event_with_its_outage_and_theorys_window():
-    from netrig.exp import series
-
+    from netrig.exp.analysis import series
     run = {"events": [
         {"what": "r21-r22 down", "planned_s": 5.0, "actual_s": 5.001, "ok": True, "outage": {
             "bulk": {"outage_s": 5.0, "theory_low_s": 3.0, "theory_high_s": 4.05},
@@ -339,8 +336,8 @@ def test_a_figure_marks_each_event_with_its_outage_and_theorys_window():
 
 
 def test_a_joint_sweep_key_is_said_by_the_paths_it_sets():
-    from netrig.exp import progress
-    from netrig.exp.results import describe
+    from netrig.exp.analysis.results import describe
+    from netrig.exp.execute import progress
 
     params = {"topology.routing.ospf.hello": "1s", "events.0.down,events.0.carrier": [None, "down"]}
     assert progress.words(params) == "topology routing ospf hello 1s, event 0's carrier down"

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from netrig.exp import figures
-from netrig.exp.results import load, read_jsonl, write_jsonl
+from netrig.exp.analysis.results import load, read_jsonl, write_jsonl
+from netrig.exp.render import figures
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan
 from PIL import Image
@@ -48,7 +48,7 @@ def _refs(ax: Axes) -> dict[str, float]:
 
 
 def _theory():
-    from netrig.exp.scenario import loads_scenario
+    from netrig.exp.spec.scenario import loads_scenario
 
     p = loads_scenario(yaml.safe_dump(SCENARIO)).points[0]
     return analyse(make_plan(p.topology), "h1", "h2")
@@ -165,7 +165,7 @@ def _with_delay(out: Path, delay: str) -> Path:
 
 
 def test_plot_draws_two_directories_on_one_axes(tmp_path, drawn):
-    from netrig.exp.plot import plot_command
+    from netrig.exp.render.plot import plot_command
 
     a = _with_delay(make_results(tmp_path / "a"), "5ms")
     b = _with_delay(make_results(tmp_path / "b", scale=0.5), "20ms")
@@ -179,7 +179,7 @@ def test_plot_draws_two_directories_on_one_axes(tmp_path, drawn):
 
 
 def test_compare_labels_three_directories_by_what_differs(tmp_path, drawn):
-    from netrig.exp.plot import labelled
+    from netrig.exp.render.plot import labelled
 
     dirs = [_with_delay(make_results(tmp_path / n), d)
             for n, d in (("x", "5ms"), ("y", "10ms"), ("z", "40ms"))]
@@ -200,7 +200,7 @@ def test_a_stall_in_the_samples_is_a_gap_not_a_line():
     """netrig-link stalled for 0.3 s (no 10 ms sample): the line breaks there."""
     import math
 
-    from netrig.exp.series import gaps
+    from netrig.exp.analysis.series import gaps
 
     t = [0.0, 0.01, 0.02, 0.03, 0.33, 0.34]
     got_t, got_y = gaps(t, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])

@@ -1,4 +1,4 @@
-"""The seam where a flow's process output becomes numbers: netrig.exp.flows (ping's text,
+"""The seam where a flow's process output becomes numbers: netrig.exp.kinds.flows (ping's text,
 netrig-perf's -J document) and the runner's reading of netrig-link's stats lines.
 
 The fixtures in fixtures/flows were captured from the real tools, on this project's
@@ -28,7 +28,8 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp.flows import (
+from netrig.exp.execute.runner import _LinkRecorder, queue_rows
+from netrig.exp.kinds.flows import (
     KEY_ENV,
     Outcome,
     flow_key,
@@ -40,8 +41,7 @@ from netrig.exp.flows import (
     server_argv,
     server_lifetime_s,
 )
-from netrig.exp.runner import _LinkRecorder, queue_rows
-from netrig.exp.scenario import FlowSpec, loads_scenario
+from netrig.exp.spec.scenario import FlowSpec, loads_scenario
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flows"
 

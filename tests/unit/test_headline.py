@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from netrig.cli import main
-from netrig.exp import headline, results
+from netrig.exp.analysis import results
+from netrig.exp.render import headline
 from test_report import make_results
 
 

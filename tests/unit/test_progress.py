@@ -7,8 +7,8 @@ import io
 import re
 
 import pytest
-from netrig.exp import runner
-from netrig.exp.progress import duration, status, words
+from netrig.exp.execute import runner
+from netrig.exp.execute.progress import duration, status, words
 
 PARAMS = {"links.s0-h2.aqm": {"type": "pie", "target": "20ms"}, "flows.bulk.window": "16KB"}
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from netrig.exp import remote
+from netrig.exp.execute import remote
 from netrig.remote.hosts import HostSpec
 from netrig.remote.ssh import Host, HostError
 

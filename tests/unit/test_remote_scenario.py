@@ -5,8 +5,8 @@ network)."""
 from __future__ import annotations
 
 import pytest
-from netrig.exp.expect import expectations
-from netrig.exp.scenario import ScenarioError, loads_scenario
+from netrig.exp.grade.expect import expectations
+from netrig.exp.spec.scenario import ScenarioError, loads_scenario
 
 REAL = """\
 name: wifi
@@ -154,8 +154,8 @@ def test_what_needs_an_emulated_lab_is_refused_on_real_hosts():
 def test_netrig_run_of_real_hosts_needs_no_root(tmp_path, monkeypatch, capsys):
     """It builds no namespace; a lab scenario still asks for root."""
     from netrig import cli
-    from netrig.exp import report, runner
-
+    from netrig.exp.execute import runner
+    from netrig.exp.render import report
     ran = []
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
     monkeypatch.setattr(runner, "run", lambda scen, out, **kw: (ran.append(scen.name), (out, "complete"))[1])

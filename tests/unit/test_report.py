@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from netrig.exp import figures, report, results
-from netrig.exp.results import run_id, write_json, write_jsonl
+from netrig.exp.analysis import results
+from netrig.exp.analysis.results import run_id, write_json, write_jsonl
+from netrig.exp.render import figures, report
 
 T95_DF2 = 4.302653  # Student's t, two-sided 95 %, 2 degrees of freedom
 WINDOWS = ["16KB", "64KB"]
@@ -341,7 +342,7 @@ def test_a_range_says_where_the_mean_sits_or_which_end_it_missed():
 
 
 def test_pacing_summary_and_note():
-    from netrig.exp.flows import _pacing
+    from netrig.exp.kinds.flows import _pacing
     end = {"streams": [
         {"udp": {"pacing": {"behind_seconds": 0.3, "max_behind_ms": 150.0, "short_at_end_bytes": 0,
                             "forgiven_bytes": 0}}},

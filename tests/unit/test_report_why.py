@@ -1,5 +1,5 @@
 """The report reads like a results section: one ratio (table, "Far from theory",
-results.csv), a why for each flagged row (the rules of netrig.exp.why), results.csv's
+results.csv), a why for each flagged row (the rules of netrig.exp.analysis.why), results.csv's
 units and plain decimals, and the topology drawn (netrig.topo.graph). No root."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from netrig.exp import report, why
-from netrig.exp.results import run_id, write_json, write_jsonl
-from netrig.exp.verdict import Versus, decimal, versus
+from netrig.exp.analysis import why
+from netrig.exp.analysis.results import run_id, write_json, write_jsonl
+from netrig.exp.grade.verdict import Versus, decimal, versus
+from netrig.exp.render import report
 from netrig.topo import graph
 from netrig.topo import load as tload
 

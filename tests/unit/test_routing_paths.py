@@ -1,6 +1,6 @@
 """Theory that knows the routing (netrig.topo.routing): the path OSPF's costs and BGP's
 decision process choose, where it differs from the static shortest-delay path, and
-the kernel-path flag's pure parts (netrig.lab.paths, netrig.exp.why). No root."""
+the kernel-path flag's pure parts (netrig.lab.paths, netrig.exp.analysis.why). No root."""
 
 from __future__ import annotations
 
@@ -376,8 +376,7 @@ def test_follow_walks_the_kernels_answers_and_names_the_switches():
 
 
 def test_path_differs_flags_another_path_but_not_an_equal_cost_leg():
-    from netrig.exp import why
-
+    from netrig.exp.analysis import why
     rec = {"predicted": ["h1", "r1", "r2", "r4", "h2"], "kernel": ["h1", "r1", "r3", "r4", "h2"],
            "ecmp": False, "predicted_cost": "OSPF cost 30", "kernel_cost": "OSPF cost 40"}
     assert why.path_differs("bulk", rec) == (
@@ -395,8 +394,8 @@ def test_the_report_flags_a_flow_on_another_path(tmp_path):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from netrig.exp import report
-    from netrig.exp.results import load, run_id, write_json
+    from netrig.exp.analysis.results import load, run_id, write_json
+    from netrig.exp.render import report
     from test_report_why import make
 
     out = make(tmp_path / "r")

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from netrig import safefs
 from netrig.cli import main
-from netrig.exp import plot, report, runner
-from netrig.exp import results as res
+from netrig.exp.analysis import results as res
+from netrig.exp.execute import runner
+from netrig.exp.render import plot, report
 from test_report import make_results
 
 SECRET = "TOP-SECRET-LINE of a file only root may read"

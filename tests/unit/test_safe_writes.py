@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from netrig.cli import main
 from netrig.errors import NetrigError
-from netrig.exp import figures, report, runner
-from netrig.exp import results as res
-from netrig.exp.scenario import loads_scenario
+from netrig.exp.analysis import results as res
+from netrig.exp.execute import runner
+from netrig.exp.render import figures, report
+from netrig.exp.spec.scenario import loads_scenario
 from netrig.lab import state
 
 NOBODY = 65534

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from netrig.exp.expect import expectations
-from netrig.exp.scenario import ScenarioError, load_scenario, loads_scenario
+from netrig.exp.grade.expect import expectations
+from netrig.exp.spec.scenario import ScenarioError, load_scenario, loads_scenario
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan
 

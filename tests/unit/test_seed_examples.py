@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp import figures, series, why
-from netrig.exp.expect import expectations, in_flight, slow_start
-from netrig.exp.flows import Outcome, perf_argv, server_argv
-from netrig.exp.headline import Line, cells
-from netrig.exp.results import case_name, describe, load, read_jsonl, write_jsonl
-from netrig.exp.scenario import FlowSpec, load_scenario
-from netrig.exp.verdict import versus
+from netrig.exp.analysis import series, why
+from netrig.exp.analysis.results import case_name, describe, load, read_jsonl, write_jsonl
+from netrig.exp.grade.expect import expectations, in_flight, slow_start
+from netrig.exp.grade.verdict import versus
+from netrig.exp.kinds.flows import Outcome, perf_argv, server_argv
+from netrig.exp.render import figures
+from netrig.exp.render.headline import Line, cells
+from netrig.exp.spec.scenario import FlowSpec, load_scenario
 from netrig.theory.connect import arp_tries, connect_chance, syn_times
 from test_report import make_results
 

@@ -8,10 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from netrig.exp import expect, web, webserver, webtools
-from netrig.exp.expect import expectations
-from netrig.exp.flows import Outcome
-from netrig.exp.scenario import ScenarioError, loads_scenario
+from netrig.exp.execute import webserver
+from netrig.exp.grade import expect
+from netrig.exp.grade.expect import expectations
+from netrig.exp.kinds import web
+from netrig.exp.kinds.flows import Outcome
+from netrig.exp.preflight import webtools
+from netrig.exp.spec.scenario import ScenarioError, loads_scenario
 
 SCENARIO = """\
 name: web

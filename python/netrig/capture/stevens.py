@@ -8,7 +8,7 @@ fast and spurious ones, out-of-order segments and segments after a gap each in t
 own colour and marker), the ACK line (the other side's cumulative ACK) and the receive
 window's edge (ACK + advertised window, scaled) as steps. Bottom panel: throughput of
 the payload and goodput (new bytes only) per interval, in Mbit/s. Drawn like netrig's
-other figures (exp/figures.py): Agg canvas, titled, grid, legends right of the axes.
+other figures (exp/render/figures.py): Agg canvas, titled, grid, legends right of the axes.
 
 Owns the drawing only; the numbers are netrig-analyze's (tcp.py).
 """

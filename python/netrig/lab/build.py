@@ -374,7 +374,7 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
                     + ", ".join(f"{p.name} (pid {p.pid})" for p in zombies[:5]))
     frr.remove(st.dir)
     safefs.remove_tree(st.dir, "bin", safefs.PRIVATE)  # tc's shim (netrig.lab.tcshim), if installed
-    web = st.dir / "web"  # web flows' nginx files (exp/webserver.py), if a killed run left them
+    web = st.dir / "web"  # web flows' nginx files (exp/execute/webserver.py), if a killed run left them
     if web.is_dir() and not web.is_symlink():
         shutil.rmtree(web, ignore_errors=True)
     safefs.remove_tree(st.dir.parent.parent, f"www/{st.prefix}")  # and their objects (daemon_dir)

@@ -5,7 +5,7 @@
                                            `ip -j route get` hop by hop
     flow_paths(net, plan, flows)           per scenario flow: {"predicted", "kernel",
                                            "ecmp", ...} for run.json (what the report's
-                                           path flag reads: netrig.exp.why.path_differs)
+                                           path flag reads: netrig.exp.analysis.why.path_differs)
 
 At the sender, `ip route get DST from SRC`; at each router after it, `ip route get DST
 from SRC iif IFACE` with IFACE the interface the packet arrived on, so the kernel

@@ -7,6 +7,6 @@
               ProxyJump and known_hosts apply), one ControlMaster per host per run, and
               errors that say which host, which step and what to do
 
-Does not own running a scenario's flows on those hosts (`netrig.exp.remote`), nor
+Does not own running a scenario's flows on those hosts (`netrig.exp.execute.remote`), nor
 anything of the emulated lab (`netrig.lab`).
 """

@@ -304,7 +304,7 @@ def graph_command(file: str, out: str | None = None, fmt: str | None = None,
     """Text to stdout without `out`; else writes out (its format by `fmt`, else by its
     suffix: .svg or .png) and returns its path. FILE is a topology file, or a scenario
     (a mapping with `flows:`) read by `scenario` (-> topology, flows, name; the
-    command line passes `netrig.exp.scenario.drawable`: topo stays below exp)."""
+    command line passes `netrig.exp.spec.scenario.drawable`: topo stays below exp)."""
     import yaml
 
     from netrig.errors import NetrigError

@@ -4,7 +4,7 @@ It owns nginx's side only: the objects it serves (files of the flows' sizes), it
 configuration, starting it in the node's namespace (a master in the foreground, `daemon
 off`, and one worker) and stopping it by the PIDs it recorded (the master, then any
 worker left: a worker outlives a killed master). The client side (curl, what a fetch
-measured) is exp/web.py.
+measured) is exp/kinds/web.py.
 
 Who may do what, as Debian's nginx does it: the master runs as root, reads its
 configuration, certificate and key (in the lab's directory, root's alone) and opens
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from netrig import safefs
 from netrig.errors import NetrigError
-from netrig.exp import webtools
+from netrig.exp.preflight import webtools
 from netrig.lab.state import daemon_dir
 
 PORT_HTTP1 = 8080
@@ -79,7 +79,7 @@ def config(prefix: Path, www: Path, logs: dict[str, str], tls: bool) -> str:
                    f"ssl_certificate_key {prefix / 'key.pem'};", "ssl_protocols TLSv1.3;"]
     server = "\n        ".join(listen)
     return f"""\
-# netrig: a web flow's server (exp/webserver.py); started by PID, stopped by PID.
+# netrig: a web flow's server (exp/execute/webserver.py); started by PID, stopped by PID.
 worker_processes 1;
 user {USER} {USER};
 pid {prefix / 'nginx.pid'};

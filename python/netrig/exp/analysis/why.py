@@ -13,7 +13,7 @@ per-interval drop counts, the mean sojourn of the packets that left in the inter
 `rtt_here` is the RTT theory gives for a run's own queue (base RTT + the mean sojourn
 measured on the path both ways), the point inside theory's range for that run.
 
-Pure: no files, no clock; `netrig.exp.report` gathers an `Evidence` per row.
+Pure: no files, no clock; `netrig.exp.render.report` gathers an `Evidence` per row.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig.exp.verdict import Versus
+from netrig.exp.grade.verdict import Versus
 from netrig.link import spec as linkspec
 
 FRAME_BYTES = 1514  # a full Ethernet frame (MTU 1500 + 14)

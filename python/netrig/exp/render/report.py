@@ -1,6 +1,6 @@
 """report.html and report.md of a results directory, and two directories compared.
 
-    build(out)     rewrites results.csv, draws the figures (`netrig.exp.figures`), writes
+    build(out)     rewrites results.csv, draws the figures (`netrig.exp.render.figures`), writes
                    report.html (one file: figures as data URIs, inline CSS, no scripts, no
                    external URLs) and report.md (the same tables, figures linked)
     compare(a, b)  compare.html: the two summaries joined on (point, flow, metric), B/A,
@@ -25,9 +25,8 @@ from typing import Any
 
 from netrig import safefs
 from netrig.errors import NetrigError
-from netrig.exp import why
-from netrig.exp.figures import Figure, Figures, compare_figures, make_figures, metric
-from netrig.exp.results import (
+from netrig.exp.analysis import why
+from netrig.exp.analysis.results import (
     MEASURED,
     Results,
     atomic_write,
@@ -38,9 +37,10 @@ from netrig.exp.results import (
     pacing_note,
     write_csv,
 )
-from netrig.exp.results import label as value_text
-from netrig.exp.scenario import flow_ends
-from netrig.exp.verdict import RATIO_DEFINITION, Versus, versus
+from netrig.exp.analysis.results import label as value_text
+from netrig.exp.grade.verdict import RATIO_DEFINITION, Versus, versus
+from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures, metric
+from netrig.exp.spec.scenario import flow_ends
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
 # has nothing to say about.
@@ -71,11 +71,11 @@ class Row:
     also: str
     tol: float = 0.1  # the scenario's tolerance
     here: float | None = None  # theory's point for the runs' own queue (an RTT range)
-    why: list[str] = field(default_factory=list)  # why it is far (netrig.exp.why)
+    why: list[str] = field(default_factory=list)  # why it is far (netrig.exp.analysis.why)
 
     @property
     def versus(self) -> Versus:
-        """The mean against theory: the one ratio and verdict (netrig.exp.verdict)."""
+        """The mean against theory: the one ratio and verdict (netrig.exp.grade.verdict)."""
         return versus(self.mean, self.expected, self.hi, self.tol)
 
     @property
@@ -455,9 +455,8 @@ def refusals(res: Results, side: str = "") -> list[Block]:
 
 
 def _real_hosts(res: Results) -> list[Section]:
-    """A scenario run on real hosts over SSH: its own section (exp/remote_report.py)."""
-    from netrig.exp import remote_report
-
+    """A scenario run on real hosts over SSH: its own section (exp/render/remote_report.py)."""
+    from netrig.exp.render import remote_report
     make = {"note": lambda text, warn: Note(text, warn), "table": lambda head, rows: Table(head, rows),
             "list": lambda items: items}
     return [(title, [make[kind](*rest) for kind, *rest in blocks])
@@ -467,7 +466,7 @@ def _real_hosts(res: Results) -> list[Section]:
 def _events(res: Results) -> list[Section]:
     """The scenario's events, if it had any: when each fired, what it did, the outage
     each flow measured beside theory's window and why, and routing's settling time."""
-    from netrig.exp.events import sentence
+    from netrig.exp.execute.events import sentence
 
     runs = [r for r in res.runs if r.get("events")]
     if not runs:

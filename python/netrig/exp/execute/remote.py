@@ -10,7 +10,7 @@ and back, recorded beside the declared RTT); start a one-off netrig-perf server 
 flow (its PID recorded); run the flows at their times; collect their output; stop every
 process still running by its PID, whatever happened.
 
-Each flow's server serves only its flow (exp/flows.py): bound to the address the flow
+Each flow's server serves only its flow (exp/kinds/flows.py): bound to the address the flow
 is sent to, ended by itself at the flow's end plus a grace, and keyed with a fresh
 random key that travels to the server and its client on ssh's standard input and into
 their environment, never on a command line (the local ssh's, or the remote shell's).
@@ -41,9 +41,9 @@ from typing import Any, Callable
 from netrig import safefs, units
 from netrig._bins import binary
 from netrig.errors import NetrigError
-from netrig.exp import results as res
-from netrig.exp.expect import expectations
-from netrig.exp.flows import (
+from netrig.exp.analysis import results as res
+from netrig.exp.grade.expect import expectations
+from netrig.exp.kinds.flows import (
     KEY_ENV,
     Outcome,
     connect_timeout_s,
@@ -56,7 +56,7 @@ from netrig.exp.flows import (
     server_lifetime_s,
     wait_for_flows,
 )
-from netrig.exp.scenario import Point
+from netrig.exp.spec.scenario import Point
 from netrig.procs import end as end_process
 from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
 from netrig.theory import analyse
@@ -380,7 +380,7 @@ def _client_timeout_s(point: Point, f, hosts: dict[str, Host]) -> float:
 
 
 def _start_server(h: Host, argv: list[str], out: Path, rid: str, flow: str, key: str):
-    """A flow's one-off netrig-perf server on the host (`argv`: exp/flows.py's
+    """A flow's one-off netrig-perf server on the host (`argv`: exp/kinds/flows.py's
     server_argv, with the host's netrig-perf), its key on ssh's standard input; its -J
     document and its log stream back into the run's directory."""
     with safefs.open_new(out, f"runs/{rid}/server-{flow}.log") as log, \

@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from netrig.errors import NetrigError
-from netrig.exp.scenario import SCHEMA
+from netrig.exp.spec.scenario import SCHEMA
 
 # A capture's files are 1 GB at most unless its `size:` says otherwise (capture/lab.py
 # DEFAULT_SIZE) and dumpcap stops just past it; a run's other files are small.
@@ -47,7 +47,7 @@ STATUSES = ("ok", "failed", "interrupted")
 WORKER_KEYS = ("name", "address", "hostname", "lab")  # kept of what a worker says of itself
 
 NUMBER = (int, float)
-# run.json as the runner writes it (exp/runner.py _write_run, Tally.crashed): field, its
+# run.json as the runner writes it (exp/execute/runner.py _write_run, Tally.crashed): field, its
 # types; REQUIRED are always there.
 RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "schema": (int,), "run": (str,), "point": (int,), "rep": (int,), "seed": (int,), "params": (dict,),
@@ -190,7 +190,7 @@ FACTS: dict[str, tuple[type, ...]] = {"netrig": (str,), "hostname": (str,), "ker
 
 
 def check_facts(f: Any) -> dict[str, Any]:
-    """What a worker says of itself (exp/worker.py facts), checked: FACTS' fields, of
+    """What a worker says of itself (exp/execute/worker.py facts), checked: FACTS' fields, of
     their types, texts bounded."""
     if not isinstance(f, dict) or set(f) != set(FACTS):
         raise BadReply(f"not a worker's facts (fields: {', '.join(sorted(map(str, f))) if isinstance(f, dict) else type(f).__name__})")

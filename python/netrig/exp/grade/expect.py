@@ -22,10 +22,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig.exp import web
-from netrig.exp.flows import connect_timeout_s
-from netrig.exp.scenario import FlowSpec, Point
-from netrig.exp.verdict import versus
+from netrig.exp.grade.verdict import versus
+from netrig.exp.kinds import web
+from netrig.exp.kinds.flows import connect_timeout_s
+from netrig.exp.spec.scenario import FlowSpec, Point
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
 from netrig.theory.connect import arp_tries, connect_chance, max_link_rtt

@@ -20,7 +20,7 @@ that.
 - Keys are ECDSA P-256. The CA is valid CA_DAYS; a certificate CERT_DAYS (an expired one
   is refused with what to do).
 
-It does not own which addresses are listened on or connected to (exp/cluster.py).
+It does not own which addresses are listened on or connected to (exp/execute/cluster.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 from netrig.capture import flows as capflows
 from netrig.errors import NetrigError
-from netrig.exp import results as res
+from netrig.exp.analysis import results as res
 from netrig.topo.plan import Plan
 
 

@@ -1,6 +1,6 @@
 """The programs a `web` flow needs from the host, found by absolute path (`ip netns
-exec` and a non-root PATH may lack /usr/sbin): Debian's nginx (exp/webserver.py), curl
-(exp/web.py) and, for TLS, openssl. The scenario check asks here, so that a machine
+exec` and a non-root PATH may lack /usr/sbin): Debian's nginx (exp/execute/webserver.py), curl
+(exp/kinds/web.py) and, for TLS, openssl. The scenario check asks here, so that a machine
 without them is told which package to install before anything is built.
 """
 

@@ -1,4 +1,4 @@
-"""The report's section on a scenario run on real hosts over SSH (exp/remote.py): the
+"""The report's section on a scenario run on real hosts over SSH (exp/execute/remote.py): the
 hosts as each described itself, the path the user declared (theory's input) beside
 the idle measurement taken before the flows, and what the clocks allow (one-way
 delays only when they are declared synced).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrig.exp.results import Results
+from netrig.exp.analysis.results import Results
 
 Block = tuple  # ("note", text, warn) | ("table", head, rows) | ("list", items)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from netrig.exp.results import Results
+from netrig.exp.analysis.results import Results
 
 
 def _flat(v: Any, prefix: str = "") -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 
 from netrig import safefs
 from netrig.errors import NetrigError
-from netrig.exp import series
-from netrig.exp.differ import differences, labelled
-from netrig.exp.figures import compare_figures, draw_runs, figure, formats_of, save
-from netrig.exp.results import Results, load
+from netrig.exp.analysis import series
+from netrig.exp.analysis.differ import differences, labelled
+from netrig.exp.analysis.results import Results, load
+from netrig.exp.render.figures import compare_figures, draw_runs, figure, formats_of, save
 
 SERIES_NAMES = tuple(series.QUANTITIES)
 _ALIASES = {"delivered_rate": "delivered", "loss": "drops", "queue_length": "queue",
@@ -110,8 +110,7 @@ def compare_dirs(dirs: list[Path], out: Path | None = None, allow_foreign: bool 
     first, compare-A-vs-B-vs-...): what differs between them, then the sweep curves and
     time series of all of them on shared axes, each labelled by what differs. Files a
     directory refused are named in the page and given to `warn`."""
-    from netrig.exp import report
-
+    from netrig.exp.render import report
     if len(dirs) < 2:
         raise PlotError("netrig compare DIR DIR [DIR...]: give two results directories or more")
     results = [load(Path(d)) for d in dirs]

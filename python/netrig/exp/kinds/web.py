@@ -1,4 +1,4 @@
-"""A `web` flow's client: curl fetching an object from nginx (exp/webserver.py), and what
+"""A `web` flow's client: curl fetching an object from nginx (exp/execute/webserver.py), and what
 each fetch measured.
 
 One fetch is one HTTP GET of the flow's object; curl reports its timing breakdown with
@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netrig.exp import webserver, webtools
-from netrig.exp.scenario import FlowSpec
+from netrig.exp.execute import webserver
+from netrig.exp.preflight import webtools
+from netrig.exp.spec.scenario import FlowSpec
 from netrig.procs import end as end_process
 
 DEFAULT_SIZE = 100_000

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from netrig.exp import results as res
+from netrig.exp.analysis import results as res
 
 SEP = " · "
 

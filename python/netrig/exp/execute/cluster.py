@@ -4,12 +4,12 @@
 client, to a Dask distributed scheduler whose workers netrig started (`netrig cluster
 worker`: one run at a time, root, the same netrig). The head builds nothing and needs no
 root: it checks the workers (netrig's version, root, netrig-link), submits every run not
-yet done, and as each comes back checks it (exp/cluster_reply.py) and writes its files
+yet done, and as each comes back checks it (exp/execute/cluster_reply.py) and writes its files
 into `out/runs/RID/` (run.json last, with the worker that ran it), so the report,
 `--resume`, `compare` and the CSV read a campaign's directory as a local one. The runs'
 order, seeds and files are a local run's.
 
-Only the cluster's own certificates get in (exp/cluster_tls.py): the scheduler, each
+Only the cluster's own certificates get in (exp/execute/cluster_tls.py): the scheduler, each
 worker and nanny and each head speak Dask's TLS, mutual, and nothing else (a `tcp://`
 address is refused: whoever reaches a plain Dask port runs commands as root on the
 workers). The scheduler listens on loopback unless told an address; a worker and its
@@ -39,10 +39,10 @@ from typing import Any
 
 from netrig import __version__, safefs, units
 from netrig.errors import NetrigError
-from netrig.exp import cluster_reply as reply
-from netrig.exp import cluster_tls as tls
-from netrig.exp import results as res
-from netrig.exp import worker as wk
+from netrig.exp.analysis import results as res
+from netrig.exp.execute import cluster_reply as reply
+from netrig.exp.execute import cluster_tls as tls
+from netrig.exp.execute import worker as wk
 
 CONNECT_S = 10.0
 WORKERS_WAIT_S = 30.0  # for a first worker to join a scheduler that has none yet
@@ -54,7 +54,7 @@ HOW = "start one on each machine with `netrig cluster worker ADDRESS` (as root)"
 # starts, removes the labs a crash left (the preload); a worker silent for WORKER_TTL (a
 # lost machine) has its run given to another.
 WORKER_ARGS = ["--nthreads", "1", "--nworkers", "1", "--resources", f"{wk.RESOURCE}=1",
-               "--preload", "netrig.exp.worker"]
+               "--preload", "netrig.exp.execute.worker"]
 WORKER_TTL = "30s"
 # Dask's HTTP servers (a scheduler's, a worker's: the dashboard, metrics) start whatever
 # --no-dashboard says: on loopback, with no routes, they serve nothing.

@@ -22,7 +22,7 @@ or error) and a failing one does not stop the run. In a lab with FRR routers the
 first waits for routing to converge (`Network.converge`, its time in run.json), and a
 route monitor (`ip -ts monitor route` in every FRR router, stopped by PID) records each
 route change on the same clock (series/routes.jsonl). After the run, each event's
-outage per flow and how long routing took to settle are measured (exp/events.py) beside
+outage per flow and how long routing took to settle are measured (exp/execute/events.py) beside
 theory's window (theory/outage.py) and written into run.json.
 """
 
@@ -41,12 +41,21 @@ import yaml
 from netrig import safefs, units
 from netrig.capture import lab as capture
 from netrig.errors import NetrigError
-from netrig.exp import events as evs
-from netrig.exp import remote, web, webserver
-from netrig.exp import results as res
-from netrig.exp.captures import analyse_captures, capture_entry
-from netrig.exp.expect import Expected, expectations
-from netrig.exp.flows import (
+from netrig.exp.analysis import results as res
+from netrig.exp.execute import events as evs
+from netrig.exp.execute import remote, webserver
+from netrig.exp.execute.captures import analyse_captures, capture_entry
+from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
+    _IfaceMonitor,
+    _LinkRecorder,
+    _RouteMonitor,
+    queue_rows,
+    route_changes,
+)
+from netrig.exp.execute.progress import Display
+from netrig.exp.grade.expect import Expected, expectations
+from netrig.exp.kinds import web
+from netrig.exp.kinds.flows import (
     _PING,
     Outcome,
     connect_timeout_s,
@@ -59,15 +68,7 @@ from netrig.exp.flows import (
     server_lifetime_s,
     wait_for_flows,
 )
-from netrig.exp.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
-    _IfaceMonitor,
-    _LinkRecorder,
-    _RouteMonitor,
-    queue_rows,
-    route_changes,
-)
-from netrig.exp.progress import Display
-from netrig.exp.scenario import Point, Scenario, find_link
+from netrig.exp.spec.scenario import Point, Scenario, find_link
 from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
@@ -98,7 +99,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     """Runs what is not yet done in `out`; returns (out, status) with status one of
     "complete", "interrupted" or "failed" (some runs failed; the rest are kept).
     Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`.
-    With a `campaign` (exp/cluster.py's Campaign: a Dask cluster, reached and checked)
+    With a `campaign` (exp/execute/cluster.py's Campaign: a Dask cluster, reached and checked)
     each run is handed to a worker of that cluster and its files written here as it
     comes back."""
     safefs.check_owner(out, allow_foreign)

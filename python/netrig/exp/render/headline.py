@@ -3,7 +3,7 @@ report DIR`: per sweep point, each flow's metric theory predicts, measured (mean
 CI over its repetitions), theory's value or range, their ratio and the verdict; at most
 80 columns (or the width given).
 
-    ratio    `netrig.exp.verdict`'s, as in the report and results.csv: the mean ÷ the
+    ratio    `netrig.exp.grade.verdict`'s, as in the report and results.csv: the mean ÷ the
              nearest value theory allows; inside a range `1 (at 45%)` (0 % its low end)
     verdict  within, above or below for the mean; `(2/3)`: the repetitions
              outside the scenario's tolerance (the runner's judgement, `expected.flag`);
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netrig.exp.results import Results, mean_ci
-from netrig.exp.verdict import versus
+from netrig.exp.analysis.results import Results, mean_ci
+from netrig.exp.grade.verdict import versus
 from netrig.theory.outage import span
 
 NONE = "—"
@@ -49,8 +49,8 @@ class Line:
 
 def lines(res: Results) -> list[Line]:
     """Every flow at every sweep point that ran it, in point then scenario order: the
-    report's rows (`netrig.exp.report.summary`), so the terminal and the page agree."""
-    from netrig.exp.report import summary  # the page's module (and its figures): only here
+    report's rows (`netrig.exp.render.report.summary`), so the terminal and the page agree."""
+    from netrig.exp.render.report import summary  # the page's module (and its figures): only here
 
     late: dict[tuple[str, str], int] = {}
     for run in res.runs:

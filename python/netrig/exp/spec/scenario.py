@@ -14,7 +14,7 @@
       links.s0-h2.aqm: [droptail, pie]
       flows.bulk.window: [16KB, 64KB]
     quick: {duration: 8s, repeat: 1}  # what `--quick` changes
-    events:                           # what happens while the flows run (exp/events.py)
+    events:                           # what happens while the flows run (exp/execute/events.py)
       - {at: 2s, link: r2-r3, down: true}          # silently: frames stop, interfaces stay up
       - {at: 4s, link: r2-r3, up: true}
       - {at: 5s, link: r1-r2, carrier: down}       # both ends' interfaces go down (or up)
@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netrig import suggest, units
 from netrig.errors import NetrigError
-from netrig.exp import webtools
+from netrig.exp.preflight import webtools
 from netrig.remote import hosts as rhosts
 from netrig.topo import load as tload
 from netrig.topo.model import Link, Problem, Topology, TopologyError, _check, _problems_of
@@ -67,7 +67,7 @@ TAKES: dict[str, set[str]] = {
     "probe": {"to", "interval", "size"},
     "ping": {"to", "interval", "size"},
     "fetch": {"to", "interval", "size", "new_conn"},
-    "web": {"to", "interval", "size", "new_conn", "http", "tls"},  # nginx and curl (exp/web.py)
+    "web": {"to", "interval", "size", "new_conn", "http", "tls"},  # nginx and curl (exp/kinds/web.py)
     "command": {"command", "timeout"},
 }
 COMMON = {"kind", "src", "start", "duration", "count"}
@@ -690,7 +690,7 @@ def _check_capture(m: MonitorSpec, where: Key, topo: Topology) -> list[Problem]:
 
 
 def _check_web(name: str, f: FlowSpec) -> list[Problem]:
-    """A web flow runs nginx and curl (exp/web.py): they must be installed, and curl must
+    """A web flow runs nginx and curl (exp/kinds/web.py): they must be installed, and curl must
     be able to do what the flow asks."""
     missing = webtools.missing(f.tls)
     if missing:

@@ -40,9 +40,9 @@ from typing import Any
 
 from netrig import safefs, units
 from netrig.errors import NetrigError
-from netrig.exp.scenario import SCHEMA, Point, Scenario, loads_scenario
-from netrig.exp.verdict import decimal, versus
-from netrig.exp.why import QueueSeen, queue_seen, rtt_here
+from netrig.exp.analysis.why import QueueSeen, queue_seen, rtt_here
+from netrig.exp.grade.verdict import decimal, versus
+from netrig.exp.spec.scenario import SCHEMA, Point, Scenario, loads_scenario
 from netrig.link import spec as linkspec
 from netrig.topo import load as tload
 from netrig.topo.plan import make_plan, path

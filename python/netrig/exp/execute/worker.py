@@ -6,7 +6,7 @@ so each time it starts (a machine back from a crash, a worker its nanny restarte
 first tears down the labs whose builder died (`netrig clean`).
 
 `do_run` is the task the head submits for each run. It runs the run in a child process
-of its own (`python -m netrig.exp.worker DIR PARENT`, its own session) that writes the
+of its own (`python -m netrig.exp.execute.worker DIR PARENT`, its own session) that writes the
 run's directory under a private temporary DIR exactly as a local run would, then reads
 every file back and returns them as bytes with the worker's facts; the head writes them
 into its results directory. Nothing is written where the head looks until the whole run
@@ -18,7 +18,7 @@ Event the task watches (its name a secret the head hands the task): the child ge
 SIGTERM and the run comes back "interrupted".
 
 What goes back is plain data (names, bytes, texts: no object the head would unpickle),
-within the bounds the head checks (exp/cluster_reply.py); a run whose files exceed them
+within the bounds the head checks (exp/execute/cluster_reply.py); a run whose files exceed them
 comes back as an error saying so. The preload refuses to serve a worker that does not
 speak TLS (one started by other means than `netrig cluster worker`, without the
 cluster's certificates): whoever reaches such a worker runs commands as root.
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrig.exp.cluster_reply import MAX_FILE_BYTES, MAX_RUN_BYTES
+from netrig.exp.execute.cluster_reply import MAX_FILE_BYTES, MAX_RUN_BYTES
 
 TOPIC = "netrig-runs"  # the workers' events the head subscribes to (a run started)
 RESOURCE = "run"  # one per worker: one run at a time
@@ -55,7 +55,7 @@ def facts() -> dict[str, Any]:
     of the machine that ran it."""
     from netrig import __version__
     from netrig._bins import binary
-    from netrig.exp.results import run_host
+    from netrig.exp.analysis.results import run_host
 
     h = run_host()
     try:
@@ -95,7 +95,7 @@ def do_run(point: Any, rep: int, seed: int, rid: str, campaign: str, version: st
     stopped = False
     try:
         with open(tmp / "child.log", "wb") as log:
-            child = subprocess.Popen([sys.executable, "-m", "netrig.exp.worker", str(tmp), str(os.getpid())],
+            child = subprocess.Popen([sys.executable, "-m", "netrig.exp.execute.worker", str(tmp), str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True)
             (tmp / "child.pid").write_text(str(child.pid))
             assert child.stdin is not None
@@ -175,8 +175,7 @@ def _die_with(parent: int) -> None:
 
 
 def child(argv: list[str]) -> int:
-    from netrig.exp import runner
-
+    from netrig.exp.execute import runner
     tmp, parent = Path(argv[0]), int(argv[1])
     signal.signal(signal.SIGTERM, runner._sigterm)
     _die_with(parent)

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from netrig.errors import NetrigError
-from netrig.exp.results import Results, is_number
-from netrig.exp.scenario import Point
+from netrig.exp.analysis.results import Results, is_number
+from netrig.exp.spec.scenario import Point
 from netrig.theory import analyse
 from netrig.theory.path import HopInfo, bottleneck, hops
 from netrig.topo.plan import Plan, make_plan

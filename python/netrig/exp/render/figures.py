@@ -45,9 +45,9 @@ from matplotlib.ticker import NullFormatter
 
 from netrig import safefs, units
 from netrig.errors import NetrigError
-from netrig.exp import series
-from netrig.exp.differ import labelled
-from netrig.exp.results import Results, case_name, is_number, load, mean_ci, short
+from netrig.exp.analysis import series
+from netrig.exp.analysis.differ import labelled
+from netrig.exp.analysis.results import Results, case_name, is_number, load, mean_ci, short
 from netrig.link import spec as linkspec
 from netrig.theory import jain
 
