@@ -24,6 +24,7 @@ from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp.execute import webserver
 from netrig.exp.execute.runner import run_one
+from netrig.exp.kinds import web
 from netrig.exp.spec.scenario import loads_scenario
 from netrig.lab import frr
 from netrig.lab.network import Network
@@ -151,7 +152,7 @@ def test_nginx_worker_runs_as_www_data_and_serves_the_objects(tmp_path):
         servers = webserver.WebServers(net.state.dir, tmp_path, "runs/r")
         try:
             w = servers.start("h2", net["h2"].ns, {5000}, False)
-            url = f"http://{net.addr('h2')}:{webserver.PORT_HTTP1}/{webserver.object_name(5000)}"
+            url = f"http://{net.addr('h2')}:{web.PORT_HTTP1}/{web.object_name(5000)}"
             got = net["h1"].run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", url])
             assert got.stdout == "200 5000", got
             assert w.proc is not None and status(w.proc.pid)["Uid"][1] == "0"  # the master

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from netrig.capture import lab as cap
-from netrig.exp.spec.scenario import ScenarioError, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import loads_scenario
 
 BASE = """\
 name: demo

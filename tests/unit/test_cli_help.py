@@ -13,7 +13,9 @@ import pytest
 from netrig import cli
 from netrig.cli import link_words, main, ping_matrix
 from netrig.errors import NetrigError
-from netrig.exp.spec.scenario import ScenarioError, congestion_controls, loads_scenario
+from netrig.exp.preflight.cc import congestion_controls
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import loads_scenario
 
 HERE = Path(__file__).parent
 
@@ -185,7 +187,7 @@ def test_congestion_controls_loaded_and_loadable(tmp_path):
 
 
 def test_an_unknown_cc_is_refused_at_its_line(monkeypatch):
-    monkeypatch.setattr("netrig.exp.spec.scenario.congestion_controls", lambda: {"reno", "cubic", "bbr"})
+    monkeypatch.setattr("netrig.exp.preflight.cc.congestion_controls", lambda: {"reno", "cubic", "bbr"})
     with pytest.raises(ScenarioError) as e:
         loads_scenario(CC, "s.yaml")
     assert e.value.problems == [
@@ -194,7 +196,7 @@ def test_an_unknown_cc_is_refused_at_its_line(monkeypatch):
 
 
 def test_an_unknown_cc_in_a_sweep_is_refused_at_its_item(monkeypatch):
-    monkeypatch.setattr("netrig.exp.spec.scenario.congestion_controls", lambda: {"reno", "cubic"})
+    monkeypatch.setattr("netrig.exp.preflight.cc.congestion_controls", lambda: {"reno", "cubic"})
     text = CC.replace("cc: renoo", "cc: reno") + "sweep:\n  flows.bulk.cc: [cubic, vegas]\n"
     with pytest.raises(ScenarioError) as e:
         loads_scenario(text, "s.yaml")
@@ -204,7 +206,7 @@ def test_an_unknown_cc_in_a_sweep_is_refused_at_its_item(monkeypatch):
 
 
 def test_a_known_cc_passes(monkeypatch):
-    monkeypatch.setattr("netrig.exp.spec.scenario.congestion_controls", lambda: {"reno", "cubic"})
+    monkeypatch.setattr("netrig.exp.preflight.cc.congestion_controls", lambda: {"reno", "cubic"})
     assert loads_scenario(CC.replace("renoo", "reno"), "s.yaml").points[0].spec.flows["bulk"].cc == "reno"
 
 

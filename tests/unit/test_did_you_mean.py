@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from netrig.exp.spec.scenario import ScenarioError, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import loads_scenario
 from netrig.suggest import close, did_you_mean
 from netrig.topo.load import loads
 from netrig.topo.model import TopologyError

@@ -9,9 +9,10 @@ import math
 import types
 
 import pytest
-from netrig.exp.execute import events as evs
+from netrig.exp.analysis import events as evs
 from netrig.exp.execute import runner
-from netrig.exp.spec.scenario import ScenarioError, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import loads_scenario
 
 BASE = """\
 name: ev

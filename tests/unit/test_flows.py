@@ -41,7 +41,8 @@ from netrig.exp.kinds.flows import (
     server_argv,
     server_lifetime_s,
 )
-from netrig.exp.spec.scenario import FlowSpec, loads_scenario
+from netrig.exp.spec.model import FlowSpec
+from netrig.exp.spec.scenario import loads_scenario
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flows"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from netrig.cli import main
-from netrig.exp.spec.scenario import ScenarioError, load_scenario, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import load_scenario, loads_scenario
 from netrig.topo.load import load, loads
 from netrig.topo.model import TopologyError
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 from netrig.exp.grade.expect import expectations
-from netrig.exp.spec.scenario import ScenarioError, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import loads_scenario
 
 REAL = """\
 name: wifi

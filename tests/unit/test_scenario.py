@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from netrig.exp.grade.expect import expectations
-from netrig.exp.spec.scenario import ScenarioError, load_scenario, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import load_scenario, loads_scenario
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan
 

@@ -14,7 +14,8 @@ from netrig.exp.grade.verdict import versus
 from netrig.exp.kinds.flows import Outcome, perf_argv, server_argv
 from netrig.exp.render import figures
 from netrig.exp.render.headline import Line, cells
-from netrig.exp.spec.scenario import FlowSpec, load_scenario
+from netrig.exp.spec.model import FlowSpec
+from netrig.exp.spec.scenario import load_scenario
 from netrig.theory.connect import arp_tries, connect_chance, syn_times
 from test_report import make_results
 

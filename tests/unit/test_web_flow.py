@@ -14,7 +14,8 @@ from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds import web
 from netrig.exp.kinds.flows import Outcome
 from netrig.exp.preflight import webtools
-from netrig.exp.spec.scenario import ScenarioError, loads_scenario
+from netrig.exp.spec.model import ScenarioError
+from netrig.exp.spec.scenario import loads_scenario
 
 SCENARIO = """\
 name: web

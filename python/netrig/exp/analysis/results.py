@@ -42,7 +42,8 @@ from netrig import safefs, units
 from netrig.errors import NetrigError
 from netrig.exp.analysis.why import QueueSeen, queue_seen, rtt_here
 from netrig.exp.grade.verdict import decimal, versus
-from netrig.exp.spec.scenario import SCHEMA, Point, Scenario, loads_scenario
+from netrig.exp.spec.model import SCHEMA, Point, Scenario
+from netrig.exp.spec.scenario import loads_scenario
 from netrig.link import spec as linkspec
 from netrig.topo import load as tload
 from netrig.topo.plan import make_plan, path

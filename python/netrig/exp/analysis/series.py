@@ -30,7 +30,7 @@ from typing import Any
 
 from netrig.errors import NetrigError
 from netrig.exp.analysis.results import Results, is_number
-from netrig.exp.spec.scenario import Point
+from netrig.exp.spec.model import Point
 from netrig.theory import analyse
 from netrig.theory.path import HopInfo, bottleneck, hops
 from netrig.topo.plan import Plan, make_plan

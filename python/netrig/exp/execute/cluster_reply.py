@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from netrig.errors import NetrigError
-from netrig.exp.spec.scenario import SCHEMA
+from netrig.exp.spec.model import SCHEMA
 
 # A capture's files are 1 GB at most unless its `size:` says otherwise (capture/lab.py
 # DEFAULT_SIZE) and dumpcap stops just past it; a run's other files are small.

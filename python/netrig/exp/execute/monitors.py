@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from netrig import units
-from netrig.exp.spec.scenario import Point, find_link
+from netrig.exp.spec.model import Point, find_link
 from netrig.lab import netns
 from netrig.lab.network import Network
 from netrig.procs import end as end_process

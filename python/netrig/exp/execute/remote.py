@@ -56,7 +56,7 @@ from netrig.exp.kinds.flows import (
     server_lifetime_s,
     wait_for_flows,
 )
-from netrig.exp.spec.scenario import Point
+from netrig.exp.spec.model import Point
 from netrig.procs import end as end_process
 from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
 from netrig.theory import analyse

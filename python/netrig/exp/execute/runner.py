@@ -22,7 +22,7 @@ or error) and a failing one does not stop the run. In a lab with FRR routers the
 first waits for routing to converge (`Network.converge`, its time in run.json), and a
 route monitor (`ip -ts monitor route` in every FRR router, stopped by PID) records each
 route change on the same clock (series/routes.jsonl). After the run, each event's
-outage per flow and how long routing took to settle are measured (exp/execute/events.py) beside
+outage per flow and how long routing took to settle are measured (exp/analysis/events.py) beside
 theory's window (theory/outage.py) and written into run.json.
 """
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -41,8 +42,8 @@ import yaml
 from netrig import safefs, units
 from netrig.capture import lab as capture
 from netrig.errors import NetrigError
+from netrig.exp.analysis import events as evs
 from netrig.exp.analysis import results as res
-from netrig.exp.execute import events as evs
 from netrig.exp.execute import remote, webserver
 from netrig.exp.execute.captures import analyse_captures, capture_entry
 from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
@@ -68,7 +69,8 @@ from netrig.exp.kinds.flows import (
     server_lifetime_s,
     wait_for_flows,
 )
-from netrig.exp.spec.scenario import Point, Scenario, find_link
+from netrig.exp.preflight.checks import preflight
+from netrig.exp.spec.model import Point, Scenario, find_link
 from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
@@ -101,7 +103,12 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`.
     With a `campaign` (exp/execute/cluster.py's Campaign: a Dask cluster, reached and checked)
     each run is handed to a worker of that cluster and its files written here as it
-    comes back."""
+    comes back. What this machine must have to run it is asked first (exp/preflight),
+    before anything is written; a cluster's workers are asked by their own runs."""
+    if campaign is None:
+        preflight(scenario)
+    for said in scenario.flags:  # (before anything runs: the user may stop here)
+        print(f"netrig: note: {said}", file=sys.stderr)
     safefs.check_owner(out, allow_foreign)
     safefs.makedirs(out)
     if not resume:
@@ -114,6 +121,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
                    for p in scenario.points]}
     meta.pop("schema", None)
     meta["status"] = "running"
+    meta["flags"] = scenario.flags
     meta.setdefault("resumed", [])
     if resume:
         meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))

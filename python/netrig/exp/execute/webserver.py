@@ -44,20 +44,13 @@ from pathlib import Path
 
 from netrig import safefs
 from netrig.errors import NetrigError
+from netrig.exp.kinds.web import PORT_H2C, PORT_HTTP1, PORT_TLS, object_name
 from netrig.exp.preflight import webtools
 from netrig.lab.state import daemon_dir
-
-PORT_HTTP1 = 8080
-PORT_H2C = 8081
-PORT_TLS = 8443
 
 
 class WebServerError(NetrigError):
     pass
-
-
-def object_name(size: int) -> str:
-    return f"obj-{size}.bin"
 
 
 def object_bytes(size: int) -> bytes:

@@ -25,7 +25,7 @@ from typing import Any
 from netrig.exp.grade.verdict import versus
 from netrig.exp.kinds import web
 from netrig.exp.kinds.flows import connect_timeout_s
-from netrig.exp.spec.scenario import FlowSpec, Point
+from netrig.exp.spec.model import FlowSpec, Point
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
 from netrig.theory.connect import arp_tries, connect_chance, max_link_rtt

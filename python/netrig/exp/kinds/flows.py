@@ -29,7 +29,7 @@ from typing import Any
 
 from netrig._bins import binary
 from netrig.exp.kinds import web
-from netrig.exp.spec.scenario import FlowSpec
+from netrig.exp.spec.model import FlowSpec
 
 _NUM = r"\d+(?:\.\d+)?"
 # A reply of iputils ping -D: "[1700000000.123456] 64 bytes from A: icmp_seq=1 ttl=64

@@ -36,12 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netrig.exp.execute import webserver
 from netrig.exp.preflight import webtools
-from netrig.exp.spec.scenario import FlowSpec
+from netrig.exp.spec.model import FlowSpec
 from netrig.procs import end as end_process
 
 DEFAULT_SIZE = 100_000
+PORT_HTTP1 = 8080  # nginx's ports in the server's namespace (exp/execute/webserver.py)
+PORT_H2C = 8081
+PORT_TLS = 8443
 # curl -w's variables that a fetch reads, and the type each must have.
 _NUMBERS = ("time_namelookup", "time_connect", "time_appconnect", "time_pretransfer",
             "time_starttransfer", "time_total", "size_download", "response_code", "num_connects",
@@ -67,13 +69,17 @@ def servers_needed(flows: dict[str, FlowSpec]) -> dict[str, tuple[set[int], bool
 
 def port(http: str, tls: bool) -> int:
     if tls:
-        return webserver.PORT_TLS
-    return webserver.PORT_H2C if http == "2" else webserver.PORT_HTTP1
+        return PORT_TLS
+    return PORT_H2C if http == "2" else PORT_HTTP1
 
 
 def url(addr: str, size: int, http: str, tls: bool) -> str:
     host = f"[{addr}]" if ":" in addr else addr
-    return f"{'https' if tls else 'http'}://{host}:{port(http, tls)}/{webserver.object_name(size)}"
+    return f"{'https' if tls else 'http'}://{host}:{port(http, tls)}/{object_name(size)}"
+
+
+def object_name(size: int) -> str:
+    return f"obj-{size}.bin"
 
 
 def fetch_count(duration: float, interval: float) -> int:

@@ -20,7 +20,6 @@ _SEARCH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", 
 # fetch after the first fails with "Error in the HTTP2 framing layer" (curl issue
 # #10634, fixed in 8.0.0). Debian 12 ships 7.88.1.
 H2C_REUSE_FIXED = (8, 0, 0)
-MAX_OBJECT = 100 * 10**6  # bytes: a web flow's object lives in /run (tmpfs, memory)
 
 
 def find(program: str) -> Path | None:

@@ -40,7 +40,7 @@ from netrig.exp.analysis.results import (
 from netrig.exp.analysis.results import label as value_text
 from netrig.exp.grade.verdict import RATIO_DEFINITION, Versus, versus
 from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures, metric
-from netrig.exp.spec.scenario import flow_ends
+from netrig.exp.spec.model import flow_ends
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
 # has nothing to say about.
@@ -466,7 +466,7 @@ def _real_hosts(res: Results) -> list[Section]:
 def _events(res: Results) -> list[Section]:
     """The scenario's events, if it had any: when each fired, what it did, the outage
     each flow measured beside theory's window and why, and routing's settling time."""
-    from netrig.exp.execute.events import sentence
+    from netrig.exp.analysis.events import sentence
 
     runs = [r for r in res.runs if r.get("events")]
     if not runs:

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from netrig.exp.spec.scenario import EventSpec, ScenarioFile
+from netrig.exp.spec.model import EventSpec, ScenarioFile
 from netrig.theory import outage as theory
 from netrig.topo.model import Topology
 
