@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from netrig.capture import lab as cap
+from netrig.exp.preflight.checks import preflight
 from netrig.exp.spec.model import ScenarioError
 from netrig.exp.spec.scenario import loads_scenario
 
@@ -51,7 +52,9 @@ def test_a_capture_of_something_the_topology_lacks_is_named(change, said):
 
 
 def test_a_filter_tcpdump_cannot_compile_is_refused_with_tcpdumps_words():
-    (said,) = problems(BASE.replace("filter: tcp", "filter: 'tcp prot 80'"))
+    with pytest.raises(ScenarioError) as e:  # (asked of this machine's tcpdump by `netrig run`)
+        preflight(loads_scenario(BASE.replace("filter: tcp", "filter: 'tcp prot 80'"), "s.yaml"))
+    (said,) = e.value.problems
     assert said.startswith("s.yaml:11: monitors[0].filter: ") and "tcp prot 80" in said
 
 

@@ -14,6 +14,7 @@ from netrig import cli
 from netrig.cli import link_words, main, ping_matrix
 from netrig.errors import NetrigError
 from netrig.exp.preflight.cc import congestion_controls
+from netrig.exp.preflight.checks import preflight
 from netrig.exp.spec.model import ScenarioError
 from netrig.exp.spec.scenario import loads_scenario
 
@@ -189,7 +190,7 @@ def test_congestion_controls_loaded_and_loadable(tmp_path):
 def test_an_unknown_cc_is_refused_at_its_line(monkeypatch):
     monkeypatch.setattr("netrig.exp.preflight.cc.congestion_controls", lambda: {"reno", "cubic", "bbr"})
     with pytest.raises(ScenarioError) as e:
-        loads_scenario(CC, "s.yaml")
+        preflight(loads_scenario(CC, "s.yaml"))
     assert e.value.problems == [
         "s.yaml:4: flows.bulk.cc: 'renoo' is not a TCP congestion control this kernel has; "
         "did you mean reno? (it has: bbr, cubic, reno)"]
@@ -199,7 +200,7 @@ def test_an_unknown_cc_in_a_sweep_is_refused_at_its_item(monkeypatch):
     monkeypatch.setattr("netrig.exp.preflight.cc.congestion_controls", lambda: {"reno", "cubic"})
     text = CC.replace("cc: renoo", "cc: reno") + "sweep:\n  flows.bulk.cc: [cubic, vegas]\n"
     with pytest.raises(ScenarioError) as e:
-        loads_scenario(text, "s.yaml")
+        preflight(loads_scenario(text, "s.yaml"))
     assert e.value.problems == [
         "s.yaml:6: sweep.flows.bulk.cc[1]: 'vegas': flows.bulk.cc: 'vegas' is not a TCP "
         "congestion control this kernel has (it has: cubic, reno)"]

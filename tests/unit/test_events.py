@@ -89,7 +89,7 @@ def test_an_events_time_can_be_swept_and_set_and_a_wrong_one_is_blamed_on_its_it
     got = problems(BASE + "sweep:\n  events.0.at: [1s, 9s]\n")
     assert got[0].startswith("s.yaml:16: sweep.events.0.at[1]: '9s': events[0].at: 9s is not before")
     assert problems(BASE, sets=["events.5.at=1s"]) == [
-        "--set events.5.at: no event 5 (the scenario has 2: events.0 to events.1)"]
+        "--set events.5.at=1s: no event 5 (the scenario has 2: events.0 to events.1)"]
 
 
 # Measuring an outage.

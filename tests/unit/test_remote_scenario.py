@@ -138,7 +138,7 @@ def test_sweeps_that_would_change_a_real_network_are_refused():
     # a flow's keys sweep as on a lab; --set may declare the path
     s = loads_scenario(REAL + "sweep:\n  flows.bulk.window: [16KB, 64KB]\n", "s.yaml", sets=["path.rtt=40ms"])
     assert len(s.points) == 2 and s.points[0].spec.path.rtt_s == 0.04
-    assert problems(REAL, sets=["links.a-b.delay=5ms"])[0].startswith("--set links.a-b.delay: links.* changes")
+    assert problems(REAL, sets=["links.a-b.delay=5ms"])[0].startswith("--set links.a-b.delay=5ms: links.* changes")
 
 
 def test_what_needs_an_emulated_lab_is_refused_on_real_hosts():

@@ -89,9 +89,9 @@ def test_a_bad_swept_value_is_blamed_on_its_item():
 
 def test_bad_paths_in_sweep_and_set_are_refused():
     assert problems(BASE, sets=["flows.zz.window=3"]) == [
-        "--set flows.zz.window: no flow named 'zz' (flows: bulk, rtt)"]
+        "--set flows.zz.window=3: no flow named 'zz' (flows: bulk, rtt)"]
     assert problems(BASE, sets=["links.a-b.rate=1Mbit"]) == [
-        "--set links.a-b.rate: no link 'a-b' in the topology (a link's name, or its ends as a-b)"]
+        "--set links.a-b.rate=1Mbit: no link 'a-b' in the topology (a link's name, or its ends as a-b)"]
     assert problems(BASE, sets=["nonsense"]) == [
         "--set nonsense: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"]
     assert problems(BASE.replace("quick: {duration: 5s, repeat: 1}\n", ""), quick=True) == [

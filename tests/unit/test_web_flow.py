@@ -14,6 +14,7 @@ from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds import web
 from netrig.exp.kinds.flows import Outcome
 from netrig.exp.preflight import webtools
+from netrig.exp.preflight.checks import preflight
 from netrig.exp.spec.model import ScenarioError
 from netrig.exp.spec.scenario import loads_scenario
 
@@ -45,6 +46,14 @@ def flow(extra: str = ""):
 def problems(text: str) -> list[str]:
     with pytest.raises(ScenarioError) as e:
         loads_scenario(text, "s.yaml")
+    return e.value.problems
+
+
+def machine_problems(text: str) -> list[str]:
+    """What `netrig run` says before anything is built (exp/preflight): the file itself is fine."""
+    scen = loads_scenario(text, "s.yaml")
+    with pytest.raises(ScenarioError) as e:
+        preflight(scen)
     return e.value.problems
 
 
@@ -97,7 +106,7 @@ def test_http_and_tls_do_not_apply_to_fetch():
 
 
 def test_keep_alive_over_cleartext_http_2_is_refused_with_curl_before_8():
-    assert problems(SCENARIO % ", http: 2, new_conn: false") == [
+    assert machine_problems(SCENARIO % ", http: 2, new_conn: false") == [
         "s.yaml:9: flows.page.new_conn: curl 7.88.1 cannot reuse a cleartext HTTP/2 connection "
         "(every fetch after the first fails: curl issue #10634, fixed in 8.0): give tls: true "
         "(HTTP/2 over TLS, as browsers speak it) or new_conn: true"]
@@ -111,14 +120,14 @@ def test_keep_alive_over_cleartext_http_2_is_taken_with_curl_8(monkeypatch):
 
 def test_a_machine_without_nginx_is_told_the_package_before_anything_is_built(monkeypatch):
     monkeypatch.setattr(webtools, "find", lambda program: None if program == "nginx" else Path("/usr/bin/x"))
-    assert problems(SCENARIO % "") == [
+    assert machine_problems(SCENARIO % "") == [
         "s.yaml:9: flows.page.kind: a web flow needs nginx (the web server: apt-get install nginx), "
         "which this machine lacks"]
 
 
 def test_a_machine_without_curl_or_openssl_is_told_which_packages(monkeypatch):
     monkeypatch.setattr(webtools, "find", lambda program: None if program != "nginx" else Path("/x"))
-    (p,) = problems(SCENARIO % ", tls: true")
+    (p,) = machine_problems(SCENARIO % ", tls: true")
     assert "apt-get install curl" in p and "apt-get install openssl" in p and "nginx" not in p
 
 

@@ -52,9 +52,13 @@ def machine_problems(spec: ScenarioFile) -> list[tuple[Key, str]]:
 def _web(name: str, tls: bool, http: str, new_conn: bool) -> list[tuple[Key, str]]:
     """A web flow runs nginx and curl (exp/kinds/web.py): they must be installed, and
     curl must be able to do what the flow asks."""
-    missing = webtools.missing(tls)
-    if missing:
-        return [(("flows", name, "kind"), "a web flow needs " + " and ".join(missing)
+    base = webtools.missing(False)
+    extra = [x for x in webtools.missing(True) if x not in base] if tls else []
+    if base:
+        return [(("flows", name, "kind"), "a web flow needs " + " and ".join(base + extra)
+                 + ", which this machine lacks")]
+    if extra:  # (blamed on tls:, which a sweep may have set)
+        return [(("flows", name, "tls"), "a web flow over TLS needs " + " and ".join(extra)
                  + ", which this machine lacks")]
     if http == "2" and not tls and not new_conn:
         version = webtools.curl_version()
