@@ -49,7 +49,7 @@ def _real_hosts_only(args: argparse.Namespace) -> bool:
         return False
     from pathlib import Path
 
-    from netrig.exp.analysis.results import load_scenario_of
+    from netrig.exp.record.files import load_scenario_of
     from netrig.exp.spec.scenario import load_scenario
 
     try:
@@ -457,15 +457,15 @@ def _explain(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from netrig.exp.analysis import results as res
     from netrig.exp.execute import runner
+    from netrig.exp.record import files as rec
     from netrig.exp.spec.scenario import load_scenario
 
     if args.resume:
         out = Path(args.resume)
         if args.scenario or args.quick or args.set:
             raise NetrigError("--resume DIR runs the scenario saved in DIR: give no scenario, --quick or --set")
-        scenario = res.load_scenario_of(out)  # (meta.json and scenario.yaml through safefs)
+        scenario = rec.load_scenario_of(out)  # (meta.json and scenario.yaml through safefs)
     else:
         if not args.scenario:
             raise NetrigError("netrig run SCENARIO (or --resume DIR)")
@@ -484,7 +484,7 @@ def _run(args: argparse.Namespace) -> int:
         campaign = Campaign(address, cert=args.cert)
     try:
         if not args.resume:
-            out = Path(args.out) if args.out else res.new_dir(Path(args.results), scenario.name,
+            out = Path(args.out) if args.out else rec.new_dir(Path(args.results), scenario.name,
                                                                args.allow_foreign_dir)
     except BaseException:
         if campaign is not None:
@@ -500,6 +500,9 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if campaign is not None:
             campaign.close()
+        from netrig.exp.render import table_csv
+
+        table_csv.write_csv(out)  # (whatever happened: what was measured, as a table)
     code = {"complete": 0, "failed": 1, "interrupted": 130}[status]
     _headline(out)
     try:

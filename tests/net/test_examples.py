@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from netlab import needs_root
-from netrig.exp.analysis.results import late_note
+from netrig.exp.analysis.words import late_note
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,8 @@ import sys
 import pytest
 from netlab import needs_root
 from netrig.exp.analysis import series
-from netrig.exp.analysis.results import load, read_jsonl
+from netrig.exp.analysis.results import load
+from netrig.exp.record.files import read_jsonl
 
 pytestmark = pytest.mark.net
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from netlab import assert_emulated_rtt, needs_root
-from netrig.exp.analysis.results import LATE_SHARE
+from netrig.exp.analysis.words import LATE_SHARE
 from netrig.lab.network import Network, PingResult
 from netrig.lab.state import LABS_DIR, alive
 from netrig.topo.load import loads

@@ -270,14 +270,14 @@ def test_converge_is_called_when_the_lab_has_it():
 
 # Results: CSV, headline, figure marks.
 def _results_dir(tmp_path):
-    from netrig.exp.analysis import results as res
+    from netrig.exp.record import files as rec
     out = tmp_path / "r"
     (out / "runs" / "p000-r00" / "series").mkdir(parents=True)
     (out / "scenario.yaml").write_text(BASE)
     (out / "meta.json").write_text(json.dumps({"scenario": "ev", "sweep_keys": [],
                                                "points": [{"index": 0, "params": {}}]}))
     rows = [{"t": round(0.01 * k, 3), "rtt_ms": 20.0} for k in range(600) if not 200 <= k < 400]
-    res.write_jsonl(out / "runs" / "p000-r00" / "series" / "p.jsonl", rows)
+    rec.write_jsonl(out / "runs" / "p000-r00" / "series" / "p.jsonl", rows)
     run = {"run": "p000-r00", "point": 0, "rep": 0, "seed": 1, "params": {}, "status": "ok",
            "flows": {"p": {"kind": "probe", "from": "h1", "to": "h2", "start_s": 0.0, "end_s": 6.0,
                            "summary": {"status": "ok", "rtt_ms_p50": 20.0}}},
@@ -288,7 +288,7 @@ def _results_dir(tmp_path):
                                                          "theory": "static routes"}}},
                       {"index": 1, "what": "r1-r2 up", "planned_s": 4.0, "actual_s": 4.0, "ok": False,
                        "error": "boom", "outage": {}}]}
-    res.write_json(out / "runs" / "p000-r00" / "run.json", run)
+    rec.write_json(out / "runs" / "p000-r00" / "run.json", run)
     return out
 
 
@@ -296,9 +296,9 @@ def test_events_in_results_csv_and_the_headline(tmp_path):
     import csv
 
     from netrig.exp.analysis import results as res
-    from netrig.exp.render import headline
+    from netrig.exp.render import headline, table_csv
     out = _results_dir(tmp_path)
-    res.write_csv(out)
+    table_csv.write_csv(out)
     rows = list(csv.DictReader((out / "results.csv").open()))
     ev = [r for r in rows if r["event"]]
     assert [(r["event"], r["flow"], r["metric"], r["measured"], r["expected"], r["verdict"])
@@ -337,7 +337,7 @@ def test_a_figure_marks_each_event_with_its_outage_and_theorys_window():
 
 
 def test_a_joint_sweep_key_is_said_by_the_paths_it_sets():
-    from netrig.exp.analysis.results import describe
+    from netrig.exp.analysis.words import describe
     from netrig.exp.execute import progress
 
     params = {"topology.routing.ospf.hello": "1s", "events.0.down,events.0.carrier": [None, "down"]}

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from netrig.exp.analysis.results import load, read_jsonl, write_jsonl
+from netrig.exp.analysis.results import load
+from netrig.exp.record.files import read_jsonl, write_jsonl
 from netrig.exp.render import figures
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from netrig.exp.analysis import results
-from netrig.exp.analysis.results import run_id, write_json, write_jsonl
+from netrig.exp.record.files import run_id, write_json, write_jsonl
 from netrig.exp.render import figures, report
 
 T95_DF2 = 4.302653  # Student's t, two-sided 95 %, 2 degrees of freedom

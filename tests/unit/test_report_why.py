@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 from netrig.exp.analysis import why
-from netrig.exp.analysis.results import run_id, write_json, write_jsonl
 from netrig.exp.grade.verdict import Versus, decimal, versus
+from netrig.exp.record.files import run_id, write_json, write_jsonl
 from netrig.exp.render import report
 from netrig.topo import graph
 from netrig.topo import load as tload

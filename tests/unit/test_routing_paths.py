@@ -394,7 +394,8 @@ def test_the_report_flags_a_flow_on_another_path(tmp_path):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from netrig.exp.analysis.results import load, run_id, write_json
+    from netrig.exp.analysis.results import load
+    from netrig.exp.record.files import run_id, write_json
     from netrig.exp.render import report
     from test_report_why import make
 

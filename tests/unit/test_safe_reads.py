@@ -21,6 +21,7 @@ from netrig import safefs
 from netrig.cli import main
 from netrig.exp.analysis import results as res
 from netrig.exp.execute import runner
+from netrig.exp.record import files as rec
 from netrig.exp.render import plot, report
 from test_report import make_results
 
@@ -51,7 +52,7 @@ def _with_graphs(out: Path, graph: str) -> Path:
                                                capture_retransmissions=1)
         doc["flows"]["bulk"]["capture"] = {"stevens": where}
         path.write_text(json.dumps(doc))
-    res.atomic_write(out / "runs" / "p000-r01" / "capture" / "bulk-stevens.png", "", out)
+    rec.atomic_write(out / "runs" / "p000-r01" / "capture" / "bulk-stevens.png", "", out)
     (out / "runs" / "p000-r01" / "capture" / "bulk-stevens.png").write_bytes(GRAPH_PNG)
     return out
 
@@ -151,7 +152,7 @@ def test_a_run_json_that_is_a_link_is_refused_and_the_other_runs_kept(tmp_path, 
     _named(f"runs/p001-r02/run.json refused: it is a symbolic link (to {secret}); netrig does not "
            "follow links inside the results directory", page, md, err)
     assert "1 of 6 runs did not run" in page and BULK_ROW in page
-    assert res.finished(out) == {res.run_id(p, r) for p in (0, 1) for r in range(3)} - {"p001-r02"}
+    assert rec.finished(out) == {rec.run_id(p, r) for p in (0, 1) for r in range(3)} - {"p001-r02"}
 
 
 def test_a_run_directory_or_runs_that_is_a_link_is_refused(tmp_path, capsys):
@@ -177,7 +178,7 @@ def test_a_run_directory_or_runs_that_is_a_link_is_refused(tmp_path, capsys):
     _named(f"runs/ (every run) refused: runs is a symbolic link (to {elsewhere / 'runs'}); netrig "
            "does not follow links inside the results directory", page, md, err)
     assert "No flow was measured" in page and "6 of 6 runs did not run" in page
-    assert res.finished(out) == set()  # --resume runs them all again (into a real runs/)
+    assert rec.finished(out) == set()  # --resume runs them all again (into a real runs/)
 
 
 def test_a_fifo_named_as_a_series_file_does_not_hang_the_report(tmp_path, capsys):
@@ -269,7 +270,7 @@ def test_resume_reads_the_directory_through_safefs(tmp_path, monkeypatch, capsys
     meta.symlink_to(moved)
     assert main(["run", "--resume", str(out), "-q"]) == 1
     assert f"{out}: meta.json refused: it is a symbolic link (to {moved})" in capsys.readouterr().err
-    with pytest.raises(res.NotResults, match=f"{out}: meta.json refused: it is a symbolic link"):
+    with pytest.raises(rec.NotResults, match=f"{out}: meta.json refused: it is a symbolic link"):
         res.load(out)
     assert ran == []
 
@@ -349,10 +350,10 @@ def test_a_server_log_swapped_for_a_link_is_not_copied_into_the_run(tmp_path):
     (out / "runs" / "p000-r00").mkdir(parents=True)
     (out / "runs" / "p000-r00" / "server-bulk.log").symlink_to(secret)
     (out / "runs" / "p000-r00" / "server-bulk.json").write_text("x" * 400 + "address in use\n")
-    said = res.log_tail(out, "runs/p000-r00/server-bulk.log")
+    said = rec.log_tail(out, "runs/p000-r00/server-bulk.log")
     assert SECRET not in said and said.startswith("runs/p000-r00/server-bulk.log refused: it is a symbolic link")
-    assert res.log_tail(out, "runs/p000-r00/server-bulk.json") == "x" * 286 + "address in use"
-    assert res.log_tail(out, "runs/p000-r00/server-none.log") == ""
+    assert rec.log_tail(out, "runs/p000-r00/server-bulk.json") == "x" * 286 + "address in use"
+    assert rec.log_tail(out, "runs/p000-r00/server-none.log") == ""
 
 
 def test_an_alias_bomb_in_scenario_yaml_is_not_expanded(tmp_path, capsys):

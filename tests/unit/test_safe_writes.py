@@ -15,6 +15,7 @@ from netrig.cli import main
 from netrig.errors import NetrigError
 from netrig.exp.analysis import results as res
 from netrig.exp.execute import runner
+from netrig.exp.record import files as rec
 from netrig.exp.render import figures, report
 from netrig.exp.spec.scenario import loads_scenario
 from netrig.lab import state
@@ -60,7 +61,7 @@ def test_links_at_the_temporary_and_final_names_are_not_written_through(tmp_path
     out = _attacker_dir(tmp_path / "out")
     _plant(out / f".meta.json.{os.getpid()}.tmp", secret)  # the name netrig used to use
     _plant(out / "meta.json", secret)
-    res.write_json(out / "meta.json", {"scenario": "tiny"})
+    rec.write_json(out / "meta.json", {"scenario": "tiny"})
     assert secret.read_text() == SECRET
     meta = out / "meta.json"
     assert not meta.is_symlink() and '"scenario": "tiny"' in meta.read_text()
@@ -96,7 +97,7 @@ def test_a_link_in_place_of_figures_is_not_followed(tmp_path):
     elsewhere.mkdir()
     (elsewhere / "keep.png").write_bytes(b"not netrig's")
     out = tmp_path / "out"
-    res.write_json(out / "meta.json", {"scenario": "tiny", "sweep_keys": [], "repeat": 1,
+    rec.write_json(out / "meta.json", {"scenario": "tiny", "sweep_keys": [], "repeat": 1,
                                        "points": [], "status": "complete", "host": {}})
     _plant(out / "figures", elsewhere)
     error = ""
@@ -156,7 +157,7 @@ def test_a_directory_another_user_owns_on_the_way_is_refused(tmp_path, monkeypat
 @needs_root
 def test_report_refuses_a_directory_another_user_owns(tmp_path, capsys):
     out = tmp_path / "out"
-    res.write_json(out / "meta.json", {"scenario": "tiny", "sweep_keys": [], "repeat": 1,
+    rec.write_json(out / "meta.json", {"scenario": "tiny", "sweep_keys": [], "repeat": 1,
                                        "points": [], "status": "complete", "host": {}})
     os.chown(out, NOBODY, NOBODY)
     assert main(["report", str(out)]) == 1

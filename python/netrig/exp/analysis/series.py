@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from netrig.errors import NetrigError
-from netrig.exp.analysis.results import Results, is_number
+from netrig.exp.analysis.results import Results
+from netrig.exp.analysis.stats import is_number
 from netrig.exp.spec.model import Point
 from netrig.theory import analyse
 from netrig.theory.path import HopInfo, bottleneck, hops

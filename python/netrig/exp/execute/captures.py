@@ -10,7 +10,7 @@ from typing import Any
 
 from netrig.capture import flows as capflows
 from netrig.errors import NetrigError
-from netrig.exp.analysis import results as res
+from netrig.exp.record import files as rec
 from netrig.topo.plan import Plan
 
 
@@ -37,7 +37,7 @@ def analyse_captures(entries: list[dict[str, Any]], rdir: Path, out: Path, spec:
             e["analysis_error"] = str(err)
             continue
         base = Path(e["files"][0]).name.removesuffix(".pcapng")
-        res.write_json(rdir / "capture" / f"{base}.tcp.json", {k: v for k, v in a.items() if k != "series"},
+        rec.write_json(rdir / "capture" / f"{base}.tcp.json", {k: v for k, v in a.items() if k != "series"},
                        out)
         e["analysis"] = f"capture/{base}.tcp.json"
         e["tcp"] = {k: a["totals"].get(k) for k in ("packets", "data_packets", "retransmission",

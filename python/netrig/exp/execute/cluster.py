@@ -39,10 +39,10 @@ from typing import Any
 
 from netrig import __version__, safefs, units
 from netrig.errors import NetrigError
-from netrig.exp.analysis import results as res
 from netrig.exp.execute import cluster_reply as reply
 from netrig.exp.execute import cluster_tls as tls
 from netrig.exp.execute import worker as wk
+from netrig.exp.record import files as rec
 
 CONNECT_S = 10.0
 WORKERS_WAIT_S = 30.0  # for a first worker to join a scheduler that has none yet
@@ -314,7 +314,7 @@ class Campaign:
             for rel, data in r.files.items():
                 if rel != "run.json":
                     safefs.write(out, f"runs/{t.rid}/{rel}", data)
-            res.write_json(out / "runs" / t.rid / "run.json", doc, out)
+            rec.write_json(out / "runs" / t.rid / "run.json", doc, out)
         except (OSError, ValueError, NetrigError) as e:  # (safefs.UnsafePath: a link on the way)
             return tally.crashed(t, f"its files could not be written here: {e}", {"worker": who})
         note = tally.ran(t, doc)

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from netrig.exp.analysis import results as res
+from netrig.exp.analysis.words import label
 
 SEP = " · "
 
@@ -40,7 +40,7 @@ def words(params: dict[str, Any]) -> str:
         values = value if len(paths) > 1 and isinstance(value, list) else [value]
         for path, v in zip(paths, values):
             if v is not None or len(paths) == 1:  # a path a joint key leaves unset: unsaid
-                parts.append(_one(path, res.label(v)))
+                parts.append(_one(path, label(v)))
     return ", ".join(parts)
 
 

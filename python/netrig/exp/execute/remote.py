@@ -41,7 +41,6 @@ from typing import Any, Callable
 from netrig import safefs, units
 from netrig._bins import binary
 from netrig.errors import NetrigError
-from netrig.exp.analysis import results as res
 from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds.flows import (
     KEY_ENV,
@@ -56,6 +55,7 @@ from netrig.exp.kinds.flows import (
     server_lifetime_s,
     wait_for_flows,
 )
+from netrig.exp.record import files as rec
 from netrig.exp.spec.model import Point
 from netrig.procs import end as end_process
 from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
@@ -172,7 +172,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *
     if failure is not None:
         doc["error"] = str(failure)
         doc["remote"]["failed"] = {"host": failure.host, "step": failure.step}
-    res.write_json(rdir / "run.json", doc, out)  # again, whole, with what the hosts said
+    rec.write_json(rdir / "run.json", doc, out)  # again, whole, with what the hosts said
     if interrupted:
         raise KeyboardInterrupt
     return doc
@@ -504,7 +504,7 @@ def _server_log(rdir: Path, flow: str) -> str:
     """What flow's server said so far (its log in the run's directory, rdir = OUT/runs/RID),
     read from the results directory without following a link: whoever owns it may swap
     a part for one, and what is read here goes into run.json."""
-    return res.log_tail(rdir.parent.parent, f"runs/{rdir.name}/server-{flow}.log", 1 << 20)
+    return rec.log_tail(rdir.parent.parent, f"runs/{rdir.name}/server-{flow}.log", 1 << 20)
 
 
 def _collect(servers: list[tuple[str, str, Any]], rdir: Path, hosts: dict[str, Host]) -> HostError | None:

@@ -43,7 +43,7 @@ from netrig import safefs, units
 from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp.analysis import events as evs
-from netrig.exp.analysis import results as res
+from netrig.exp.analysis import words
 from netrig.exp.execute import remote, webserver
 from netrig.exp.execute.captures import analyse_captures, capture_entry
 from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
@@ -70,6 +70,7 @@ from netrig.exp.kinds.flows import (
     wait_for_flows,
 )
 from netrig.exp.preflight.checks import preflight
+from netrig.exp.record import files as rec
 from netrig.exp.spec.model import Point, Scenario, find_link
 from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
@@ -112,11 +113,11 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
     safefs.check_owner(out, allow_foreign)
     safefs.makedirs(out)
     if not resume:
-        res.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
-    meta = (res.read_meta(out) if resume else None) or {  # (read through safefs)
+        rec.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
+    meta = (rec.read_meta(out) if resume else None) or {  # (read through safefs)
         "scenario": scenario.name, "source": scenario.source, "quick": scenario.quick,
         "sets": scenario.sets, "sweep_keys": scenario.sweep_keys, "repeat": scenario.repeat,
-        "seed": scenario.seed, "command": argv or [], "host": res.host_facts(),
+        "seed": scenario.seed, "command": argv or [], "host": rec.host_facts(),
         "points": [{"index": p.index, "params": p.params, "length_s": p.length_s}
                    for p in scenario.points]}
     meta.pop("schema", None)
@@ -132,17 +133,17 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
         meta["hosts"] = {n: h.model_dump(mode="json", exclude_none=True) for n, h in spec.hosts.items()}
         meta["path"] = spec.path.model_dump(mode="json", exclude_none=True) if spec.path else None
         meta["clocks"] = spec.clocks
-    res.write_json(out / "meta.json", meta, out)
+    rec.write_json(out / "meta.json", meta, out)
     old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
     tally = Tally(out)
     try:
         with Display(scenario.runs, scenario.estimate_s(), progress,
                      parallel=campaign.size if campaign else 1) as shown:
             todo = []
-            finished = res.finished(out)  # (--resume: each run.json through safefs)
+            finished = rec.finished(out)  # (--resume: each run.json through safefs)
             settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
             for k, (point, rep) in enumerate((p, r) for p in scenario.points for r in range(scenario.repeat)):
-                rid = res.run_id(point.index, rep)
+                rid = rec.run_id(point.index, rep)
                 if rid in finished:
                     shown.end_run(k, point.length_s, settle)
                 else:
@@ -171,8 +172,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
             signal.signal(signal.SIGTERM, old)
         meta["status"] = tally.status
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        res.write_json(out / "meta.json", meta, out)
-        res.write_csv(out)
+        rec.write_json(out / "meta.json", meta, out)
     return out, tally.status
 
 
@@ -222,7 +222,7 @@ class Tally:
             self._trip()
         else:
             self.failures = 0
-        return "\n".join(x for x in (note, res.late_note(doc), res.pacing_note(doc), evs.note(doc)) if x)
+        return "\n".join(x for x in (note, words.late_note(doc), words.pacing_note(doc), evs.note(doc)) if x)
 
     def crashed(self, t: Todo, error: str, extra: dict[str, Any] | None = None) -> str:
         """Records a run that could not write its own run.json as failed; its note."""
@@ -230,7 +230,7 @@ class Tally:
         self.failures += 1
         self.last_error = error
         self._trip()
-        res.write_json(self.out / "runs" / t.rid / "run.json", {
+        rec.write_json(self.out / "runs" / t.rid / "run.json", {
             "run": t.rid, "point": t.point.index, "rep": t.rep, "seed": t.seed,
             "params": t.point.params, "status": "failed", "error": error, "flows": {}, **(extra or {})},
             self.out)
@@ -321,7 +321,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         for name, port, p in servers:
             while not _tcp_listening(p.pid, port):
                 if p.poll() is not None or time.monotonic() > deadline:
-                    said = " ".join(x for x in (res.log_tail(out, f"runs/{rid}/server-{name}.{e}")
+                    said = " ".join(x for x in (rec.log_tail(out, f"runs/{rid}/server-{name}.{e}")
                                                 for e in ("log", "json")) if x)
                     raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
                 time.sleep(0.01)
@@ -619,7 +619,7 @@ def _emulator_timing(net: Network) -> dict[str, Any] | None:
         return None
     return {"packets": late.get("count", 0), "late_p50_us": late.get("p50_us"),
             "late_p99_us": late.get("p99_us"), "late_max_us": late.get("max_us"),
-            "over_budget": late.get("over_budget", 0), "budget_ms": res.LATE_BUDGET_MS}
+            "over_budget": late.get("over_budget", 0), "budget_ms": words.LATE_BUDGET_MS}
 
 
 def _default_cc() -> str | None:
@@ -730,15 +730,15 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
     for name, o in outcomes.items():
         raw = o.stdout if o.spec.kind in ("ping", "command", "web") else o.stdout or "{}"
         ext = {"ping": "txt", "command": "txt", "web": "jsonl"}.get(o.spec.kind, "json")
-        res.atomic_write(rdir / "flows" / f"{name}.{ext}",
+        rec.atomic_write(rdir / "flows" / f"{name}.{ext}",
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():
-            res.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
+            rec.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
         rows = o.series()
         shift = _probe_shift(o, (routing or {}).get("t0_unix_s"))
         if shift:
             rows = [{**r, "t": round(r["t"] + shift, 6)} for r in rows]
-        res.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
+        rec.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
         seen = dict((captured or {}).get(name, {}))
         where = {k: seen.pop(k) for k in ("capture_monitor", "capture_streams", "stevens", "stevens_error")
                  if k in seen}
@@ -763,19 +763,19 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
         key = f"monitor-{row['monitor']}"
         by_monitor.setdefault(key, []).append(row)
     for key, rows in by_monitor.items():
-        res.write_jsonl(rdir / "series" / f"{key}.jsonl", rows, out)
+        rec.write_jsonl(rdir / "series" / f"{key}.jsonl", rows, out)
     if link_stats:
-        res.write_jsonl(rdir / "series" / "link-stats.jsonl", link_stats, out)
+        rec.write_jsonl(rdir / "series" / "link-stats.jsonl", link_stats, out)
     doc = {"run": rid, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
            "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
            "seconds": round(time.time() - started, 3), "flows": flows,
-           "monitors": sorted(by_monitor), "teardown_errors": teardown_errors, "host": res.run_host()}
+           "monitors": sorted(by_monitor), "teardown_errors": teardown_errors, "host": rec.run_host()}
     if emulator is not None:
         doc["emulator"] = emulator
     if routing:
         changes = routing.get("changes")
         if changes is not None:
-            res.write_jsonl(rdir / "series" / "routes.jsonl", changes, out)
+            rec.write_jsonl(rdir / "series" / "routes.jsonl", changes, out)
         doc["routing"] = {k: v for k, v in routing.items() if k not in ("changes", "paths")}
         if changes is not None:
             doc["routing"].update({"route_changes": len(changes), "series": "routes"})
@@ -786,5 +786,5 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
     if emulator_died is not None:
         doc["error"] = emulator_died["reason"]
         doc["emulator_died"] = emulator_died
-    res.write_json(rdir / "run.json", doc, out)
+    rec.write_json(rdir / "run.json", doc, out)
     return doc

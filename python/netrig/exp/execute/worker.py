@@ -55,7 +55,7 @@ def facts() -> dict[str, Any]:
     of the machine that ran it."""
     from netrig import __version__
     from netrig._bins import binary
-    from netrig.exp.analysis.results import run_host
+    from netrig.exp.record.files import run_host
 
     h = run_host()
     try:

@@ -47,7 +47,9 @@ from netrig import safefs, units
 from netrig.errors import NetrigError
 from netrig.exp.analysis import series
 from netrig.exp.analysis.differ import labelled
-from netrig.exp.analysis.results import Results, case_name, is_number, load, mean_ci, short
+from netrig.exp.analysis.results import Results, load
+from netrig.exp.analysis.stats import is_number, mean_ci
+from netrig.exp.analysis.words import case_name, short
 from netrig.link import spec as linkspec
 from netrig.theory import jain
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netrig.exp.analysis.results import Results, mean_ci
+from netrig.exp.analysis.results import Results
+from netrig.exp.analysis.stats import mean_ci
 from netrig.exp.grade.verdict import versus
 from netrig.theory.outage import span
 

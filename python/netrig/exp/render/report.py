@@ -26,20 +26,14 @@ from typing import Any
 from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.exp.analysis import why
-from netrig.exp.analysis.results import (
-    MEASURED,
-    Results,
-    atomic_write,
-    is_number,
-    late_note,
-    load,
-    mean_ci,
-    pacing_note,
-    write_csv,
-)
-from netrig.exp.analysis.results import label as value_text
+from netrig.exp.analysis.results import Results, load
+from netrig.exp.analysis.stats import is_number, mean_ci
+from netrig.exp.analysis.words import MEASURED, late_note, pacing_note
+from netrig.exp.analysis.words import label as value_text
 from netrig.exp.grade.verdict import RATIO_DEFINITION, Versus, versus
+from netrig.exp.record.files import atomic_write
 from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures, metric
+from netrig.exp.render.table_csv import write_csv
 from netrig.exp.spec.model import flow_ends
 
 # What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
