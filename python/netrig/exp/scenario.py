@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from netrig import suggest, units
 from netrig.errors import NetrigError
+from netrig.exp import sets as set_words
 from netrig.exp import webtools
 from netrig.remote import hosts as rhosts
 from netrig.topo import load as tload
@@ -351,18 +351,10 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
             _merge_into(data, lines, (k,), v, ("quick", k))
     data.pop("quick", None) if quick else None
     # --set KEY=VALUE, applied like one-point sweeps.
-    set_values: dict[str, Any] = {}
-    for s in sets:
-        key, eq, raw = s.partition("=")
-        if not eq or not key.strip():
-            raise ScenarioError([f"--set {s}: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"])
-        try:
-            set_values[key.strip()] = tload.parse_value(raw) if raw.strip() else ""
-        except yaml.composer.ComposerError as e:  # past the loader's bounds
-            raise ScenarioError([f"--set {key.strip()}: the value, at column "
-                                 f"{e.problem_mark.column + 1}: {e.problem}"]) from None
-        except yaml.YAMLError as e:
-            raise ScenarioError([f"--set {s}: the value is not YAML: {e}"]) from None
+    try:
+        set_values = set_words.parse(sets)
+    except set_words.SetError as e:
+        raise ScenarioError([str(e)]) from None
     # The topology: a file beside the scenario, or inline.
     topo_src, topo_lines, topo_base = source, lines, ("topology",)
     t = data.get("topology")
