@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from netrig.cli import base, main, parser, tools
 from netrig.cli.lab import ping_matrix
-from netrig.lab.linkset import words as link_words
 from netrig.errors import NetrigError
 from netrig.exp.scenario import ScenarioError, congestion_controls, loads_scenario
+from netrig.lab.linkset import words as link_words
 
 HERE = Path(__file__).parent
 
