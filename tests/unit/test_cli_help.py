@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from netrig import cli
-from netrig.cli import link_words, main, ping_matrix
+from netrig.cli import base, main, parser, tools
+from netrig.cli.lab import ping_matrix
 from netrig.errors import NetrigError
 from netrig.exp.preflight.cc import congestion_controls
 from netrig.exp.preflight.checks import preflight
 from netrig.exp.spec.model import ScenarioError
 from netrig.exp.spec.scenario import loads_scenario
+from netrig.lab.linkset import words as link_words
 
 HERE = Path(__file__).parent
 
@@ -41,14 +42,14 @@ def test_version_names_netrig_and_each_binary(flag):
 def test_version_names_a_binary_it_cannot_find(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NETRIG_BIN_DIR", str(tmp_path))
     monkeypatch.setattr("netrig._bins.binary", lambda name: tmp_path / name)
-    monkeypatch.setattr(cli, "binary", lambda name: tmp_path / name)
+    monkeypatch.setattr(tools, "binary", lambda name: tmp_path / name)
     assert main(["version"]) == 1
     out = capsys.readouterr().out
     assert "netrig-perf: not available (" in out and "netrig-link: not available (" in out
 
 
-def commands() -> dict[str, cli.Command]:
-    return cli._parser()[1]
+def commands() -> dict[str, base.Command]:
+    return parser.build()[1]
 
 
 def test_every_command_and_argument_has_a_description_and_an_example():
@@ -92,7 +93,7 @@ def test_a_missing_argument_says_the_synopsis_and_an_example(capsys):
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    return cli._parser()[0].parse_args(list(argv))
+    return parser.build()[0].parse_args(list(argv))
 
 
 def test_exec_takes_its_command_without_a_double_dash():
@@ -118,7 +119,7 @@ def test_exec_without_a_double_dash_reaches_the_node(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(state.LabState, "load", staticmethod(lambda prefix: St()))
     asked = []
-    monkeypatch.setattr(cli, "_prefix", lambda args: asked.append(args.prefix) or "pf")
+    monkeypatch.setattr("netrig.lab.bringup.which", lambda prefix: asked.append(prefix) or "pf")
     done = []
 
     def execvp(exe, argv):
@@ -227,7 +228,7 @@ def test_exec_with_no_command_gives_a_shell_whose_prompt_names_the_node(monkeypa
     monkeypatch.delenv("NETRIG_NODE", raising=False)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr(state.LabState, "load", staticmethod(lambda prefix: St()))
-    monkeypatch.setattr(cli, "_prefix", lambda args: "pf")
+    monkeypatch.setattr("netrig.lab.bringup.which", lambda prefix: "pf")
     done = []
 
     def execvp(exe, argv):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from netrig.exp.analysis import results
+from netrig.exp.analysis import results, stats, words
 from netrig.exp.record.files import run_id, write_json, write_jsonl
 from netrig.exp.render import figures, report
 
@@ -140,15 +140,15 @@ def built(tmp_path: Path) -> tuple[Path, str]:
 
 
 def test_t_quantile_and_ci_of_three_repetitions():
-    assert results.t95(2) == pytest.approx(T95_DF2, abs=1e-5)
-    assert results.t95(1) == pytest.approx(12.706205, abs=1e-5)
-    assert results.t95(4) == pytest.approx(2.776445, abs=1e-5)
-    assert results.t95(30) == pytest.approx(2.042272, abs=1e-5)
-    mean, half = results.mean_ci(BULK_BPS[0])
+    assert stats.t95(2) == pytest.approx(T95_DF2, abs=1e-5)
+    assert stats.t95(1) == pytest.approx(12.706205, abs=1e-5)
+    assert stats.t95(4) == pytest.approx(2.776445, abs=1e-5)
+    assert stats.t95(30) == pytest.approx(2.042272, abs=1e-5)
+    mean, half = stats.mean_ci(BULK_BPS[0])
     assert mean == pytest.approx(9.5e6)
     # s = sqrt(((-0.4)² + 0.1² + 0.3²) / 2) Mbit/s = 0.36056; × 4.302653 / √3
     assert half == pytest.approx(0.895668e6, rel=1e-5)
-    assert results.mean_ci([7.0]) == (7.0, None)
+    assert stats.mean_ci([7.0]) == (7.0, None)
 
 
 def test_report_files_and_embedded_figures(built):
@@ -259,11 +259,11 @@ def test_a_late_emulator_is_a_warning_naming_its_runs(tmp_path):
 
 def test_late_note_threshold():
     run = {"run": "p000-r00", "emulator": {"packets": 5000, "over_budget": 50, "budget_ms": 1.0}}
-    assert results.late_note(run) == ""  # 1 % is tolerated
+    assert words.late_note(run) == ""  # 1 % is tolerated
     run["emulator"]["over_budget"] = 51
-    assert results.late_note(run).startswith("run p000-r00: the link emulator released 51 of "
+    assert words.late_note(run).startswith("run p000-r00: the link emulator released 51 of "
                                              "5000 packets (1.0 %) more than 1 ms late")
-    assert results.late_note({"run": "p000-r00"}) == ""  # no emulator on the path
+    assert words.late_note({"run": "p000-r00"}) == ""  # no emulator on the path
 
 
 def test_interrupted_directory_reports_what_ran(tmp_path):
@@ -353,8 +353,8 @@ def test_pacing_summary_and_note():
     assert s == {"sender_behind_s": 0.4, "sender_max_behind_ms": 150.0, "sender_short_pct": 2.5}
     assert _pacing({"streams": [{"sender": {"bytes": 1}}]}, 1) == {}  # not paced
     run = {"run": "p000-r01", "flows": {"v": {"summary": {**s}}, "w": {"summary": {"sender_short_pct": 1.0}}}}
-    assert results.pacing_note(run) == (
+    assert words.pacing_note(run) == (
         "run p000-r01: v sent 2.5 % less than its rate (at worst 150 ms behind): the sender was "
         "stalled or could not keep up, so the path was offered less than the scenario says")
     run["flows"]["v"]["summary"]["sender_short_pct"] = 1.0  # 1 % is tolerated
-    assert results.pacing_note(run) == ""
+    assert words.pacing_note(run) == ""

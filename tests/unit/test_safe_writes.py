@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from netrig.cli import main
 from netrig.errors import NetrigError
-from netrig.exp.analysis import results as res
 from netrig.exp.execute import runner
 from netrig.exp.record import files as rec
 from netrig.exp.render import figures, report
@@ -81,7 +80,7 @@ def test_a_link_in_place_of_runs_is_not_followed(tmp_path, monkeypatch):
         raise RuntimeError("no network in a unit test")
 
     monkeypatch.setattr(runner, "run_one", no_network)
-    monkeypatch.setattr(res, "host_facts", lambda: {})
+    monkeypatch.setattr(rec, "host_facts", lambda: {})
     error = ""
     try:
         runner.run(loads_scenario(SCENARIO, "tiny.yaml"), out, progress=False)

@@ -341,3 +341,17 @@ def for_monitors(net: Any, monitors: list[Any], into: safefs.Held) -> list[tuple
                       files=m.files or 1, drops=True if m.drops is None else m.drops)
         out.append((i, Capture(net, where, into, f"{i}-{where.label}", opt)))
     return out
+
+
+def resolve_word(net: Any, what: str, dir: str = "both") -> Where:
+    """Where `netrig capture WHAT` means: `NODE[:IFACE]` when NODE is one of the lab's
+    nodes other than a switch, else a link by its name or ends (`L2`, `s0-h2`). A
+    CaptureError names what is not there, with the lab's links."""
+    node, _, iface = what.partition(":")
+    try:
+        if node in net.topo.nodes and net.topo.nodes[node] != "switch":
+            return resolve(net, node=node, iface=iface or None, dir=dir)
+        return resolve(net, link=what, dir=dir)
+    except CaptureError as e:
+        links = ", ".join(x.name for x in net.topo.links)
+        raise CaptureError(f"lab '{net.prefix}': {e} (its links: {links}; or NODE:IFACE)") from None

@@ -42,10 +42,10 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from netrig import suggest
+from netrig.exp.spec import sets as set_words
 from netrig.exp.spec.checks import _check_hosts, _cross_check, _real_sweep_problem, timing_flags
 from netrig.exp.spec.model import (
     COMMON,
@@ -99,20 +99,11 @@ def loads_scenario(text: str, source: str = "<string>", quick: bool = False,
             _merge_into(data, lines, (k,), v, ("quick", k))
     data.pop("quick", None) if quick else None
     # --set KEY=VALUE, applied like one-point sweeps.
-    set_values: dict[str, Any] = {}
-    set_said: dict[str, str] = {}
-    for s in sets:
-        key, eq, raw = s.partition("=")
-        if not eq or not key.strip():
-            raise ScenarioError([f"--set {s}: expected KEY=VALUE (e.g. --set links.r2-r3.delay=40ms)"])
-        try:
-            set_values[key.strip()] = tload.parse_value(raw) if raw.strip() else ""
-            set_said[key.strip()] = f"--set {key.strip()}={raw.strip()}"
-        except yaml.composer.ComposerError as e:  # past the loader's bounds
-            raise ScenarioError([f"--set {key.strip()}: the value, at column "
-                                 f"{e.problem_mark.column + 1}: {e.problem}"]) from None
-        except yaml.YAMLError as e:
-            raise ScenarioError([f"--set {s}: the value is not YAML: {e}"]) from None
+    try:
+        set_values = set_words.parse(sets)
+    except set_words.SetError as e:
+        raise ScenarioError([str(e)]) from None
+    set_said = {k.strip(): f"--set {k.strip()}={raw.strip()}" for k, _, raw in (w.partition("=") for w in sets)}
     # The topology: a file beside the scenario, or inline.
     topo_src, topo_lines, topo_base = source, lines, ("topology",)
     t = data.get("topology")
