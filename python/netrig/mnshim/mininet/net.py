@@ -36,9 +36,10 @@ from netrig.lab import netns
 from netrig.lab.state import LabError
 
 from mininet import _lab
+from mininet._notes import _say_once
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import debug, error, info, output, warn
-from mininet.node import Controller, DefaultController, Host, OVSKernelSwitch, Switch, _say_once
+from mininet.node import Controller, DefaultController, Host, OVSKernelSwitch, Switch
 from mininet.util import macColonHex, waitListening
 
 VERSION = "2.3.0"
