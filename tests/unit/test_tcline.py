@@ -6,7 +6,7 @@ lines -> this reader -> the same direction)."""
 from __future__ import annotations
 
 import pytest
-from netrig.link import kernel, tcline
+from netrig.link import kernel, tcline, tcwords
 from netrig.link.spec import resolve
 from netrig.link.tcline import Htb, TcLineError
 
@@ -30,7 +30,7 @@ def refused(line: str, current: dict | None = None, htb: Htb | None = None) -> T
 @pytest.mark.parametrize("word, us", [("10ms", 10_000), ("1.5s", 1_500_000), ("100us", 100), ("100", 100),
                                       ("2MSEC", 2000), ("3secs", 3_000_000), ("1.0019ms", 1001)])
 def test_times_as_tc_reads_them(word, us):
-    assert tcline.time_us(word, "x") == us
+    assert tcwords.time_us(word, "x") == us
 
 
 @pytest.mark.parametrize("word, bps", [
@@ -39,26 +39,26 @@ def test_times_as_tc_reads_them(word, us):
     ("1001bit", 1000),  # tc keeps whole bytes per second, truncated
 ])
 def test_rates_as_tc_reads_them(word, bps):
-    assert tcline.rate_bps(word, "x") == bps
+    assert tcwords.rate_bps(word, "x") == bps
 
 
 @pytest.mark.parametrize("word, n", [("1500", 1500), ("10kb", 10240), ("10K", 10240), ("1mb", 1 << 20),
                                      ("1mbit", 1 << 17), ("64b", 64)])
 def test_sizes_as_tc_reads_them(word, n):
-    assert tcline.size(word, "x") == n
+    assert tcwords.size(word, "x") == n
 
 
 def test_percentages_with_or_without_the_sign():
-    assert tcline.percent("1%", "x") == tcline.percent("1", "x") == 0.01
-    assert tcline.percent("0.123456%", "x") == float("0.123456") / 100
+    assert tcwords.percent("1%", "x") == tcwords.percent("1", "x") == 0.01
+    assert tcwords.percent("0.123456%", "x") == float("0.123456") / 100
     for bad, status in (("101%", 1), ("1%%", 1), ("one", 1)):
         with pytest.raises(TcLineError) as e:
-            tcline.percent(bad, "netem loss")
+            tcwords.percent(bad, "netem loss")
         assert e.value.status == status and "netem loss" in str(e.value)
 
 
-@pytest.mark.parametrize("word, reader", [("10m", tcline.time_us), ("fast", tcline.rate_bps),
-                                          ("10mbits", tcline.rate_bps), ("10kib", tcline.size)])
+@pytest.mark.parametrize("word, reader", [("10m", tcwords.time_us), ("fast", tcwords.rate_bps),
+                                          ("10mbits", tcwords.rate_bps), ("10kib", tcwords.size)])
 def test_words_tc_cannot_read_are_status_1(word, reader):
     with pytest.raises(TcLineError) as e:
         reader(word, "netem delay")

@@ -5,7 +5,9 @@ link emulators (`build`), the `ip netns` and `tc` plumbing (`netns`, `qdiscs`), 
 lab's state file under /run/netrig/labs and who may trust it (`state`), and the
 `Network` facade that scripts and the runner use (`network`: start, stop, exec,
 ping, iperf, live link changes), and tc's command line inside a lab (`tcshim`: a
-`tc` first on a node's PATH that changes the links netrig-link carries). `stitch` is a prototype of labs bigger than one
+`tc` first on a node's PATH that changes the links netrig-link carries), FRR on its
+routers (`frr` runs the daemons; `frrconf`, pure, writes their configuration and what
+they should route). `stitch` is a prototype of labs bigger than one
 machine: two labs' nodes joined by a VXLAN link (docs/scaling.md).
 
 Does not own the topology itself (`netrig.topo`: pure model, file loading and

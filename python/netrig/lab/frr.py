@@ -1,30 +1,14 @@
 """FRR on a lab's routers: each router's configuration, its daemons, and what its
 routing table should hold once the protocols have converged.
 
-Pure part (no system calls; `tests/unit/test_frr_config.py`):
-- `configs(plan, router)`: the files FRR reads, as text. zebra.conf always; ospfd.conf
-  when the router runs OSPF, bgpd.conf when it runs BGP, staticd.conf only when the
-  topology gives `frr: {staticd: ...}`; each daemon's raw `frr:` lines appended to its
-  file; vtysh.conf marks root `nopassword` (vtysh then needs no PAM).
-- OSPF: an interface toward another OSPF router of the same AS (or both without one)
-  is active, point-to-point on a link between two routers and broadcast on a switch
-  segment; every other interface is passive (its subnet is announced, nobody is
-  talked to). Cost: the link's `cost`, else ceil(reference bandwidth / the rate
-  leaving the interface), 1 ... 65535 (unrated: 1). Timers from `topo.routing.ospf`;
-  FRR's MinLSArrival is min(lsa_interval, its default 1 s).
-- BGP: eBGP over every segment shared with a BGP router of another AS (its address on
-  the segment); iBGP, loopback to loopback with next-hop-self, with every other router
-  of the AS; each router announces its connected subnets and its loopback, and a border
-  router (one with eBGP neighbours) the loopbacks of its AS too (see `_announced`).
-- `expected_routes(plan)`: per router, every prefix it should route once converged,
-  named by what it belongs to (`loopback of r3`, `link r1-r2`, `switch s1`): the
-  subnets and loopbacks of its OSPF domain (routers joined by OSPF adjacencies) and,
-  with BGP, everything announced by the ASes its AS is joined to by eBGP.
-  `expected_adjacencies(plan)`: the Full OSPF neighbours each interface should have.
+The pure part, each router's configuration files (`configs`) and what it should route
+once converged (`expected_routes`, `expected_adjacencies`, `expected_bgp_peers`), is
+`netrig.lab.frrconf`'s; its names are importable from here too.
 
-System part: `start(...)`/`stop(...)` run the daemons inside a router's namespace as
-FRR's user `frr` (Debian's; each daemon keeps only the capabilities FRR gives it, so a
-raw line such as `log file /root/x` fails as frr would), from the router's directory
+This module owns the system part: `start(...)`/`stop(...)` run the daemons inside a
+router's namespace as FRR's user `frr` (Debian's; each daemon keeps only the
+capabilities FRR gives it, so a raw line such as `log file /root/x` fails as frr
+would), from the router's directory
 `RUN/frr/PREFIX/ROUTER/` (configs, pid files, vty sockets, zserv.api, logs): root's,
 group frr, 1770, its parents searchable by group frr only (and RUN by everyone), the
 configs root's and 0640, so frr reads them but cannot replace them. Nothing of the lab's
@@ -37,9 +21,7 @@ the kernel on exit).
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import math
 import os
 import pwd
 import shutil
@@ -47,15 +29,32 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from netrig import procs, safefs
 from netrig.errors import NetrigError
+from netrig.lab.frrconf import (
+    configs,
+    cost,
+    default_wait_s,
+    expected_adjacencies,
+    expected_bgp_peers,
+    expected_routes,
+    full_by_iface,
+    not_established,
+    segment_label,
+)
 from netrig.lab.state import LabError, daemon_dir
 from netrig.topo.model import Topology
-from netrig.topo.plan import Iface, Plan, Segment
+from netrig.topo.plan import Plan
+
+__all__ = ["STOP_WAIT_S", "VTYSH", "check_installed", "configs", "cost", "daemons", "daemons_dir",
+           "default_wait_s", "expected_adjacencies", "expected_bgp_peers", "expected_routes",
+           "frr_dir", "full_by_iface", "not_established", "remove", "router_dir", "router_status",
+           "running", "segment_label", "start", "start_router", "start_time", "stop", "stop_all",
+           "strays", "sweep", "vtysh", "vtysh_args", "write"]
 
 DEFAULT_DIR = "/usr/lib/frr"
 VTYSH = "vtysh"
@@ -98,267 +97,6 @@ def check_installed(topo: Topology) -> None:
                        "another directory)")
     if shutil.which(VTYSH) is None:
         raise LabError(f"FRR is not installed: {INSTALL_HINT} (vtysh is not on the PATH)")
-
-
-# The plan, read the way the protocols see it.
-
-def _ospf_peers(topo: Topology, a: str, b: str) -> bool:
-    """Do routers a and b form OSPF adjacencies (both run it, in the same AS or none)?"""
-    ra, rb = topo.routing_of(a), topo.routing_of(b)
-    return ra.ospf_area is not None and rb.ospf_area is not None and ra.asn == rb.asn
-
-
-def _others(plan: Plan, i: Iface) -> list[Iface]:
-    return [j for j in plan.segments[i.segment].ifaces if j.node != i.node]
-
-
-def segment_label(plan: Plan, seg: Segment) -> str:
-    """What a segment is, in the topology's words: `switch s1`, `link r1-r2`."""
-    if seg.switches:
-        return f"switch {', '.join(seg.switches)}"
-    return f"link {seg.ifaces[0].link.name}" if seg.ifaces else f"segment {seg.index}"
-
-
-def cost(plan: Plan, i: Iface) -> int:
-    """The OSPF cost of interface i: its link's `cost`, else reference / rate out."""
-    given = i.link.spec.cost
-    if given is not None:
-        return given
-    rate = i.link.direction(i.end).rate_bps
-    if not rate:
-        return 1
-    return max(1, min(65535, math.ceil(plan.topo.routing.ospf.reference_bps / rate)))
-
-
-def _area(plan: Plan, router: str, i: Iface) -> str:
-    return i.link.spec.area or plan.topo.routing_of(router).ospf_area or "0.0.0.0"
-
-
-def _ebgp(plan: Plan, router: str) -> list[tuple[ipaddress.IPv4Address, int]]:
-    """(address, AS) of each eBGP neighbour: a BGP router of another AS on a segment."""
-    topo = plan.topo
-    mine = topo.routing_of(router).asn
-    out = []
-    for i in plan.ifaces[router]:
-        for j in _others(plan, i):
-            theirs = topo.routing_of(j.node).asn
-            if theirs is not None and theirs != mine and j.addr is not None:
-                out.append((j.addr.ip, theirs))
-    return out
-
-
-def _same_as(plan: Plan, router: str) -> list[str]:
-    asn = plan.topo.routing_of(router).asn
-    return [n for n in plan.topo.dynamic if n != router and plan.topo.routing_of(n).asn == asn]
-
-
-def _announced(plan: Plan, router: str) -> list[ipaddress.IPv4Network]:
-    """What a BGP router announces: its connected subnets, then its loopback, then, on a
-    border router (one with eBGP neighbours), the loopbacks of the other routers of its
-    AS: a loopback learnt over iBGP has that very loopback as next hop, which BGP will
-    not resolve through the route itself, so it would never cross the border."""
-    nets = [plan.segments[i.segment].subnet for i in plan.ifaces[router]]
-    out = list(dict.fromkeys(n for n in nets if n is not None))
-    out.append(plan.loopbacks[router].network)
-    if _ebgp(plan, router):
-        out += [plan.loopbacks[n].network for n in _same_as(plan, router)]
-    return out
-
-
-# The configuration files.
-
-def configs(plan: Plan, router: str) -> dict[str, str]:
-    """File name -> text, for every file FRR reads on this router."""
-    topo = plan.topo
-    r = topo.routing_of(router)
-    out = {"zebra.conf": _lines([f"hostname {router}"], r.frr.get("zebra")),
-           "vtysh.conf": "username root nopassword\n"}
-    if r.ospf_area is not None:
-        out["ospfd.conf"] = _lines(_ospf(plan, router), r.frr.get("ospfd"))
-    if r.asn is not None:
-        out["bgpd.conf"] = _lines(_bgp(plan, router), r.frr.get("bgpd"))
-    if "staticd" in r.frr:
-        out["staticd.conf"] = _lines([f"hostname {router}"], r.frr["staticd"])
-    return out
-
-
-def _lines(ours: list[str], raw: str | None) -> str:
-    text = "\n".join(ours) + "\n"
-    if raw:
-        text += "! raw lines from the topology's frr:\n" + raw.rstrip("\n") + "\n"
-    return text
-
-
-def _ospf(plan: Plan, router: str) -> list[str]:
-    topo = plan.topo
-    t = topo.routing.ospf
-    lines = [f"hostname {router}"]
-    for i in plan.ifaces[router]:
-        peers = [j for j in _others(plan, i) if _ospf_peers(topo, router, j.node)]
-        lines.append(f"interface {i.name}")
-        if peers:
-            seg = plan.segments[i.segment]
-            lines.append(f" ip ospf network {'broadcast' if seg.switches else 'point-to-point'}")
-            lines += [f" ip ospf hello-interval {t.hello_s}", f" ip ospf dead-interval {t.dead_s}"]
-        else:
-            lines.append(" ip ospf passive")
-        lines += [f" ip ospf cost {cost(plan, i)}", f" ip ospf area {_area(plan, router, i)}", "exit"]
-    lo = plan.loopbacks[router]
-    lines += ["interface lo", f" ip ospf area {topo.routing_of(router).ospf_area}", "exit",
-              "router ospf", f" ospf router-id {lo.ip}", " log-adjacency-changes detail",
-              f" timers throttle spf {t.ms('spf_delay')} {t.ms('spf_hold')} {t.ms('spf_max_hold')}",
-              f" timers throttle lsa all {t.ms('lsa_interval')}",
-              f" timers lsa min-arrival {min(t.ms('lsa_interval'), 1000)}", "exit"]
-    return lines
-
-
-def _bgp(plan: Plan, router: str) -> list[str]:
-    topo = plan.topo
-    t = topo.routing.bgp
-    asn = topo.routing_of(router).asn
-    lo = plan.loopbacks[router]
-    lines = [f"hostname {router}", f"router bgp {asn}", f" bgp router-id {lo.ip}",
-             " no bgp ebgp-requires-policy", " no bgp network import-check",
-             f" timers bgp {t.s('keepalive')} {t.s('hold')}"]
-    ibgp = [plan.loopbacks[n].ip for n in _same_as(plan, router)]
-    neighbours = [(a, x) for a, x in _ebgp(plan, router)] + [(a, asn) for a in ibgp]
-    mrai = t.s("advertisement_interval")
-    for addr, their_as in neighbours:
-        lines.append(f" neighbor {addr} remote-as {their_as}")
-        if addr in ibgp:
-            lines.append(f" neighbor {addr} update-source lo")
-        lines.append(f" neighbor {addr} timers connect {t.s('connect_retry')}")
-        if mrai is not None:
-            lines.append(f" neighbor {addr} advertisement-interval {mrai}")
-    lines.append(" address-family ipv4 unicast")
-    lines += [f"  network {n}" for n in _announced(plan, router)]
-    for addr, _ in neighbours:
-        lines.append(f"  neighbor {addr} activate")
-        if addr in ibgp:
-            lines.append(f"  neighbor {addr} next-hop-self")
-    lines += [" exit-address-family", "exit"]
-    return lines
-
-
-# What each router should route, once converged.
-
-def _components(nodes: Iterable[str], joined: Iterable[tuple[str, str]]) -> dict[str, str]:
-    parent = {n: n for n in nodes}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in joined:
-        parent[find(a)] = find(b)
-    return {n: find(n) for n in parent}
-
-
-def expected_routes(plan: Plan) -> dict[str, dict[ipaddress.IPv4Network, str]]:
-    """Per dynamic router: prefix -> what it belongs to, for every prefix its routing
-    table should hold (its own loopback and connected subnets left out)."""
-    topo = plan.topo
-    routers = topo.dynamic
-    ospf = [r for r in routers if topo.routing_of(r).ospf_area is not None]
-    bgp = [r for r in routers if topo.routing_of(r).asn is not None]
-    adj, ebgp = [], []
-    for r in routers:
-        for i in plan.ifaces[r]:
-            for j in _others(plan, i):
-                if j.node in ospf and r in ospf and _ospf_peers(topo, r, j.node):
-                    adj.append((r, j.node))
-                if r in bgp and j.node in bgp and topo.routing_of(r).asn != topo.routing_of(j.node).asn:
-                    ebgp.append((topo.routing_of(r).asn, topo.routing_of(j.node).asn))
-    domain = _components(ospf, adj)
-    ases = {topo.routing_of(r).asn for r in bgp}
-    as_group = _components(ases, ebgp)
-    labels: dict[ipaddress.IPv4Network, str] = {}
-    for seg in plan.segments:
-        if seg.subnet is not None:
-            labels.setdefault(seg.subnet, segment_label(plan, seg))
-    for r, lo in plan.loopbacks.items():
-        labels[lo.network] = f"loopback of {r}"
-
-    def own(r: str) -> list[ipaddress.IPv4Network]:
-        nets = [plan.segments[i.segment].subnet for i in plan.ifaces[r]]
-        return [n for n in nets if n is not None] + [plan.loopbacks[r].network]
-
-    out: dict[str, dict[ipaddress.IPv4Network, str]] = {}
-    for r in routers:
-        want: set[ipaddress.IPv4Network] = set()
-        if r in domain:
-            want.update(n for m in ospf if domain[m] == domain[r] for n in own(m))
-        if r in bgp:
-            group = as_group[topo.routing_of(r).asn]
-            want.update(n for m in bgp if as_group[topo.routing_of(m).asn] == group
-                        for n in _announced(plan, m))
-        want -= set(own(r))
-        out[r] = {n: labels[n] for n in sorted(want)}
-    return out
-
-
-def expected_adjacencies(plan: Plan) -> dict[str, dict[str, int]]:
-    """Per OSPF router: interface -> how many neighbours it is Full with once converged
-    (a point-to-point link: 1; a switch segment with k other OSPF routers: min(k, 2),
-    the DR and the BDR, as the DR and BDR are Full with everyone)."""
-    topo = plan.topo
-    out: dict[str, dict[str, int]] = {}
-    for r in topo.dynamic:
-        if topo.routing_of(r).ospf_area is None:
-            continue
-        out[r] = {}
-        for i in plan.ifaces[r]:
-            k = len({j.node for j in _others(plan, i) if _ospf_peers(topo, r, j.node)})
-            if k:
-                out[r][i.name] = min(k, 2) if plan.segments[i.segment].switches else 1
-    return out
-
-
-def expected_bgp_peers(plan: Plan) -> dict[str, dict[str, int]]:
-    """Per BGP router: neighbour address -> its AS, for every session it configures (each
-    eBGP neighbour on a segment, each router of its own AS by loopback); once converged,
-    every one is Established."""
-    out: dict[str, dict[str, int]] = {}
-    for r in plan.topo.dynamic:
-        asn = plan.topo.routing_of(r).asn
-        if asn is None:
-            continue
-        out[r] = {str(a): x for a, x in _ebgp(plan, r)}
-        out[r].update({str(plan.loopbacks[n].ip): asn for n in _same_as(plan, r)})
-    return out
-
-
-def not_established(want: dict[str, int], peers: list[dict]) -> list[str]:
-    """The sessions of `want` (address -> AS) that `bgp_peers` does not show Established."""
-    state = {p["address"]: p["state"] for p in peers}
-    return [f"{a} (AS {x}, {state.get(a, 'not configured')})" for a, x in want.items()
-            if state.get(a) != "Established"]
-
-
-def full_by_iface(neighbours: list[dict]) -> dict[str, int]:
-    """How many neighbours are Full on each interface (from `ospf_neighbours`)."""
-    out: dict[str, int] = {}
-    for n in neighbours:
-        if str(n["state"]).startswith("Full"):
-            out[n["iface"]] = out.get(n["iface"], 0) + 1
-    return out
-
-
-def default_wait_s(topo: Topology) -> float:
-    """How long `netrig up` waits for convergence by default: 30 s, plus three dead
-    intervals with OSPF, plus three connect-retry intervals and an advertisement
-    interval per AS with BGP."""
-    rs = [topo.routing_of(r) for r in topo.dynamic]
-    wait = 30.0
-    if any(r.ospf_area is not None for r in rs):
-        wait += 3 * topo.routing.ospf.dead_s
-    ases = {r.asn for r in rs if r.asn is not None}
-    if ases:
-        b = topo.routing.bgp
-        wait += 3 * (b.s("connect_retry") or 0) + len(ases) * (b.s("advertisement_interval") or 0)
-    return wait
 
 
 # The daemons.

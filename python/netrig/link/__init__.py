@@ -12,7 +12,8 @@ Owns: reading the link-spec contract (`spec`: schema.json, which Rust owns, and 
   this kernel lacks is an error from `netrig.lab.qdiscs`, which probes build's own
   lines. Never a silent fallback.
 The other way round, `tcline` reads a `tc qdisc|class` line (as tc(8) does) into the
-keys of a direction it changes, and `tcshow` prints a direction as `tc -s qdisc show`
+keys of a direction it changes (tc's words in `tcwords`, netem's in `tcnetem`, the
+queue's and rate's qdiscs in `tcqueues`), and `tcshow` prints a direction as `tc -s qdisc show`
 does (pure; `netrig.lab.tcshim` applies them in a running lab).
 
 Does not own: the keys, units, ranges and defaults (Rust's schema), the topology

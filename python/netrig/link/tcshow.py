@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from netrig.link.spec import resolve
-from netrig.link.tcline import AQMS
+from netrig.link.tcwords import AQMS
 
 
 def sprint_size(n: int) -> str:

@@ -19,22 +19,19 @@ Answers are the same whether stdin is a terminal or a pipe (`printf 'nodes\\n' |
 only a terminal gets history (~/.mininet_history of the user who ran it, under sudo the
 invoking user's), tab completion of commands and node names, and its keys passed to a
 running command.
+
+The commands that run something (a node's command, `noecho`, `sh`, `py`, `px`, `time`,
+`source`) are `RunCommands` (`mininet._clirun`); netrig's `link ... set`, `status` and
+`graph` are `LabCommands` (`mininet._clilab`): parts of `CLI` in private modules.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
-import io
 import os
 import pwd
-import re
-import select
-import subprocess
 import sys
-import termios
-import time
 from cmd import Cmd
 from pathlib import Path
 from typing import Any
@@ -42,27 +39,12 @@ from typing import Any
 from netrig import suggest
 from netrig.errors import NetrigError
 
+from mininet._clilab import LabCommands
+from mininet._clirun import MAX_LINE, MAX_SOURCE_DEPTH, RunCommands, strip_comment, substitute  # noqa: F401 (MAX_SOURCE_DEPTH, substitute: read from here)
 from mininet.log import error, info, output
 
-MAX_LINE = 65536  # characters in one command line (a node's command included)
-MAX_SOURCE_DEPTH = 8  # `source` inside `source`
 HISTORY_LINES = 1000
 HISTORY_BYTES = 1 << 20
-WAKE_MS = 1000  # a running command's shell is checked for life this often
-
-
-def substitute(args: str, address: Any) -> str:
-    """`args` with every whitespace-separated word that `address(word)` maps to an
-    address replaced by it (`ping -c1 h2` -> `ping -c1 10.0.0.2`); a name inside a
-    longer word (`h2-eth0`, `h2,h3`, `'h2'`) stays, and so does the spacing."""
-    return re.sub(r"\S+", lambda m: address(m.group()) or m.group(), args)
-
-
-def strip_comment(line: str) -> str:
-    """The line without a comment: from a `#` that starts a word to the end (a `#`
-    inside a word, `http://x/#top`, stays)."""
-    m = re.search(r"(^|\s)#", line)
-    return line[: m.start()].rstrip() if m else line
 
 
 def history_file() -> Path:
@@ -76,7 +58,7 @@ def history_file() -> Path:
     return Path.home() / ".mininet_history"
 
 
-class CLI(Cmd):
+class CLI(RunCommands, LabCommands, Cmd):
     """The `mininet>` prompt on a Mininet network (Mininet 2.3's, on netrig)."""
 
     prompt = "mininet> "
@@ -341,260 +323,6 @@ class CLI(Cmd):
     def do_wait(self, _line: str) -> None:
         """Wait until the switches are connected (bridges: at once)."""
         self.mn.waitConnected()
-
-    # Links.
-    def do_link(self, line: str) -> None:
-        """Take a link down or up, or change it live (netrig's set).
-
-        link NODE1 NODE2 up|down
-        link NODE1 NODE2 set KEY=VALUE... [dir=a_to_b|b_to_a]   (netrig's)
-        link LINK set KEY=VALUE... [dir=a_to_b|b_to_a]          (by the link's name)
-        e.g. link h1 s1 down
-             link s1 s2 set delay=50ms loss=1%
-             link s1 s2 set rate=10Mbit aqm=pie aqm.target=10ms"""
-        args = line.split()
-        if "set" in args:
-            self._link_set(args[: args.index("set")], args[args.index("set") + 1:])
-        elif len(args) != 3:
-            error("invalid number of args: link end1 end2 [up down]\n")
-        elif args[2] not in ("up", "down"):
-            error("invalid type: link end1 end2 [up down]\n")
-        elif self._nodes(args[:2]) is not None:
-            self.mn.configLinkStatus(*args)
-
-    def _link_set(self, ends: list[str], words: list[str]) -> None:
-        example = f"link {' '.join(ends) or 's1 s2'} set delay=50ms"
-        set_link = getattr(self.mn, "set_link", None)
-        if set_link is None:
-            error("*** link set: this network cannot change a link while it runs (it is not "
-                  "a netrig lab); netrig mininet, netrig mn and netrig cli can\n")
-            return
-        direction = [w.partition("=")[2] for w in words if w.startswith("dir=")]
-        params = [w for w in words if not w.startswith("dir=")]
-        bad = [w for w in params if "=" not in w or w.startswith("=")]
-        if bad or not params or len(direction) > 1:
-            why = (f"'{bad[0]}' is not KEY=VALUE" if bad else "dir= given twice" if direction[1:]
-                   else "nothing to set")
-            error(f"*** link set: {why} (e.g. {example}, or dir=a_to_b for one direction)\n")
-            return
-        said = " ".join(ends)
-        if len(ends) == 1:
-            ends = self._link_named(ends[0])
-            if not ends:
-                return
-            said += f" ({ends[0]} {ends[1]})"
-        elif len(ends) != 2:
-            error(f"*** link set: a link is two nodes or one link's name, then set (e.g. {example})\n")
-            return
-        elif self._nodes(ends) is None:
-            return
-        from netrig.topo.load import link_params
-
-        set_link(ends[0], ends[1], dir=direction[0] if direction else None, **link_params(params))
-        output(f"link {said}: set {' '.join(words)}\n")
-
-    def _lab_state(self) -> Any:
-        """The lab's state as it is now, read again (tc lines in the nodes and other
-        processes change it); None for a net that is no netrig lab (no prefix)."""
-        prefix = getattr(self.mn, "prefix", None)
-        if not prefix:
-            return None
-        from netrig.lab.state import LabState
-
-        return LabState.load(prefix)
-
-    def _link_named(self, name: str) -> list[str]:
-        st = self._lab_state()
-        links = st.plan.get("links", []) if st else []
-        for link in links:
-            if link["name"] == name:
-                return [link["a"], link["b"]]
-        error(f"*** link set: no link named '{name}'{self._near(name, [x['name'] for x in links], 'links')}; "
-              "or give the link's two nodes (e.g. link s1 s2 set delay=50ms)\n")
-        return []
-
-    # netrig's view of the lab.
-    def do_status(self, _line: str) -> None:
-        """netrig's status of the lab: links as they run, queues, drops.
-
-        Nodes and addresses, each link's shaping as it runs now, each emulated
-        direction's live queue, drops and lateness (netrig status)."""
-        prefix = getattr(self.mn, "prefix", None)
-        if not prefix:
-            error("*** status: this network is not a netrig lab (it has no prefix); "
-                  "'dump' and 'links' describe it\n")
-            return
-        from netrig.lab import status
-
-        said = io.StringIO()
-        with contextlib.redirect_stdout(said):  # as every answer: through mininet.log
-            status.show(prefix)
-        output(said.getvalue())
-
-    def do_graph(self, line: str) -> None:
-        """Draw the lab as it runs now: graph [FILE.svg|FILE.png]
-
-        As text here, or into FILE (.svg or .png); live link changes included."""
-        args = line.split()
-        if len(args) > 1:
-            error("*** usage: graph [FILE.svg|FILE.png]\n")
-            return
-        st = self._lab_state()
-        if st is None:
-            error("*** graph: this network is not a netrig lab (it has no prefix, no plan to "
-                  "draw); 'net' lists its connections\n")
-            return
-        from netrig.lab import status
-
-        drawn = status.drawing(st, args[0] if args else None)
-        output(drawn if not args else f"graph: wrote {drawn}\n")
-
-    # Running commands.
-    def default(self, line: str) -> None:
-        """NODE CMD...: CMD run in NODE's shell, node names replaced by addresses."""
-        line = line.strip()
-        first, args = (line.split(None, 1) + [""])[:2] if line else ("", "")  # h1-x is not h1
-        if first not in self.mn:
-            names = [*self.commands(), *self.mn]
-            error(f"*** Unknown command: {line}{suggest.did_you_mean(first, names)}\n")
-            return
-        if not args:
-            error(f"*** Please enter a command for node: {first} <cmd>\n")
-            return
-        node = self.mn[first]
-
-        def address(word: str) -> str | None:
-            return self.mn[word].IP() if word in self.mn else None
-
-        node.sendCmd(substitute(args, address))
-        self.waitForNode(node)
-
-    def waitForNode(self, node: Any) -> None:
-        """Prints node's output as it comes until its command ends; on a terminal the
-        keys typed go to the command (unbuffered) and Ctrl-C interrupts it (sendInt)."""
-        fd = self.stdin.fileno() if self.isatty() else None
-        out = node.stdout.fileno()
-        poller = select.poll()
-        poller.register(out, select.POLLIN)  # (node.monitor's own wait also wakes on POLLOUT)
-        saved = None
-        if fd is not None:
-            poller.register(fd, select.POLLIN)
-            saved = termios.tcgetattr(fd)
-            raw = termios.tcgetattr(fd)
-            raw[3] &= ~termios.ICANON  # a key at a time; echo and Ctrl-C as they were
-            raw[6][termios.VMIN], raw[6][termios.VTIME] = 1, 0
-            termios.tcsetattr(fd, termios.TCSANOW, raw)
-        try:
-            while node.waiting:
-                try:
-                    events = dict(poller.poll(WAKE_MS))
-                    if fd is not None and events.get(fd, 0) & select.POLLIN:
-                        typed = os.read(fd, 1024)
-                        if typed:
-                            node.write(typed.decode("utf-8", "replace"))
-                    data = node.monitor() if events.get(out) else ""
-                    if data:
-                        output(data)
-                    elif self._shell_gone(node, events.get(out, 0)):
-                        break
-                except KeyboardInterrupt:
-                    node.sendInt()
-        finally:
-            if saved is not None:
-                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-    @staticmethod
-    def _shell_gone(node: Any, event: int) -> bool:
-        """Whether node's shell has exited or closed its output (said, once)."""
-        shell = getattr(node, "shell", None)
-        code = shell.poll() if shell is not None else None
-        if code is None and not event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-            return False
-        how = f"exited (status {code})" if code is not None else "closed its output"
-        error(f"*** {node.name}'s shell has {how}: its command's end cannot be told\n")
-        node.waiting = False
-        return True
-
-    def do_noecho(self, line: str) -> None:
-        """Run a node's command with echo off: noecho NODE CMD..."""
-        fd = self.stdin.fileno() if self.isatty() else None
-        saved = termios.tcgetattr(fd) if fd is not None else None
-        if fd is not None:
-            quiet = termios.tcgetattr(fd)
-            quiet[3] &= ~termios.ECHO
-            termios.tcsetattr(fd, termios.TCSANOW, quiet)
-        try:
-            self.default(line)
-        finally:
-            if saved is not None:
-                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-    def do_sh(self, line: str) -> None:
-        """Run a shell command here, not in a node: sh CMD..."""
-        subprocess.call(line, shell=True)
-
-    def do_py(self, line: str) -> None:
-        """Evaluate a Python expression: py h1.cmd('ls')
-
-        `net` and every node by name are in scope (py net.hosts, py h1.IP()). This is
-        your own prompt, as Mininet's: the expression runs in this process, with its
-        rights (root's)."""
-        try:
-            result = eval(line, self.getLocals())  # noqa: S307 (the user's own)
-        except Exception as e:  # the user's own expression: its error is the answer
-            output(f"{type(e).__name__}: {e}\n")
-            return
-        if result is None or result == "":
-            return
-        output((result if isinstance(result, str) else repr(result)) + "\n")
-
-    def do_px(self, line: str) -> None:
-        """Execute a Python statement: px x = h1.IP()
-
-        As py (your own prompt, in this process): `net` and the nodes in scope; what
-        it assigns stays for later py and px."""
-        try:
-            exec(line, self.getLocals())  # noqa: S102 (the user's own)
-        except Exception as e:  # the user's own statement: its error is the answer
-            output(f"{type(e).__name__}: {e}\n")
-
-    def do_time(self, line: str) -> bool:
-        """Measure the time a command takes: time COMMAND..."""
-        start = time.time()
-        stop = self.onecmd(line)
-        output("*** Elapsed time: %0.6f secs\n" % (time.time() - start))
-        return stop
-
-    def do_source(self, line: str) -> bool:
-        """Read commands from a file: source FILE
-
-        One command a line; # starts a comment; exit ends the file and the prompt."""
-        args = line.split()
-        if len(args) != 1:
-            error("usage: source <file>\n")
-            return False
-        if self._depth >= MAX_SOURCE_DEPTH:
-            error(f"*** source {args[0]}: files source each other {MAX_SOURCE_DEPTH} deep "
-                  "(does one source itself?); not read\n")
-            return False
-        try:
-            f = open(args[0], encoding="utf-8", errors="replace")  # noqa: SIM115 (read as it runs)
-        except OSError as e:
-            error(f"*** source {args[0]}: cannot read it ({e.strerror})\n")
-            return False
-        self._depth += 1
-        try:
-            with f:
-                for n, text in enumerate(f, 1):
-                    if len(text) > MAX_LINE:
-                        error(f"*** {args[0]}:{n}: a line of {len(text)} characters (at most "
-                              f"{MAX_LINE}); the rest of the file is not run\n")
-                        return False
-                    if self.onecmd(self.precmd(text.rstrip("\n"))):
-                        return True
-        finally:
-            self._depth -= 1
-        return False
 
     def do_dpctl(self, _line: str) -> None:
         """Refused: netrig's switches are Linux bridges (no OpenFlow)."""
