@@ -19,7 +19,7 @@ RID, POINT, REP, SEED, PARAMS = "p001-r02", 1, 2, 42, {"links.a-b.rate": "10Mbit
 
 
 def run_doc(**change) -> dict:
-    doc = {"schema": 1, "run": RID, "point": POINT, "rep": REP, "seed": SEED, "params": PARAMS,
+    doc = {"schema": 2, "run": RID, "point": POINT, "rep": REP, "seed": SEED, "params": PARAMS,
            "status": "ok", "started": "2026-11-26T10:00:00+0000", "seconds": 2.5,
            "flows": {"bulk": {"kind": "tcp", "from": "h1", "to": "h2", "summary": {"throughput_bps": 9e6},
                               "capture": {"stevens": "capture/bulk-stevens.png"}}},
@@ -88,7 +88,7 @@ def test_sizes_and_counts_are_bounded(monkeypatch):
     ({"worker": {"name": "forged"}}, "run.json has fields a run's has not: worker"),
     ({"flows": []}, "run.json's 'flows' is a list, not a dict"),
     ({"seed": True}, "run.json's 'seed' is a bool, not a int"),
-    ({"schema": 99}, "run.json's schema is 99, the head's 1"),
+    ({"schema": 99}, "run.json's schema is 99, the head's 2"),
     ({"flows": {"bulk": {"kind": "tcp", "capture": {"stevens": "../../../../etc/shadow"}}}},
      "file name \"../../../../etc/shadow\" is not a plain name"),
     ({"captures": [{"files": ["/etc/shadow"]}]}, "file name \"/etc/shadow\" is not a plain name"),

@@ -16,9 +16,9 @@ from netrig.exp.analysis.stats import is_number
 from netrig.exp.analysis.why import QueueSeen, queue_seen, rtt_here
 from netrig.exp.analysis.words import MEASURED, describe
 from netrig.exp.record.files import INSIDE, NotResults, _jsonl, _yaml, read_meta, runs
+from netrig.exp.record.run import RECORD_SCHEMA, RecordError, from_doc
 from netrig.exp.spec.model import Point
 from netrig.exp.spec.scenario import loads_scenario
-from netrig.topo.plan import make_plan, path
 
 
 # Reading a results directory.
@@ -119,11 +119,17 @@ class Results:
 
     @property
     def tolerance(self) -> float:
-        """The scenario's tolerance, a fraction (10 % unless it says otherwise)."""
+        """The scenario's tolerance as the file gives it, a fraction (10 % unless it says
+        otherwise); a point's own is `tolerance_of`."""
         try:
             return units.fraction(self.scenario.get("tolerance", "10%"))
         except (NetrigError, ValueError, TypeError):
             return 0.1
+
+    def tolerance_of(self, point: int) -> float:
+        """The tolerance a point's runs were graded with (a sweep may set it per point)."""
+        return next((float(r["tolerance"]) for r in self.runs_of(point) if is_number(r.get("tolerance"))),
+                    self.tolerance)
 
     def scenario_points(self) -> list[Point]:
         """The sweep points as scenario.yaml makes them (topology, flows); [] when it no
@@ -151,32 +157,23 @@ class Results:
 
     def queues(self, run: dict[str, Any], flow: str, acks: bool = False) -> list[QueueSeen]:
         """The recorded queues on a flow's path in a run, during the flow: the way its
-        data goes, and back too for an RTT (ping, probe, fetch); with `acks`, the way a
-        TCP flow's ACKs come back instead. Recorded: by a queue monitor, or in the run's
-        link-stats series (every rated direction of an emulated link)."""
-        p = self.scenario_point(run.get("point", 0))
+        data goes (the hops its record names), and back too for an RTT (ping, probe,
+        fetch, web); with `acks`, the way a TCP flow's ACKs come back instead. Recorded:
+        by a queue monitor, or in the run's link-stats series (every rated direction of
+        an emulated link)."""
         f = (run.get("flows") or {}).get(flow) or {}
-        spec = p.spec.flows.get(flow) if p else None
-        if p is None or spec is None or not f.get("to"):
-            return []
-        a, b = (f["to"], f["from"]) if spec.reverse else (f["from"], f["to"])
-        try:
-            plan = make_plan(p.topology)
-            if acks:
-                hops = path(plan, b, a) if f["kind"] == "tcp" else []
-            else:
-                hops = path(plan, a, b) + (path(plan, b, a) if f["kind"] in ("ping", "probe", "fetch", "web") else [])
-        except NetrigError:
+        hops = f.get("hops") or {}
+        chosen = hops.get("acks", []) if acks else [*hops.get("data", []), *hops.get("back", [])]
+        if not chosen:
             return []
         rows = [x for m in [*run.get("monitors", []), "link-stats"] for x in self.series(run["run"], m)
                 if x.get("kind", "queue") == "queue"]
         out = []
-        for h in hops:
-            d = h.link.direction(h.d)
-            q = queue_seen(rows, h.link.name, "a_to_b" if h.d == 0 else "b_to_a",
-                           f.get("start_s") or 0.0, f.get("end_s") or math.inf,
-                           where=f"{h.frm}→{h.to}", aqm=d.aqm.name, rate_bps=d.rate_bps,
-                           target_s=d.aqm.target_s)
+        for h in chosen:
+            q = queue_seen(rows, h.get("link"), h.get("dir"), f.get("start_s") or 0.0,
+                           f.get("end_s") or math.inf, where=f"{h.get('from')}→{h.get('to')}",
+                           aqm=h.get("aqm") or "droptail", rate_bps=h.get("rate_bps"),
+                           target_s=h.get("target_s"))
             if q is not None:
                 out.append(q)
         return out
@@ -241,4 +238,22 @@ def load(out: Path) -> Results:
         done = runs(out, refused)
     except (OSError, ValueError) as e:
         raise NotResults(f"{out}: a results directory that cannot be read: {e}") from None
-    return Results(out, meta, done, scen if isinstance(scen, dict) else {}, text, refused)
+    res = Results(out, meta, [], scen if isinstance(scen, dict) else {}, text, refused)
+    res.runs = _records(res, done)
+    return res
+
+
+def _records(res: Results, docs: list[Any]) -> list[dict[str, Any]]:
+    """Each run.json read as a run's record (exp/record/run.py), in the shape of the
+    newest schema: an older one is migrated (from the scenario the directory saved,
+    read as text: nothing of this machine is asked); one that is not a record is left
+    out and said in `refused`."""
+    out = []
+    for doc in docs:
+        old = isinstance(doc, dict) and doc.get("schema", 1) != RECORD_SCHEMA
+        point = res.scenario_point(doc.get("point", 0)) if old and isinstance(doc.get("point"), int) else None
+        try:
+            out.append(from_doc(doc, point).to_doc())
+        except RecordError as e:
+            res.refused.append(f"a run's run.json refused: {e}")
+    return out

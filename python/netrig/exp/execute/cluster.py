@@ -42,7 +42,7 @@ from netrig.errors import NetrigError
 from netrig.exp.execute import cluster_reply as reply
 from netrig.exp.execute import cluster_tls as tls
 from netrig.exp.execute import worker as wk
-from netrig.exp.record import files as rec
+from netrig.exp.record.run import from_doc, write_run
 
 CONNECT_S = 10.0
 WORKERS_WAIT_S = 30.0  # for a first worker to join a scheduler that has none yet
@@ -307,14 +307,14 @@ class Campaign:
         if r.error is not None:
             return tally.crashed(t, r.error, {"worker": who})
         assert r.doc is not None
-        doc = {k: v for k, v in r.doc.items() if k != "schema"}
-        doc["worker"] = who
         try:
+            record = from_doc(r.doc, t.point)  # (its shape checked again, as a record)
+            record.sections["worker"] = who
             safefs.remove_tree(out, f"runs/{t.rid}")
             for rel, data in r.files.items():
                 if rel != "run.json":
                     safefs.write(out, f"runs/{t.rid}/{rel}", data)
-            rec.write_json(out / "runs" / t.rid / "run.json", doc, out)
+            doc = write_run(out, record)
         except (OSError, ValueError, NetrigError) as e:  # (safefs.UnsafePath: a link on the way)
             return tally.crashed(t, f"its files could not be written here: {e}", {"worker": who})
         note = tally.ran(t, doc)

@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from netrig.errors import NetrigError
-from netrig.exp.spec.model import SCHEMA
+from netrig.exp.record.run import RECORD_SCHEMA
 
 # A capture's files are 1 GB at most unless its `size:` says otherwise (capture/lab.py
 # DEFAULT_SIZE) and dumpcap stops just past it; a run's other files are small.
@@ -51,7 +51,7 @@ NUMBER = (int, float)
 # types; REQUIRED are always there.
 RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "schema": (int,), "run": (str,), "point": (int,), "rep": (int,), "seed": (int,), "params": (dict,),
-    "status": (str,), "started": (str,), "seconds": NUMBER, "flows": (dict,), "monitors": (list,),
+    "status": (str,), "tolerance": NUMBER, "started": (str,), "seconds": NUMBER, "flows": (dict,), "monitors": (list,),
     "teardown_errors": (list,), "host": (dict,), "emulator": (dict,), "routing": (dict,),
     "events": (list,), "captures": (list,), "error": (str,), "emulator_died": (dict,)}
 REQUIRED = ("run", "point", "rep", "seed", "params", "status", "flows")
@@ -158,8 +158,8 @@ def check_run(raw: bytes, rid: str, point: int, rep: int, seed: int, params: dic
         if type(v) not in RUN_FIELDS[k]:
             raise BadReply(f"run.json's '{k}' is a {type(v).__name__}, not a "
                            f"{' or '.join(t.__name__ for t in RUN_FIELDS[k])}")
-    if doc.get("schema", SCHEMA) != SCHEMA:
-        raise BadReply(f"run.json's schema is {doc['schema']}, the head's {SCHEMA}")
+    if doc.get("schema", RECORD_SCHEMA) != RECORD_SCHEMA:
+        raise BadReply(f"run.json's schema is {doc['schema']}, the head's {RECORD_SCHEMA}")
     asked = {"run": rid, "point": point, "rep": rep, "seed": seed}
     for k, v in asked.items():
         if doc[k] != v:

@@ -36,11 +36,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from netrig import safefs, units
 from netrig._bins import binary
 from netrig.errors import NetrigError
+from netrig.exp.execute import recorder
 from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds.flows import (
     KEY_ENV,
@@ -56,6 +57,7 @@ from netrig.exp.kinds.flows import (
     wait_for_flows,
 )
 from netrig.exp.record import files as rec
+from netrig.exp.record.run import write_run
 from netrig.exp.spec.model import Point
 from netrig.procs import end as end_process
 from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
@@ -88,11 +90,10 @@ class RemoteOutcome(Outcome):
         return out
 
 
-def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *,
-            write_run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """One run of one point on the scenario's hosts; writes out/runs/rid (run.json
-    last, by `write_run`: the runner's own _write_run, so that the files are a local
-    run's) and returns run.json's content."""
+def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -> dict[str, Any]:
+    """One run of one point on the scenario's hosts; writes out/runs/rid as a local run
+    does (exp/execute/recorder.py; run.json last, once, with what the hosts said) and
+    returns run.json's content."""
     assert point.hosts is not None
     rdir = out / "runs" / rid
     safefs.remove_tree(out, f"runs/{rid}")
@@ -165,14 +166,15 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None, *
             and "sndbuf_bytes" in (s := o.summary()) and "rcvbuf_bytes" in s}
     expected = expectations(point, plan, seen, send_buffers, None, bufs)
     status = "failed" if failure else "interrupted" if interrupted else "ok"
-    doc = write_run(out, rid, point, rep, seed, outcomes, expected, [], started_wall, status, errors)
-    doc["remote"] = {"hosts": {h: {**_declared(point, h), **facts.get(h, {})} for h in used},
-                     "path": spec.path.model_dump() if spec.path else None, "clocks": spec.clocks,
-                     "idle": idle, "theory_rtt_ms": _theory_rtts(plan, idle)}
+    record = recorder.build(out, rid, point, rep, seed, outcomes, expected, [], started_wall, status, errors)
+    record.sections["remote"] = {
+        "hosts": {h: {**_declared(point, h), **facts.get(h, {})} for h in used},
+        "path": spec.path.model_dump() if spec.path else None, "clocks": spec.clocks,
+        "idle": idle, "theory_rtt_ms": _theory_rtts(plan, idle)}
     if failure is not None:
-        doc["error"] = str(failure)
-        doc["remote"]["failed"] = {"host": failure.host, "step": failure.step}
-    rec.write_json(rdir / "run.json", doc, out)  # again, whole, with what the hosts said
+        record.sections["error"] = str(failure)
+        record.sections["remote"]["failed"] = {"host": failure.host, "step": failure.step}
+    doc = write_run(out, record)
     if interrupted:
         raise KeyboardInterrupt
     return doc

@@ -44,7 +44,7 @@ from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp.analysis import events as evs
 from netrig.exp.analysis import words
-from netrig.exp.execute import remote, webserver
+from netrig.exp.execute import recorder, remote, webserver
 from netrig.exp.execute.captures import analyse_captures, capture_entry
 from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
     _IfaceMonitor,
@@ -54,7 +54,7 @@ from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_ro
     route_changes,
 )
 from netrig.exp.execute.progress import Display
-from netrig.exp.grade.expect import Expected, expectations
+from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds import web
 from netrig.exp.kinds.flows import (
     _PING,
@@ -71,6 +71,7 @@ from netrig.exp.kinds.flows import (
 )
 from netrig.exp.preflight.checks import preflight
 from netrig.exp.record import files as rec
+from netrig.exp.record.run import RunRecord, write_run
 from netrig.exp.spec.model import Point, Scenario, find_link
 from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
@@ -230,10 +231,9 @@ class Tally:
         self.failures += 1
         self.last_error = error
         self._trip()
-        rec.write_json(self.out / "runs" / t.rid / "run.json", {
-            "run": t.rid, "point": t.point.index, "rep": t.rep, "seed": t.seed,
-            "params": t.point.params, "status": "failed", "error": error, "flows": {}, **(extra or {})},
-            self.out)
+        write_run(self.out, RunRecord(t.rid, t.point.index, t.rep, t.seed, t.point.params, "failed",
+                                      units.fraction(t.point.spec.tolerance),
+                                      sections={"error": error, **(extra or {})}))
         return f"run {t.rid} failed: {error}"
 
     def _trip(self) -> None:
@@ -255,7 +255,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     """One run of one point; writes out/runs/rid (run.json last) and returns run.json's
     content."""
     if point.hosts:  # real machines over SSH
-        return remote.run_one(point, rep, seed, out, rid, tick, write_run=_write_run)
+        return remote.run_one(point, rep, seed, out, rid, tick)
     rdir = out / "runs" / rid
     safefs.remove_tree(out, f"runs/{rid}")
     safefs.makedirs(out, f"runs/{rid}")
@@ -393,9 +393,10 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         routing["t0_unix_s"] = round(t0_wall, 6)
     entries = [capture_entry(i, c.stop(), rdir) for i, c in captures]
     captured = analyse_captures(entries, rdir, out, spec, ports, plan) if captures else {}
-    doc = _write_run(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
-                     "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
-                     emulator, watch.died, link_stats, events, routing, entries, captured)
+    record = recorder.build(out, rid, point, rep, seed, outcomes, expected, monitors, started_wall,
+                            "failed" if watch.died else "interrupted" if interrupted else "ok", errors,
+                            emulator, watch.died, link_stats, events, routing, entries, captured)
+    doc = write_run(out, record)
     if interrupted:
         raise KeyboardInterrupt
     return doc
@@ -548,16 +549,6 @@ def ping_probes(o: Outcome, t0_wall: float) -> list[tuple[float, float | None]]:
     first, last = min(got), max(got)
     return [(got[seq][0] if seq in got else got[first][0] + (seq - first) * interval,
              got[seq][1] if seq in got else None) for seq in range(first, last + 1)]
-
-
-def _probe_shift(o: Outcome, t0_unix: float | None) -> float:
-    """How much later a probe's samples were sent than its process's start says (its
-    handshake first): from netrig-perf's start_unix_ns and the flows' t0 on the wall
-    clock; 0 when either is unknown. Only with events, where it matters."""
-    start = ((o.end.get("probe") or {}).get("start_unix_ns") if o.spec.kind == "probe" else None)
-    if t0_unix is None or not isinstance(start, (int, float)):
-        return 0.0
-    return start / 1e9 - t0_unix - o.start_s
 
 
 class _EmulatorWatch:
@@ -714,77 +705,3 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | N
     o.parse()
 
 
-def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],
-               expected: dict[str, Expected], monitors: list[dict[str, Any]], started: float,
-               status: str, teardown_errors: list[str],
-               emulator: dict[str, Any] | None = None,
-               emulator_died: dict[str, Any] | None = None,
-               link_stats: list[dict[str, Any]] | None = None,
-               events: list[dict[str, Any]] | None = None,
-               routing: dict[str, Any] | None = None,
-               captures: list[dict[str, Any]] | None = None,
-               captured: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    rdir = out / "runs" / rid
-    tol = units.fraction(point.spec.tolerance)
-    flows = {}
-    for name, o in outcomes.items():
-        raw = o.stdout if o.spec.kind in ("ping", "command", "web") else o.stdout or "{}"
-        ext = {"ping": "txt", "command": "txt", "web": "jsonl"}.get(o.spec.kind, "json")
-        rec.atomic_write(rdir / "flows" / f"{name}.{ext}",
-                         raw if raw.endswith("\n") or not raw else raw + "\n", out)
-        if o.stderr.strip():
-            rec.atomic_write(rdir / "flows" / f"{name}.stderr", o.stderr, out)
-        rows = o.series()
-        shift = _probe_shift(o, (routing or {}).get("t0_unix_s"))
-        if shift:
-            rows = [{**r, "t": round(r["t"] + shift, 6)} for r in rows]
-        rec.write_jsonl(rdir / "series" / f"{name}.jsonl", rows, out)
-        seen = dict((captured or {}).get(name, {}))
-        where = {k: seen.pop(k) for k in ("capture_monitor", "capture_streams", "stevens", "stevens_error")
-                 if k in seen}
-        summary = {**o.summary(), **seen}
-        entry: dict[str, Any] = {"kind": o.spec.kind, "from": o.spec.src, "to": o.spec.to,
-                                 "start_s": round(o.start_s, 6), "end_s": round(o.end_s, 6),
-                                 "planned_s": o.planned_s, "summary": summary}
-        if name in (routing or {}).get("paths", {}):
-            entry["path"] = routing["paths"][name]
-        if where:
-            entry["capture"] = where
-        e = expected.get(name)
-        if e is not None:
-            measured = summary.get(e.metric)
-            ratio, flag = e.judge(measured if isinstance(measured, (int, float)) else None, tol)
-            entry["expected"] = {"metric": e.metric, "value": e.value, "hi": e.hi, "limit": e.limit,
-                                 "detail": e.detail, "measured": measured, "ratio": ratio, "flag": flag,
-                                 "extra": e.extra}
-        flows[name] = entry
-    by_monitor: dict[str, list[dict[str, Any]]] = {}
-    for row in monitors:
-        key = f"monitor-{row['monitor']}"
-        by_monitor.setdefault(key, []).append(row)
-    for key, rows in by_monitor.items():
-        rec.write_jsonl(rdir / "series" / f"{key}.jsonl", rows, out)
-    if link_stats:
-        rec.write_jsonl(rdir / "series" / "link-stats.jsonl", link_stats, out)
-    doc = {"run": rid, "point": point.index, "rep": rep, "seed": seed, "params": point.params,
-           "status": status, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-           "seconds": round(time.time() - started, 3), "flows": flows,
-           "monitors": sorted(by_monitor), "teardown_errors": teardown_errors, "host": rec.run_host()}
-    if emulator is not None:
-        doc["emulator"] = emulator
-    if routing:
-        changes = routing.get("changes")
-        if changes is not None:
-            rec.write_jsonl(rdir / "series" / "routes.jsonl", changes, out)
-        doc["routing"] = {k: v for k, v in routing.items() if k not in ("changes", "paths")}
-        if changes is not None:
-            doc["routing"].update({"route_changes": len(changes), "series": "routes"})
-    if events:
-        doc["events"] = events
-    if captures:
-        doc["captures"] = captures
-    if emulator_died is not None:
-        doc["error"] = emulator_died["reason"]
-        doc["emulator_died"] = emulator_died
-    rec.write_json(rdir / "run.json", doc, out)
-    return doc

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from netrig.exp.analysis import rows as table_rows
 from netrig.exp.analysis.results import Results
+from netrig.exp.analysis.rows import missing_points
 from netrig.exp.analysis.stats import mean_ci
 from netrig.exp.grade.verdict import versus
 from netrig.theory.outage import span
@@ -42,6 +44,7 @@ class Line:
     ran: int
     far: int
     timed_out: int = 0  # repetitions whose flow timed out (its 0 is among the values)
+    tol: float = 0.1  # the tolerance its point's runs were graded with
 
     @property
     def mean(self) -> float | None:
@@ -49,10 +52,8 @@ class Line:
 
 
 def lines(res: Results) -> list[Line]:
-    """Every flow at every sweep point that ran it, in point then scenario order: the
-    report's rows (`netrig.exp.render.report.summary`), so the terminal and the page agree."""
-    from netrig.exp.render.report import summary  # the page's module (and its figures): only here
-
+    """Every flow at every sweep point, in point then scenario order: the rows every
+    reader shows (`netrig.exp.analysis.rows`), so the terminal and the page agree."""
     late: dict[tuple[str, str], int] = {}
     for run in res.runs:
         for name, f in run.get("flows", {}).items():
@@ -60,7 +61,7 @@ def lines(res: Results) -> list[Line]:
                 key = (res.label(run["point"]), name)
                 late[key] = late.get(key, 0) + 1
     return [Line(r.label, r.flow, r.metric, r.values, r.expected, r.hi, r.ran, r.flagged,
-                 late.get((r.label, r.flow), 0)) for r in summary(res)]
+                 late.get((r.label, r.flow), 0), r.tol) for r in table_rows.summary(res)]
 
 
 # Units: by the metric's name, one scale per line so measured and theory read alike.
@@ -89,10 +90,12 @@ def number(v: float, digits: int = 4) -> str:
     return s
 
 
-def cells(x: Line, tolerance: float = 0.1) -> list[str]:
+def cells(x: Line) -> list[str]:
     """The line's six cells."""
     words, u, scale = unit(x.metric, x.value or x.hi or x.mean)
     suffix = f" {u}" if u else ""
+    if not x.ran:
+        return [x.flow, words, "not run", NONE, NONE, "not run"]
     if x.mean is None:
         measured = "not measured"
     elif x.timed_out and x.timed_out >= len(x.values):
@@ -109,15 +112,15 @@ def cells(x: Line, tolerance: float = 0.1) -> list[str]:
         theory = f"{number(x.value * scale)}{suffix}"
     else:
         theory = f"{number(x.value * scale)}–{number(x.hi * scale)}{suffix}"
-    word = versus(x.mean, x.value, x.hi, tolerance).verdict or NONE
+    word = versus(x.mean, x.value, x.hi, x.tol).verdict or NONE
     verdict = f"{word} ({x.far}/{x.ran})" if x.far else word
-    return [x.flow, words, measured, theory, ratio(x, tolerance), verdict]
+    return [x.flow, words, measured, theory, ratio(x), verdict]
 
 
-def ratio(x: Line, tolerance: float = 0.1) -> str:
+def ratio(x: Line) -> str:
     """`verdict.versus`'s ratio, the report's and results.csv's: measured ÷ the nearest
     value theory allows; inside a range 1, and where the mean sits."""
-    v = versus(x.mean, x.value, x.hi, tolerance)
+    v = versus(x.mean, x.value, x.hi, x.tol)
     if v.ratio is None:
         return NONE
     if v.position is not None and 0 <= v.position <= 1:
@@ -131,7 +134,7 @@ def table(res: Results, width: int = 80) -> str:
     rows = lines(res)
     if not rows:
         return "No flow was measured: no run finished with any flow."
-    body = [cells(x, res.tolerance) for x in rows]
+    body = [cells(x) for x in rows]
     widths = [max(len(h), *(len(c[k]) for c in body)) for k, h in enumerate(HEAD)]
     _fit(widths, width)
     out = []
@@ -167,9 +170,13 @@ def _cut(s: str, w: int) -> str:
 def summary(res: Results, width: int = 80) -> str:
     """The table, and a last line counting the far rows; the events' table after."""
     rows = lines(res)
-    far = [x for x in rows if x.far]
-    tail = (f"{len(far)} of {len(rows)} rows far from theory" if far
-            else "every row within the tolerance of theory" if any(x.value for x in rows) else "")
+    ran = [x for x in rows if x.ran]
+    far = [x for x in ran if x.far]
+    tail = (f"{len(far)} of {len(ran)} rows far from theory" if far
+            else "every row within the tolerance of theory" if any(x.value for x in ran) else "")
+    if missing := missing_points(res):
+        gap = f"{missing} of {len(res.points)} sweep points not run"
+        tail = f"{gap}; of the rest, {tail}" if tail else gap
     ev = events_table(res, width)
     return table(res, width) + (f"\n{tail}" if tail else "") + (f"\n\n{ev}" if ev else "")
 

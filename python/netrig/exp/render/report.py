@@ -19,7 +19,7 @@ import base64
 import html
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,192 +27,16 @@ from netrig import safefs
 from netrig.errors import NetrigError
 from netrig.exp.analysis import why
 from netrig.exp.analysis.results import Results, load
-from netrig.exp.analysis.stats import is_number, mean_ci
+from netrig.exp.analysis.rows import Row, missing_points, summary
 from netrig.exp.analysis.words import MEASURED, late_note, pacing_note
 from netrig.exp.analysis.words import label as value_text
-from netrig.exp.grade.verdict import RATIO_DEFINITION, Versus, versus
+from netrig.exp.grade.verdict import RATIO_DEFINITION
 from netrig.exp.record.files import atomic_write
 from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures, metric
 from netrig.exp.render.table_csv import write_csv
 from netrig.exp.spec.model import flow_ends
 
-# What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
-# has nothing to say about.
-ALSO = {"tcp": ("retrans_pct", "retrans_pct_capture", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
-        "ping": ("rtt_ms_p99", "loss_pct"), "probe": ("rtt_ms_p99", "loss_pct"),
-        "fetch": ("fetch_s_p50", "fetch_s_max"), "web": ("first_byte_s_mean", "fetch_s_max"),
-        "command": ("exit_code",)}
-PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
-         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "web": "fetch_s_mean", "command": "command_s"}
 NONE = "—"
-
-
-@dataclass
-class Row:
-    """One flow at one sweep point, over its repetitions."""
-
-    label: str  # the point's sweep values
-    params: dict[str, Any]
-    flow: str
-    metric: str
-    values: list[float]  # the metric in each repetition that measured it
-    expected: float | None
-    hi: float | None
-    limit: str
-    detail: str
-    ran: int  # repetitions that ran the flow
-    flagged: int  # of them, outside the tolerance
-    also: str
-    tol: float = 0.1  # the scenario's tolerance
-    here: float | None = None  # theory's point for the runs' own queue (an RTT range)
-    why: list[str] = field(default_factory=list)  # why it is far (netrig.exp.analysis.why)
-
-    @property
-    def versus(self) -> Versus:
-        """The mean against theory: the one ratio and verdict (netrig.exp.grade.verdict)."""
-        return versus(self.mean, self.expected, self.hi, self.tol)
-
-    @property
-    def far(self) -> bool:
-        """Outside the tolerance on average, or in some repetition."""
-        return self.versus.flag or self.flagged > 0
-
-    @property
-    def mean(self) -> float | None:
-        return mean_ci(self.values)[0] if self.values else None
-
-    @property
-    def ci(self) -> float | None:
-        return mean_ci(self.values)[1] if self.values else None
-
-    @property
-    def position(self) -> float | None:
-        """Where the mean sits in an expected range (0 its low end, 1 its top)."""
-        return self.versus.position
-
-    @property
-    def ratio(self) -> float | None:
-        return self.versus.ratio
-
-
-def summary(res: Results) -> list[Row]:
-    """Every flow at every sweep point that ran it, in point then scenario order."""
-    rows = []
-    flows = res.flows()
-    for p in res.points:
-        i = p["index"]
-        for flow, first in flows.items():
-            entries = [r["flows"][flow] for r in res.runs_of(i) if flow in r.get("flows", {})]
-            if not entries:
-                continue
-            e = next((x["expected"] for x in entries if x.get("expected")), {})
-            m = e.get("metric") or PLAIN.get(first["kind"], "")
-            also = ", ".join(f"{metric(k).label} {_fmt(k, mean_ci(v)[0])}"
-                             for k in ALSO.get(first["kind"], ()) if (v := res.values(i, flow, k)))
-            tol = res.tolerance
-            flagged = sum(versus((x.get("expected") or {}).get("measured"), e.get("value"),
-                                 e.get("hi"), tol).flag for x in entries
-                          if (x.get("summary") or {}).get("status", "ok") in MEASURED)
-            heres = [h for r in res.runs_of(i) if flow in r.get("flows", {})
-                     if (h := res.here(r, flow)) is not None]
-            row = Row(res.label(i), p["params"], flow, m, res.values(i, flow, m),
-                      e.get("value"), e.get("hi"), e.get("limit") or "",
-                      e.get("detail") or "", len(entries), flagged, also, tol,
-                      sum(heres) / len(heres) if heres else None)
-            if row.far:
-                row.why = why.explain(evidence(res, i, row))
-            rows.append(row)
-    return rows
-
-
-def evidence(res: Results, point: int, r: Row) -> why.Evidence:
-    """What the point's runs recorded about a row's flow, for the why-rules."""
-    runs = [x for x in res.runs_of(point) if r.flow in x.get("flows", {})]
-    entries = [x["flows"][r.flow] for x in runs]
-    first = entries[0]
-    nums: dict[str, list[float]] = {}
-    for f in entries:
-        for k, v in (f.get("summary") or {}).items():
-            if is_number(v):
-                nums.setdefault(k, []).append(float(v))
-    summary = {k: sum(v) / len(v) for k, v in nums.items()}
-    queues: dict[tuple[str, str], why.QueueSeen] = {}
-    sojourns: dict[tuple[str, str], list[float]] = {}
-    for run in runs:
-        for q in res.queues(run, r.flow):
-            key = (q.link, q.dir)
-            if q.sojourn_ms is not None:
-                sojourns.setdefault(key, []).append(q.sojourn_ms)
-            if key not in queues:
-                queues[key] = q
-            else:
-                t = queues[key]
-                t.overflow, t.aqm_drops, t.lost, t.ecn = (t.overflow + q.overflow, t.aqm_drops + q.aqm_drops,
-                                                          t.lost + q.lost, t.ecn + q.ecn)
-    for key, q in queues.items():
-        q.sojourn_ms = sum(sojourns[key]) / len(sojourns[key]) if key in sojourns else None
-    acks: dict[tuple[str, str], list[why.QueueSeen]] = {}
-    for run in runs:
-        for q in res.queues(run, r.flow, acks=True):
-            acks.setdefault((q.link, q.dir), []).append(q)
-    ack_queues = [replace(qs[0], sojourn_ms=sum(s) / len(s) if (s := [q.sojourn_ms for q in qs
-                                                                       if q.sojourn_ms is not None])
-                          else None, packets_max=max(q.packets_max for q in qs))
-                  for qs in acks.values()]
-    late, worst = 0.0, 0.0
-    for run in runs:
-        emu = run.get("emulator") or {}
-        if emu.get("packets"):
-            late = max(late, (emu.get("over_budget") or 0) / emu["packets"])
-            worst = max(worst, (emu.get("late_max_us") or 0) / 1e3)
-    others = _beside(first, runs[0], r.flow)
-    spec = p.spec.flows.get(r.flow) if (p := res.scenario_point(point)) else None
-    tcp = [r.flow] + [n for n, k in others if k == "tcp"]
-    jain = None
-    if len(tcp) > 1:
-        xs = [m for n in tcp if (v := res.values(point, n, "throughput_bps")) for m in [sum(v) / len(v)]]
-        jain = sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else None
-    extra = (first.get("expected") or {}).get("extra") or {}
-    return why.Evidence(
-        r.flow, first["kind"], r.metric, r.versus, r.limit,
-        cc=(spec.cc if spec else None) or (res.meta.get("host") or {}).get("tcp_congestion_control_default"),
-        parallel=spec.parallel if spec else 1, window_bytes=summary.get("window_bytes"),
-        run_s=sum((f.get("end_s") or 0) - (f.get("start_s") or 0) for f in entries) / len(entries),
-        omit_s=spec.seconds("omit") if spec else 0.0, base_rtt_ms=extra.get("base_rtt_ms"),
-        bottleneck_bps=extra.get("bottleneck_bps"), summary=summary, queues=list(queues.values()),
-        ack_queues=ack_queues,
-        late_share=late, late_worst_ms=worst, others=others, here=r.here, jain=jain,
-        path=next((p for f in entries if (p := f.get("path")) and why.path_differs(r.flow, p)),
-                  first.get("path")), outages=_outages(runs, r.flow),
-        timed_out=[(f.get("summary") or {}).get("error", "") for f in entries
-                   if (f.get("summary") or {}).get("status") == "timed_out"],
-        runs=len(entries), connect_chance=extra.get("connect_chance"))
-
-
-def _outages(runs: list[dict[str, Any]], flow: str) -> list[tuple[str, float, float, str]]:
-    """Each event's outage of `flow`, its mean over the runs (why.event_outage)."""
-    seen: dict[tuple[str, float], list[tuple[float, str]]] = {}
-    for run in runs:
-        for e in run.get("events") or []:
-            o = (e.get("outage") or {}).get(flow)
-            if o and o.get("outage_s") is not None:
-                th = (f"{o['theory_low_s']:.3g}–{o['theory_high_s']:.3g} s, {o.get('theory', '')}"
-                      if o.get("theory_low_s") is not None and o.get("theory_high_s") is not None else "")
-                seen.setdefault((e.get("what", "?"), e.get("planned_s", 0.0)), []).append((o["outage_s"], th))
-    return [(what, at, sum(x for x, _ in v) / len(v), v[0][1]) for (what, at), v in seen.items()]
-
-
-def _beside(f: dict[str, Any], run: dict[str, Any], name: str) -> list[tuple[str, str]]:
-    """The tcp and udp flows of a run that overlap this flow for more than half of it."""
-    s0, e0 = f.get("start_s") or 0.0, f.get("end_s") or 0.0
-    out = []
-    for n, g in run.get("flows", {}).items():
-        if n == name or g.get("kind") not in ("tcp", "udp"):
-            continue
-        both = min(e0, g.get("end_s") or 0.0) - max(s0, g.get("start_s") or 0.0)
-        if both > 0.5 * max(e0 - s0, 1e-9):
-            out.append((n, g["kind"]))
-    return out
 
 
 # Numbers with units.
@@ -224,8 +48,15 @@ def _fmt(m: str, v: float | None, ci: float | None = None) -> str:
     return f"{v * info.scale:.4g}{pm}{' ' + info.unit if info.unit else ''}"
 
 
+def _also(r: Row) -> str:
+    """What else the row's flow measured: `retransmits 0.12 %, RTT mean 23.4 ms`."""
+    return ", ".join(f"{metric(k).label} {_fmt(k, v)}" for k, v in r.also)
+
+
 def measured(r: Row) -> str:
     """`1.425 ± 0.0123 Mbit/s (n=3)`."""
+    if r.not_run:
+        return "not run"
     if not r.values:
         return "not measured"
     return f"{_fmt(r.metric, r.mean, r.ci)} (n={len(r.values)})"
@@ -257,7 +88,9 @@ def _versus(r: Row) -> str:
 
 def _verdict(r: Row) -> str:
     """`within`, `above`, `below`; and how many repetitions were outside when the mean
-    and the repetitions disagree."""
+    and the repetitions disagree; `not run` for a point that never ran."""
+    if r.not_run:
+        return "not run"
     v = r.versus.verdict or NONE
     if r.flagged and (r.ran > 1 or not r.versus.flag):
         v += f" ({r.flagged} of {r.ran} runs outside)"
@@ -301,7 +134,10 @@ class Details:
 
 
 Block = Table | Note | Pre | Figure | Drawing | Details | list[str]  # a list: bullet points
+
+
 Section = tuple[str, list[Block]]
+
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -419,7 +255,7 @@ def build(out: Path, allow_foreign: bool = False, warn: Callable[[str], None] | 
     title = f"netrig report: {res.meta.get('scenario') or out.name}"
     topology = _topology(res, out)
     rest: list[Section] = [
-        ("Far from theory", _far(rows)),
+        ("Far from theory", _far(rows, missing_points(res), len(res.points))),
         *_real_hosts(res),
         *_events(res),
         *_captures(res, out),
@@ -800,7 +636,7 @@ def _results(res: Results, rows: list[Row]) -> list[Block]:
         lead = [r.label] if keys else []
         table.rows.append(lead + [r.flow, metric(r.metric).label, measured(r), expected(r),
                                   _versus(r), _verdict(r)])
-        working.rows.append(lead + [r.flow, r.limit or NONE, r.detail or NONE, r.also or NONE])
+        working.rows.append(lead + [r.flow, r.limit or NONE, r.detail or NONE, _also(r) or NONE])
         if r.far:
             table.marked.add(k)
             working.marked.add(k)
@@ -813,12 +649,17 @@ def _results(res: Results, rows: list[Row]) -> list[Block]:
             Details("Theory's working and what else was measured", [working])]
 
 
-def _far(rows: list[Row]) -> list[Block]:
+def _far(rows: list[Row], missing: int = 0, points: int = 0) -> list[Block]:
     far = [r for r in rows if r.far]
+    gap = ([Note(f"{missing} of {points} sweep points were not run (the campaign was interrupted "
+                 "or failed before them): their rows say \"not run\", and nothing below is said "
+                 "of them.", warn=True)] if missing else [])
     if not far:
         judged = any(r.ratio is not None for r in rows)
-        return [Note("Every measurement is within the tolerance of theory." if judged
-                     else "No flow had a value from theory to be judged against.")]
+        said = ("every measurement that was made is within the tolerance of theory" if missing
+                else "Every measurement is within the tolerance of theory") if judged else (
+                "no flow had a value from theory to be judged against")
+        return gap + [Note(said[0].upper() + said[1:] + ".")]
     items = []
     for r in far:
         reasons = " ".join(r.why) if r.why else (
@@ -826,7 +667,7 @@ def _far(rows: list[Row]) -> list[Block]:
         items.append(f"{r.label + ': ' if r.label else ''}{r.flow}'s {metric(r.metric).label} measured "
                      f"{measured(r)} against {expected(r)} from theory: ratio {_versus(r)}, "
                      f"{_verdict(r)} (theory's limit: {r.limit or 'none'}). Why: {reasons}")
-    return [items]
+    return gap + [items]
 
 
 def _figures(drawn: Figures) -> list[Block]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from netrig.exp.analysis.results import Results, load
 from netrig.exp.analysis.words import case_name, label, unit_of
-from netrig.exp.grade.verdict import decimal, versus
+from netrig.exp.grade.verdict import decimal
 from netrig.exp.record.files import atomic_write
 
 # results.csv is tidy (one row per flow per run), so `measured` holds a different
@@ -41,7 +41,6 @@ def csv_rows(out: Path, res: Results | None = None) -> tuple[list[str], list[dic
     then every measured number); `res`: out read back already."""
     res = res or load(out)
     keys = res.keys
-    tol = res.tolerance
     rows: list[dict[str, Any]] = []
     extra: list[str] = []
     for r in res.runs:
@@ -51,12 +50,12 @@ def csv_rows(out: Path, res: Results | None = None) -> tuple[list[str], list[dic
                    "status": fl["summary"].get("status", "ok")}
             for k in keys:
                 row[k] = case_name(k, r["params"].get(k)) or label(r["params"].get(k))
-            e = fl.get("expected") or {}
-            v = versus(e.get("measured"), e.get("value"), e.get("hi"), tol)
+            e = fl.get("expected") or {}  # graded once, by the run, with its point's tolerance
             row.update({"metric": e.get("metric", ""), "unit": unit_of(e.get("metric", "")),
                         "measured": e.get("measured"), "expected": e.get("value"),
                         "expected_hi": e.get("hi"), "expected_here": res.here(r, name),
-                        "ratio": v.ratio, "range_pos": v.position, "verdict": v.verdict,
+                        "ratio": e.get("ratio"), "range_pos": e.get("position"),
+                        "verdict": e.get("verdict", ""),
                         "limit": e.get("limit", ""), "detail": e.get("detail", "")})
             for k, v in fl["summary"].items():
                 if k in ("status",):
@@ -71,6 +70,14 @@ def csv_rows(out: Path, res: Results | None = None) -> tuple[list[str], list[dic
                     extra.append(col)
             rows.append(row)
         rows += event_rows(r, keys)
+    flows = res.flows()
+    for p in res.points:  # a point never run: a row per flow that says so
+        if res.runs_of(p["index"]):
+            continue
+        for name, fl in flows.items():
+            rows.append({"point": p["index"], "flow": name, "kind": fl.get("kind", ""),
+                         "from": fl.get("from", ""), "to": fl.get("to") or "", "status": "not_run",
+                         **{k: case_name(k, p["params"].get(k)) or label(p["params"].get(k)) for k in keys}})
     if any(row.get("event") for row in rows):
         extra += [c for c in EVENT_COLS if c not in extra]
     cols = CSV_FIRST[:4] + keys + CSV_FIRST[4:] + [c for c in extra if c not in CSV_FIRST]
