@@ -176,7 +176,7 @@ def stand_in_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
 def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_prompt(monkeypatch, tmp_path,
                                                                                     certs):
     from netrig.exp.execute.progress import Display
-    from netrig.exp.execute.runner import RunFailed, Tally, Todo
+    from netrig.exp.execute.tally import RunFailed, Tally, Todo
     from netrig.exp.spec.scenario import loads_scenario
 
     monkeypatch.setattr(wk, "do_run", stand_in_run)
@@ -361,7 +361,7 @@ def slow_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
 def test_a_campaign_whose_scheduler_goes_away_fails_saying_so_and_does_not_wait_forever(monkeypatch, tmp_path,
                                                                                         certs):
     from netrig.exp.execute.progress import Display
-    from netrig.exp.execute.runner import Tally, Todo
+    from netrig.exp.execute.tally import Tally, Todo
     from netrig.exp.spec.scenario import loads_scenario
 
     monkeypatch.setattr(wk, "do_run", slow_run)

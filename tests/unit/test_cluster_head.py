@@ -12,7 +12,7 @@ import pytest
 from netrig import cli
 from netrig.exp.execute import cluster
 from netrig.exp.execute.progress import Display
-from netrig.exp.execute.runner import Tally, Todo
+from netrig.exp.execute.tally import Tally, Todo
 from netrig.exp.render import report
 from netrig.exp.spec.scenario import loads_scenario
 

@@ -155,11 +155,11 @@ def test_what_needs_an_emulated_lab_is_refused_on_real_hosts():
 def test_netrig_run_of_real_hosts_needs_no_root(tmp_path, monkeypatch, capsys):
     """It builds no namespace; a lab scenario still asks for root."""
     from netrig import cli
-    from netrig.exp.execute import runner
+    from netrig.exp.execute import campaign
     from netrig.exp.render import report
     ran = []
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(runner, "run", lambda scen, out, **kw: (ran.append(scen.name), (out, "complete"))[1])
+    monkeypatch.setattr(campaign, "run", lambda scen, out, **kw: (ran.append(scen.name), (out, "complete"))[1])
     monkeypatch.setattr(report, "build", lambda out, allow_foreign=False, **kw: out / "report.html")
     (tmp_path / "real.yaml").write_text(REAL)
     (tmp_path / "lab.yaml").write_text(LAB)

@@ -20,7 +20,7 @@ import pytest
 from netrig import safefs
 from netrig.cli import main
 from netrig.exp.analysis import results as res
-from netrig.exp.execute import runner
+from netrig.exp.execute import campaign
 from netrig.exp.record import files as rec
 from netrig.exp.render import plot, report
 from test_report import make_results
@@ -245,7 +245,7 @@ def test_compare_and_plot_name_what_they_refused(tmp_path, capsys):
 
 def _no_runs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     ran: list[Path] = []
-    monkeypatch.setattr(runner, "run", lambda scenario, out, **kw: (ran.append(out), (out, "complete"))[1])
+    monkeypatch.setattr(campaign, "run", lambda scenario, out, **kw: (ran.append(out), (out, "complete"))[1])
     monkeypatch.setattr(report, "build", lambda out, *a, **kw: out / "report.html")
     return ran
 

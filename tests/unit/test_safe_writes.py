@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from netrig.cli import main
 from netrig.errors import NetrigError
-from netrig.exp.execute import runner
+from netrig.exp.execute import campaign, runner
 from netrig.exp.record import files as rec
 from netrig.exp.render import figures, report
 from netrig.exp.spec.scenario import loads_scenario
@@ -83,7 +83,7 @@ def test_a_link_in_place_of_runs_is_not_followed(tmp_path, monkeypatch):
     monkeypatch.setattr(rec, "host_facts", lambda: {})
     error = ""
     try:
-        runner.run(loads_scenario(SCENARIO, "tiny.yaml"), out, progress=False)
+        campaign.run(loads_scenario(SCENARIO, "tiny.yaml"), out, progress=False)
     except NetrigError as e:
         error = str(e)
     assert list(elsewhere.iterdir()) == []
@@ -116,7 +116,7 @@ def _fake_run(monkeypatch) -> list[Path]:
         ran.append(out)
         return out, "complete"
 
-    monkeypatch.setattr(runner, "run", run)
+    monkeypatch.setattr(campaign, "run", run)
     monkeypatch.setattr(report, "build", lambda out, *a, **kw: out / "report.html")
     return ran
 

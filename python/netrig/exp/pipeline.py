@@ -7,7 +7,7 @@ do, in that order, so the results directory is whole before a word of it is prin
   is written); a scenario on real hosts is refused there (its runs would share the
   hosts and measure each other).
 - `results_dir(...)`: where a new run's results go.
-- `run(...)`: runs what is not done yet (netrig.exp.execute.runner), then `finish`.
+- `run(...)`: runs what is not done yet (netrig.exp.execute.campaign), then `finish`.
 - `finish(out)` (and `rebuild(out)`, for `netrig report`): rewrites results.csv, the figures, report.md and report.html
   (netrig.exp.render.report), then works out the headline table's text. A report that cannot
   be made is said (`Finished.report_error`) and fails the command; the measurements
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 
-# A run's status (netrig.exp.execute.runner) as the command's exit status.
+# A run's status (netrig.exp.execute.campaign) as the command's exit status.
 EXIT = {"complete": 0, "failed": 1, "interrupted": 130}
 
 
@@ -100,11 +100,11 @@ def run(scenario: Scenario, out: Path, *, resume: bool = False, progress: bool =
         campaign: Campaign | None = None, warn: Warn | None = None, width: int = 80) -> Finished:
     """Runs what `out` lacks of `scenario` (here, or on `campaign`'s workers), then makes
     its report and headline (`finish`). `warn`: each file the report's reader refused."""
-    from netrig.exp.execute import runner
+    from netrig.exp.execute import campaign as runs
 
     try:
-        out, status = runner.run(scenario, out, resume=resume, progress=progress, argv=argv,
-                                 allow_foreign=allow_foreign, campaign=campaign)
+        out, status = runs.run(scenario, out, resume=resume, progress=progress, argv=argv,
+                               allow_foreign=allow_foreign, executor=campaign)
     finally:
         if (out / "meta.json").is_file():  # what was measured, as a table, whatever happened
             from netrig.exp.render import table_csv  # (the report writes it again, beside itself)

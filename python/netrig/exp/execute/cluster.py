@@ -42,7 +42,10 @@ from netrig.errors import NetrigError
 from netrig.exp.execute import cluster_reply as reply
 from netrig.exp.execute import cluster_tls as tls
 from netrig.exp.execute import worker as wk
+from netrig.exp.execute.progress import Display
+from netrig.exp.execute.tally import Tally, Todo
 from netrig.exp.record.run import from_doc, write_run
+from netrig.exp.spec.model import Scenario
 
 CONNECT_S = 10.0
 WORKERS_WAIT_S = 30.0  # for a first worker to join a scheduler that has none yet
@@ -201,9 +204,9 @@ class Campaign:
             {k: f[k] for k in ("name", "hostname", "kernel", "cpu", "cpus", "netrig")}
             for _, f in sorted(self.workers.items())]}
 
-    def run(self, scenario: Any, out: Path, todo: list[Any], shown: Any, tally: Any) -> None:
-        """Runs `todo` (runner.Todo) on the workers; each run's files are written and
-        accounted (tally) as it comes back."""
+    def run(self, scenario: Scenario, out: Path, todo: list[Todo], shown: Display, tally: Tally) -> None:
+        """Runs `todo` on the workers (an executor: executor.py); each run's files are
+        written and accounted (tally) as it comes back."""
         from distributed import Event, as_completed
 
         started: queue.Queue[dict[str, Any]] = queue.Queue()

@@ -30,14 +30,10 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from netrig import safefs, units
 from netrig.capture import lab as capture
@@ -53,7 +49,7 @@ from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_ro
     queue_rows,
     route_changes,
 )
-from netrig.exp.execute.progress import Display
+from netrig.exp.execute.tally import RunFailed
 from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds import web
 from netrig.exp.kinds.flows import (
@@ -69,10 +65,9 @@ from netrig.exp.kinds.flows import (
     server_lifetime_s,
     wait_for_flows,
 )
-from netrig.exp.preflight.checks import preflight
 from netrig.exp.record import files as rec
-from netrig.exp.record.run import RunRecord, write_run
-from netrig.exp.spec.model import Point, Scenario, find_link
+from netrig.exp.record.run import write_run
+from netrig.exp.spec.model import Point, find_link
 from netrig.lab import netns, paths
 from netrig.lab.network import Network, _tcp_listening
 from netrig.lab.state import alive
@@ -82,169 +77,9 @@ from netrig.theory.connect import ARP_TRIES, arp_tries, max_link_rtt
 from netrig.topo.plan import Plan, make_plan
 
 SERVED = ("tcp", "udp", "probe", "fetch")
+
+
 BASE_PORT = 5301
-
-
-class RunFailed(NetrigError):
-    pass
-
-
-class Interrupted(KeyboardInterrupt):
-    pass
-
-
-def _sigterm(signum, frame):
-    raise Interrupted()
-
-
-def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
-        argv: list[str] | None = None, allow_foreign: bool = False,
-        campaign: Any = None) -> tuple[Path, str]:
-    """Runs what is not yet done in `out`; returns (out, status) with status one of
-    "complete", "interrupted" or "failed" (some runs failed; the rest are kept).
-    Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`.
-    With a `campaign` (exp/execute/cluster.py's Campaign: a Dask cluster, reached and checked)
-    each run is handed to a worker of that cluster and its files written here as it
-    comes back. What this machine must have to run it is asked first (exp/preflight),
-    before anything is written; a cluster's workers are asked by their own runs."""
-    if campaign is None:
-        preflight(scenario)
-    for said in scenario.flags:  # (before anything runs: the user may stop here)
-        print(f"netrig: note: {said}", file=sys.stderr)
-    safefs.check_owner(out, allow_foreign)
-    safefs.makedirs(out)
-    if not resume:
-        rec.atomic_write(out / "scenario.yaml", yaml.safe_dump(scenario.resolved, sort_keys=False), out)
-    meta = (rec.read_meta(out) if resume else None) or {  # (read through safefs)
-        "scenario": scenario.name, "source": scenario.source, "quick": scenario.quick,
-        "sets": scenario.sets, "sweep_keys": scenario.sweep_keys, "repeat": scenario.repeat,
-        "seed": scenario.seed, "command": argv or [], "host": rec.host_facts(),
-        "points": [{"index": p.index, "params": p.params, "length_s": p.length_s}
-                   for p in scenario.points]}
-    meta.pop("schema", None)
-    meta["status"] = "running"
-    meta["flags"] = scenario.flags
-    meta.setdefault("resumed", [])
-    if resume:
-        meta["resumed"].append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    if campaign is not None:
-        meta["cluster"] = campaign.describe()
-    if scenario.points and scenario.points[0].hosts:  # real machines: as declared (each run
-        spec = scenario.points[0].spec               # records them as they described themselves)
-        meta["hosts"] = {n: h.model_dump(mode="json", exclude_none=True) for n, h in spec.hosts.items()}
-        meta["path"] = spec.path.model_dump(mode="json", exclude_none=True) if spec.path else None
-        meta["clocks"] = spec.clocks
-    rec.write_json(out / "meta.json", meta, out)
-    old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
-    tally = Tally(out)
-    try:
-        with Display(scenario.runs, scenario.estimate_s(), progress,
-                     parallel=campaign.size if campaign else 1) as shown:
-            todo = []
-            finished = rec.finished(out)  # (--resume: each run.json through safefs)
-            settle = units.seconds(scenario.points[0].spec.settle) if scenario.points else 0.0
-            for k, (point, rep) in enumerate((p, r) for p in scenario.points for r in range(scenario.repeat)):
-                rid = rec.run_id(point.index, rep)
-                if rid in finished:
-                    shown.end_run(k, point.length_s, settle)
-                else:
-                    todo.append(Todo(k, point, rep, scenario.seed + point.index * scenario.repeat + rep, rid))
-            if campaign is not None:
-                campaign.run(scenario, out, todo, shown, tally)
-            for n, t in enumerate(todo if campaign is None else []):
-                shown.start_run(t.k, t.point.index, len(scenario.points), t.point.params, t.rep, scenario.repeat)
-                try:
-                    note = tally.ran(t, run_one(t.point, t.rep, t.seed, out, t.rid, shown.tick))
-                except KeyboardInterrupt:
-                    raise
-                except Exception as e:  # the run is recorded as failed; the rest go on
-                    note = tally.crashed(t, str(e))
-                shown.end_run(t.k, t.point.length_s, settle, note)
-                tally.check()
-                if settle and n + 1 < len(todo):
-                    time.sleep(settle)
-    except KeyboardInterrupt:
-        tally.status = "interrupted"
-    except BaseException:  # three failures in a row, or the unforeseen: what ran is kept
-        tally.status = "failed"
-        raise
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGTERM, old)
-        meta["status"] = tally.status
-        meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        rec.write_json(out / "meta.json", meta, out)
-    return out, tally.status
-
-
-@dataclass(frozen=True)
-class Todo:
-    """A run still to do: its place among all runs (k), point, repetition, seed, id."""
-    k: int
-    point: Point
-    rep: int
-    seed: int
-    rid: str
-
-
-class Tally:
-    """A campaign's account of its runs as each ends, wherever it ran: the status so far
-    (a failed flow or run makes it "failed"; the rest go on) and the failures in a row
-    (three stop the campaign: something is wrong with the host, not the run)."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.status = "complete"
-        self.failures = 0
-        self.last_error = ""
-        self.tripped = ""  # the last error of the first three failures in a row (check() raises)
-
-    def ran(self, t: Todo, doc: dict[str, Any]) -> str:
-        """The note to show for a run that wrote its run.json (doc)."""
-        rid = t.rid
-        bad = [n for n, f in doc["flows"].items() if f["summary"].get("status") not in ("ok", "timed_out")]
-        late = [n for n, f in doc["flows"].items() if f["summary"].get("status") == "timed_out"]
-        note = ""
-        if late:  # a result (theory says when to expect one), not a failure
-            note = f"run {rid}: flow(s) {', '.join(late)} timed out: " + "; ".join(
-                doc["flows"][n]["summary"].get("error", "")[:200] for n in late)
-        if bad:
-            note = (note + "\n" if note else "") + f"run {rid}: flow(s) {', '.join(bad)} failed: " + "; ".join(
-                doc["flows"][n]["summary"].get("error", "")[:200] for n in bad)
-            self.status = "failed"
-        if doc["status"] == "interrupted":  # (a campaign's run whose process was stopped by
-            self.status = "failed"           # someone else; a stopped campaign says "interrupted")
-            note = (note + "\n" if note else "") + f"run {rid} was interrupted: its flows' numbers cover part of it"
-        if doc["status"] == "failed":  # recorded whole, flows and all
-            self.last_error = doc.get("error", "")
-            note = f"run {rid} failed: {self.last_error}" + (f"\n{note}" if note else "")
-            self.status = "failed"
-            self.failures += 1
-            self._trip()
-        else:
-            self.failures = 0
-        return "\n".join(x for x in (note, words.late_note(doc), words.pacing_note(doc), evs.note(doc)) if x)
-
-    def crashed(self, t: Todo, error: str, extra: dict[str, Any] | None = None) -> str:
-        """Records a run that could not write its own run.json as failed; its note."""
-        self.status = "failed"
-        self.failures += 1
-        self.last_error = error
-        self._trip()
-        write_run(self.out, RunRecord(t.rid, t.point.index, t.rep, t.seed, t.point.params, "failed",
-                                      units.fraction(t.point.spec.tolerance),
-                                      sections={"error": error, **(extra or {})}))
-        return f"run {t.rid} failed: {error}"
-
-    def _trip(self) -> None:
-        if self.failures >= 3 and not self.tripped:
-            self.tripped = self.last_error
-
-    def check(self) -> None:
-        """Raises RunFailed once three runs in a row have failed (on a cluster, in the
-        order they came back; a run that came back with them is kept all the same)."""
-        if self.tripped:
-            raise RunFailed(f"three runs in a row failed; the last: {self.tripped}")
 
 
 def _lab_prefix() -> str:
@@ -703,5 +538,3 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | N
     if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
         o.error = None  # a command with a duration is stopped at its end
     o.parse()
-
-
