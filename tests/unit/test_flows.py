@@ -40,7 +40,7 @@ from netrig.exp.kinds.flows import (
     server_argv,
     server_lifetime_s,
 )
-from netrig.exp.perfjson import parse as parse_perf_json
+from netrig.exp.kinds.perfjson import parse as parse_perf_json
 from netrig.exp.spec.model import FlowSpec
 from netrig.exp.spec.scenario import loads_scenario
 

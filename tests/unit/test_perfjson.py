@@ -1,6 +1,6 @@
-"""netrig.exp.perfjson, netrig's one reader of netrig-perf's -J document, against the
+"""netrig.exp.kinds.perfjson, netrig's one reader of netrig-perf's -J document, against the
 fixtures netrig-perf's own snapshot tests write and check
-(crates/netrig-perf/src/output/extras_tests.rs): tests/fixtures/perf-json/*.json, one
+(crates/netrig-perf/src/output/extras_snapshots.rs): tests/fixtures/perf-json/*.json, one
 per extra, and before/*.json, documents netrig-perf printed before its extras were
 typed (main at d4b81ae; no netrig.schema). A key the Rust side adds, renames or
 removes changes a fixture, and the key-set test below fails until the dataclass
@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from netrig.exp import perfjson as pj
+from netrig.exp.kinds import perfjson as pj
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "perf-json"
 

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use netrig_core::stats::Summary;
 
-use crate::output::extras::ProbeWindow;
+use crate::extras::ProbeWindow;
 
 /// One completed (or lost) exchange.
 #[derive(Debug, Clone, Copy)]

@@ -18,8 +18,8 @@ use crate::engine::{RunControl, POLL};
 use crate::protocol::{self, await_running, exchange_results, negotiate, say_done};
 
 use crate::error::{PerfError, Result};
+use crate::extras::{self, Probe, ProbeEnd, ProbeSample, PROBE_COLUMNS};
 use crate::latency::{Log, Record, Window};
-use crate::output::extras::{self, Probe, ProbeEnd, ProbeSample, PROBE_COLUMNS};
 use crate::output::Output;
 use crate::session::{DataSock, Session};
 use crate::sys;

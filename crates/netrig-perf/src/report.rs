@@ -7,7 +7,7 @@ use std::sync::Arc;
 use netrig_core::units::{format_bytes, format_rate};
 
 use crate::engine::Stream;
-use crate::output::extras::Pacing;
+use crate::extras::Pacing;
 use crate::sys::{self, TcpInfo};
 
 #[derive(Debug, Clone, Copy, Default)]

@@ -19,7 +19,7 @@ use serde_json::Map;
 use crate::config::{ClientConfig, ClientMode};
 use crate::engine::{RunControl, POLL};
 use crate::error::{PerfError, Result};
-use crate::output::extras::{self, Rr, RrEnd, RrSample, RrWindow, RR_COLUMNS};
+use crate::extras::{self, Rr, RrEnd, RrSample, RrWindow, RR_COLUMNS};
 use crate::output::Output;
 use crate::protocol::{self, await_running, exchange_results, negotiate, say_done, Connection};
 use crate::session::{DataSock, Session};

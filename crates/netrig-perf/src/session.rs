@@ -208,8 +208,8 @@ impl Session {
             }
         }
         if let Some(p) = s.pacing.lock().unwrap().as_ref() {
-            let pacing = crate::output::extras::Pacing::from(p);
-            m.insert("pacing".into(), crate::output::extras::to_value(&pacing));
+            let pacing = crate::extras::Pacing::from(p);
+            m.insert("pacing".into(), crate::extras::to_value(&pacing));
         }
         (!m.is_empty()).then_some(serde_json::Value::Object(m))
     }

@@ -1,10 +1,10 @@
 //! TCP_INFO samples (`--tcp-info-interval`): one [`TcpInfoSample`] per sample (its
-//! shape, whose keys name their units, is [`crate::output::extras`]'s), and the text
+//! shape, whose keys name their units, is [`crate::extras`]'s), and the text
 //! line that renders the same sample in text mode.
 
 use netrig_core::units::{format_bytes, format_rate_as, UnitFormat};
 
-use crate::output::extras::TcpInfoSample;
+use crate::extras::TcpInfoSample;
 use crate::sys::TcpInfo;
 
 /// The kernel's "no slow-start threshold yet" (TCP_INFINITE_SSTHRESH).
@@ -88,7 +88,7 @@ mod tests {
         assert_eq!((s.snd_cwnd_bytes, s.snd_cwnd_segments), (14_480, 10));
         assert_eq!(s.snd_ssthresh_bytes, Some(7 * 1448));
         assert_eq!(s.snd_ssthresh_segments, Some(7));
-        let v = crate::output::extras::to_value(&s);
+        let v = crate::extras::to_value(&s);
         assert!(v.get("snd_ssthresh").is_none(), "no key without a unit");
         assert_eq!(v["pacing_rate_bps"], 8_000);
         // Before the first loss the kernel's ssthresh is "infinite": no number to give.
@@ -96,7 +96,7 @@ mod tests {
             snd_ssthresh: INFINITE_SSTHRESH,
             ..i
         };
-        let v = crate::output::extras::to_value(&sample(5, 0.0, true, 0, &fresh));
+        let v = crate::extras::to_value(&sample(5, 0.0, true, 0, &fresh));
         assert!(v["snd_ssthresh_bytes"].is_null() && v["snd_ssthresh_segments"].is_null());
     }
 

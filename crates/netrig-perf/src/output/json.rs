@@ -4,10 +4,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::extras::{self, UdpEndExtras, UdpIntervalExtras};
 use super::result::{
     interval_directions, interval_sum, DirectionSum, EndResult, Layout, Side, StartInfo, UdpEnd,
 };
+use crate::extras::{self, UdpEndExtras, UdpIntervalExtras};
 use crate::report::{rate, Sample};
 
 fn round6(x: f64) -> f64 {

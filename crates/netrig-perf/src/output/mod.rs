@@ -5,14 +5,15 @@
 //! the end an [`EndResult`]) and rendered twice: [`text`] in iperf3 3.12's text layout,
 //! [`json`] in its JSON layout. `Output` decides when: interval lines and events as the
 //! test runs, the summary at its end, the `-J` document last. netrig's additions to
-//! iperf3's layout are typed in [`extras`], with the schema version every `-J`
+//! iperf3's layout are typed in [`crate::extras`], with the schema version every `-J`
 //! document carries (`netrig.schema`).
 
-pub mod extras;
 pub mod json;
 pub mod result;
 pub mod text;
 
+#[cfg(test)]
+mod extras_snapshots;
 #[cfg(test)]
 mod snapshots;
 
@@ -24,6 +25,7 @@ use netrig_core::units::UnitFormat;
 use serde_json::{json, Map, Value};
 
 use crate::config::{Common, Format};
+use crate::extras;
 use crate::report::Sample;
 
 pub use result::{DirectionSum, EndResult, EndStream, Layout, Side, StartInfo, UdpEnd};

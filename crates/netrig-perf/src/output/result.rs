@@ -9,8 +9,8 @@ use netrig_core::wire::iperf3::Cookie;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::extras::Pacing;
 use crate::diskfile::DiskfileReport;
+use crate::extras::Pacing;
 use crate::report::{CpuUsage, Sample, TcpExtremes};
 
 /// What shapes every report of a test: known when the test starts.

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig._bins import binary
-from netrig.exp import perfjson
-from netrig.exp.kinds import web
+from netrig.exp.kinds import perfjson, web
 from netrig.exp.spec.model import FlowSpec
 
 _NUM = r"\d+(?:\.\d+)?"

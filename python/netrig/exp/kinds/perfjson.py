@@ -1,7 +1,7 @@
 """netrig-perf's -J document as netrig reads it: one parser, typed.
 
 Owns the shape of netrig's extras to iperf3's layout (the Rust side is
-crates/netrig-perf/src/output/extras.rs; both are held to the fixtures in
+crates/netrig-perf/src/extras.rs; both are held to the fixtures in
 tests/fixtures/perf-json/): a paced sender's `pacing`, `end.probe` and
 `intervals[].probe`, `end.rr` and `intervals[].rr`, `netrig.tcp_info`, a UDP receiver's
 `suspicious`, and `netrig.schema`, the version of these shapes. It also checks the few

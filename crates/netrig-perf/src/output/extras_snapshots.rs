@@ -4,7 +4,7 @@
 //! then read back from the fixture into the same value. netrig's Python parser is
 //! tested against the same files (tests/unit/test_perfjson.py), so a change of shape
 //! fails here until the fixture changes, and there until Python reads the new one.
-//! `NETRIG_BLESS=1 cargo test -p netrig-perf extras` rewrites the fixtures.
+//! `NETRIG_BLESS=1 cargo test -p netrig-perf extras_snapshots` rewrites the fixtures.
 
 use std::path::PathBuf;
 
@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::*;
+use serde_json::Map;
+
+use crate::extras::*;
 use crate::latency::{Record, Window};
 use crate::sys::TcpInfo;
 
@@ -37,7 +39,7 @@ fn snapshot<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(name:
         text, want,
         "the shape of {name} changed: if on purpose, raise SCHEMA when a key is renamed, \
          removed or changes type, rewrite the fixture (NETRIG_BLESS=1) and update \
-         python/netrig/exp/perfjson.py"
+         python/netrig/exp/kinds/perfjson.py"
     );
     let back: T = serde_json::from_str(&want).unwrap();
     assert_eq!(&back, v, "{name} does not read back as the value written");
@@ -221,10 +223,10 @@ fn a_udp_receivers_counts() {
 #[test]
 fn every_document_says_its_schema_where_iperf3_has_no_key() {
     use crate::config::Format;
-    let out = super::super::Output::new(Format::Json, super::super::Sink::Stdout, false);
+    let out = super::Output::new(Format::Json, super::Sink::Stdout, false);
     let doc = out.document(None, None, Map::new());
     assert_eq!(doc["netrig"], serde_json::json!({ "schema": SCHEMA }));
-    let mut out = super::super::Output::new(Format::Json, super::super::Sink::Stdout, false);
+    let mut out = super::Output::new(Format::Json, super::Sink::Stdout, false);
     for s in tcp_info() {
         out.tcp_info(s);
     }

@@ -1,10 +1,11 @@
 //! netrig's extras to iperf3's JSON, typed: every object and key netrig-perf adds to
 //! iperf3 3.12's `-J` document and `--json-stream` events (iperf3's own fields are
-//! [`super::json`]'s). Each type here is the one place its shape is written; the
-//! emitters build these values and serialise them, and readers (the results exchange,
-//! the tests) deserialise them. netrig's Python reads the same shapes
-//! (`python/netrig/exp/perfjson.py`); both are held to the fixtures in
-//! `tests/fixtures/perf-json/` (see `tests` below).
+//! [`crate::output::json`]'s). Each type here is the one place its shape is written:
+//! the emitters build these values and serialise them; the results exchange and the
+//! snapshot tests (`output/extras_snapshots.rs`) read them back. netrig's Python reads
+//! the same shapes (`python/netrig/exp/kinds/perfjson.py`); both are held to the
+//! fixtures in `tests/fixtures/perf-json/`. A leaf of the crate: serde and
+//! netrig_core only.
 //!
 //! Where they sit in a `-J` document:
 //! - `netrig`: [`NetrigDoc`], always present: `schema` ([`SCHEMA`]) and the TCP_INFO
@@ -294,7 +295,3 @@ pub fn insert_into<T: Serialize>(m: &mut Map<String, Value>, v: &T) {
         m.extend(extra);
     }
 }
-
-#[cfg(test)]
-#[path = "extras_tests.rs"]
-mod tests;
