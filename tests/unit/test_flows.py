@@ -34,13 +34,13 @@ from netrig.exp.kinds.flows import (
     Outcome,
     flow_key,
     keyed_env,
-    parse_perf_json,
     perf_argv,
     ping_argv,
     ping_count,
     server_argv,
     server_lifetime_s,
 )
+from netrig.exp.kinds.perfjson import parse as parse_perf_json
 from netrig.exp.spec.model import FlowSpec
 from netrig.exp.spec.scenario import loads_scenario
 

@@ -342,16 +342,16 @@ def test_a_range_says_where_the_mean_sits_or_which_end_it_missed():
 
 
 def test_pacing_summary_and_note():
-    from netrig.exp.kinds.flows import _pacing
+    from netrig.exp.kinds.perfjson import pacing_summary
     end = {"streams": [
         {"udp": {"pacing": {"behind_seconds": 0.3, "max_behind_ms": 150.0, "short_at_end_bytes": 0,
                             "forgiven_bytes": 0}}},
         {"udp": {"pacing": {"behind_seconds": 0.1, "max_behind_ms": 40.0, "short_at_end_bytes": 20_000,
                             "forgiven_bytes": 5_000}}},
         {"udp": {}}]}
-    s = _pacing(end, 975_000)
+    s = pacing_summary({"end": end}, 975_000)
     assert s == {"sender_behind_s": 0.4, "sender_max_behind_ms": 150.0, "sender_short_pct": 2.5}
-    assert _pacing({"streams": [{"sender": {"bytes": 1}}]}, 1) == {}  # not paced
+    assert pacing_summary({"end": {"streams": [{"sender": {"bytes": 1}}]}}, 1) == {}  # not paced
     run = {"run": "p000-r01", "flows": {"v": {"summary": {**s}}, "w": {"summary": {"sender_short_pct": 1.0}}}}
     assert words.pacing_note(run) == (
         "run p000-r01: v sent 2.5 % less than its rate (at worst 150 ms behind): the sender was "

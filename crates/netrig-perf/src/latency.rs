@@ -4,18 +4,17 @@
 use std::sync::Mutex;
 
 use netrig_core::stats::Summary;
-use serde::Serialize;
-use serde_json::{json, Value};
+
+use crate::extras::ProbeWindow;
 
 /// One completed (or lost) exchange.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy)]
 pub struct Record {
     pub seq: u64,
     /// Seconds since the test started, at the request.
     pub t: f64,
     /// The request's send time as it was written in it (CLOCK_REALTIME ns); a reply
     /// that names another is not an answer to it. 0 where no datagram carries it.
-    #[serde(skip)]
     pub sent_ns: u64,
     /// Milliseconds; None when no answer came.
     pub rtt_ms: Option<f64>,
@@ -29,7 +28,7 @@ pub struct Log {
 }
 
 /// A window's figures.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct Window {
     pub start: f64,
     pub end: f64,
@@ -66,8 +65,19 @@ impl Window {
         }
     }
 
-    pub fn json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(json!({}))
+    /// The window as netrig-perf's JSON has it (`intervals[].probe`).
+    pub fn extras(&self) -> ProbeWindow {
+        ProbeWindow {
+            start: self.start,
+            end: self.end,
+            sent: self.sent,
+            received: self.received,
+            lost: self.lost,
+            loss_percent: self.loss_percent,
+            rtt_ms: (&self.rtt_ms).into(),
+            send_delay_ms: (&self.send_delay_ms).into(),
+            receive_delay_ms: (&self.receive_delay_ms).into(),
+        }
     }
 
     /// "[  5]   0.00-1.00   sec   100 sent   100 rcvd  0 lost (0%)  rtt ms p50 0.051 p90 ... max"

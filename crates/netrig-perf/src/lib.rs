@@ -23,8 +23,10 @@
 //!   `ratelimit`: --server-bitrate-limit; `diskfile`: -F); `report` samples them
 //!   (intervals, totals, CPU); `latency` keeps the netrig modes' records;
 //! - `output`: what a test prints, the typed figures once (`output::result`) rendered
-//!   as iperf3 3.12's text (`output::text`) and JSON (`output::json`); `tcp_info` and
-//!   `timestamp` format the --tcp-info-interval and --timestamps lines;
+//!   as iperf3 3.12's text (`output::text`) and JSON (`output::json`); `extras` types
+//!   netrig's additions to that JSON (probe, rr, pacing, TCP_INFO samples, UDP counts)
+//!   and their schema version; `tcp_info` and `timestamp` format the
+//!   --tcp-info-interval and --timestamps lines;
 //! - the system: `sockopt` (the socket and CPU options of iperf3's flags, and the TCP
 //!   connect that sets them), `sys` (thin wrappers over socket and clock calls),
 //!   `daemon` (-D/-I), `debug` (-d), `config` and `error` (the types everything shares).
@@ -38,6 +40,7 @@ pub mod debug;
 pub mod diskfile;
 pub mod engine;
 pub mod error;
+pub mod extras;
 pub mod latency;
 pub mod output;
 pub mod probe;

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use netrig_core::wire::iperf3::{UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 use netrig_core::wire::probe::{ProbeKind, ProbePacket};
-use serde_json::{json, Map};
+use serde_json::Map;
 
 use crate::config::{ClientConfig, ClientMode};
 use crate::engine::{RunControl, POLL};
 use crate::protocol::{self, await_running, exchange_results, negotiate, say_done};
 
 use crate::error::{PerfError, Result};
+use crate::extras::{self, Probe, ProbeEnd, ProbeSample, PROBE_COLUMNS};
 use crate::latency::{Log, Record, Window};
 use crate::output::Output;
 use crate::session::{DataSock, Session};
@@ -169,20 +170,30 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         "one-way ms (sender->server p50/p99: {:.3}/{:.3}, server->sender p50/p99: {:.3}/{:.3}); {dups} duplicate replies",
         total.send_delay_ms.p50, total.send_delay_ms.p99, total.receive_delay_ms.p50, total.receive_delay_ms.p99
     ));
-    let mut summary = total.json();
-    summary["end"] = json!(secs);
-    summary["duplicates"] = json!(dups);
-    summary["interval_ms"] = json!(interval.as_secs_f64() * 1e3);
-    summary["size"] = json!(size);
-    summary["samples"] = json!(records
-        .iter()
-        .map(|r| json!([r.seq, r.t, r.rtt_ms, r.send_ms, r.recv_ms]))
-        .collect::<Vec<_>>());
-    summary["samples_columns"] = json!(["seq", "t", "rtt_ms", "send_delay_ms", "receive_delay_ms"]);
-    // The wall clock at t = 0, so that a caller can put the samples on its own clock
-    // (netrig's runner: an event's time against the probes lost after it).
-    summary["start_unix_ns"] = json!(start_real);
-    let end = json!({ "probe": summary });
+    let w = total.extras();
+    let summary = ProbeEnd {
+        start: w.start,
+        end: secs,
+        sent: w.sent,
+        received: w.received,
+        lost: w.lost,
+        loss_percent: w.loss_percent,
+        rtt_ms: w.rtt_ms,
+        send_delay_ms: w.send_delay_ms,
+        receive_delay_ms: w.receive_delay_ms,
+        duplicates: dups,
+        interval_ms: interval.as_secs_f64() * 1e3,
+        size: size as u64,
+        samples: records
+            .iter()
+            .map(|r| ProbeSample(r.seq, r.t, r.rtt_ms, r.send_ms, r.recv_ms))
+            .collect(),
+        samples_columns: PROBE_COLUMNS.iter().map(|c| c.to_string()).collect(),
+        // The wall clock at t = 0, so that a caller can put the samples on its own
+        // clock (netrig's runner: an event's time against the probes lost after it).
+        start_unix_ns: start_real,
+    };
+    let end = extras::to_value(&Probe { probe: summary });
     out.event("end", end.clone());
     out.text("\nnetrig-perf Done.");
     let doc = out.document(Some(end), None, Map::new());
@@ -196,7 +207,7 @@ fn emit_interval(out: &mut Output, log: &Log, start: f64, end: f64, socket: i32)
     let w = Window::of(&records, start, end);
     drop(records);
     out.text(&w.line(&format!("[{socket:3}]")));
-    out.push_interval(json!({ "probe": w.json() }));
+    out.push_interval(extras::to_value(&Probe { probe: w.extras() }));
 }
 
 fn send(

@@ -4,11 +4,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use netrig_core::pacing::PacingReport;
 use netrig_core::units::{format_bytes, format_rate};
-use serde_json::{json, Value};
 
 use crate::engine::Stream;
+use crate::extras::Pacing;
 use crate::sys::{self, TcpInfo};
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -326,63 +325,41 @@ impl CpuMeter {
     }
 }
 
-/// A paced sender's account of its schedule, as netrig's `pacing` JSON object.
-pub fn pacing_json(r: &PacingReport) -> Value {
-    let ms = |ns: u64| (ns as f64 / 1e4).round() / 100.0;
-    let s = |ns: u64| (ns as f64 / 1e3).round() / 1e6;
-    json!({
-        "target_bps": r.rate_bps,
-        "catch_up_limit_bps": r.rate_bps as u128 * r.catch_up_pct as u128 / 100,
-        "tolerance_ms": ms(r.tolerance_ns),
-        "times_behind": r.episodes,
-        "behind_seconds": s(r.behind_ns),
-        "max_behind_ms": ms(r.max_lag_ns),
-        "max_behind_bytes": r.max_lag_bytes,
-        "forgiven_bytes": r.forgiven_bytes,
-        "short_at_end_bytes": r.short_at_end_bytes,
-        "short_since": r.short_since_ns.map(s),
-        "worst": r.worst.iter().map(|e| json!({
-            "start": s(e.start_ns), "seconds": s(e.lasted_ns), "max_behind_ms": ms(e.max_lag_ns),
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// Width of a text report line after its "[  5] " stream label (80 columns in all).
 const PACING_TEXT_WIDTH: usize = 74;
 
 /// Lines for people when a sender fell behind its schedule (empty when it never did,
 /// or only by a busy host's wake-up delay), each within `PACING_TEXT_WIDTH`.
-pub fn pacing_lines(p: &Value) -> Vec<String> {
-    let num = |k: &str| p.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    let times = num("times_behind");
+pub fn pacing_lines(p: &Pacing) -> Vec<String> {
+    let times = p.times_behind;
     // A lag within the catch-up window (10 ms) is a busy host's wake-up delay: the
     // JSON has it; people are told only of a stall that mattered.
-    if times < 1.0 || num("max_behind_ms") < 10.0 {
+    if times < 1 || p.max_behind_ms < 10.0 {
         return Vec::new();
     }
     let mut parts = vec![
         format!(
             "sender fell behind its {} schedule {} time{}, {:.2} s in all",
-            format_rate(num("target_bps")),
+            format_rate(p.target_bps as f64),
             times,
-            if times == 1.0 { "" } else { "s" },
-            num("behind_seconds"),
+            if times == 1 { "" } else { "s" },
+            p.behind_seconds,
         ),
         format!(
             "at most {:.1} ms ({}) behind",
-            num("max_behind_ms"),
-            format_bytes(num("max_behind_bytes")).trim()
+            p.max_behind_ms,
+            format_bytes(p.max_behind_bytes as f64).trim()
         ),
     ];
-    let short = num("short_at_end_bytes");
-    parts.push(if short > 0.0 {
-        format!("ended {} short", format_bytes(short).trim())
+    let short = p.short_at_end_bytes;
+    parts.push(if short > 0 {
+        format!("ended {} short", format_bytes(short as f64).trim())
     } else {
         "caught up".to_string()
     });
-    let forgiven = num("forgiven_bytes");
-    if forgiven > 0.0 {
-        parts.push(format!("{} forgiven", format_bytes(forgiven).trim()));
+    let forgiven = p.forgiven_bytes;
+    if forgiven > 0 {
+        parts.push(format!("{} forgiven", format_bytes(forgiven as f64).trim()));
     }
     // Join the parts with "; ", starting a new line where the next would not fit.
     let mut lines: Vec<String> = Vec::new();
@@ -418,9 +395,16 @@ mod tests {
 
     #[test]
     fn pacing_lines_fit_80_columns_and_stay_quiet_for_small_lags() {
-        let p = serde_json::json!({"target_bps": 1e9, "times_behind": 12, "behind_seconds": 1.25,
-                                   "max_behind_ms": 1234.5, "max_behind_bytes": 154_312_500,
-                                   "short_at_end_bytes": 36_700_160, "forgiven_bytes": 120_000_000});
+        let p = Pacing {
+            target_bps: 1_000_000_000,
+            times_behind: 12,
+            behind_seconds: 1.25,
+            max_behind_ms: 1234.5,
+            max_behind_bytes: 154_312_500,
+            short_at_end_bytes: 36_700_160,
+            forgiven_bytes: 120_000_000,
+            ..Pacing::default()
+        };
         let lines = pacing_lines(&p);
         let all = lines.join(" ");
         assert!(
@@ -432,10 +416,21 @@ mod tests {
         for l in &lines {
             assert!(l.len() <= PACING_TEXT_WIDTH, "{} columns: {l}", l.len());
         }
-        let quiet = serde_json::json!({"target_bps": 1e7, "times_behind": 3, "max_behind_ms": 4.0});
+        let quiet = Pacing {
+            target_bps: 10_000_000,
+            times_behind: 3,
+            max_behind_ms: 4.0,
+            ..Pacing::default()
+        };
         assert!(pacing_lines(&quiet).is_empty());
-        let caught = serde_json::json!({"target_bps": 1e7, "times_behind": 1, "behind_seconds": 0.2,
-                                        "max_behind_ms": 150.0, "max_behind_bytes": 187_500});
+        let caught = Pacing {
+            target_bps: 10_000_000,
+            times_behind: 1,
+            behind_seconds: 0.2,
+            max_behind_ms: 150.0,
+            max_behind_bytes: 187_500,
+            ..Pacing::default()
+        };
         assert!(pacing_lines(&caught).join(" ").ends_with("caught up"));
     }
 }

@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use netrig_core::stats::Summary;
 use netrig_core::wire::probe::RrRequest;
-use serde_json::{json, Map};
+use serde_json::Map;
 
 use crate::config::{ClientConfig, ClientMode};
 use crate::engine::{RunControl, POLL};
 use crate::error::{PerfError, Result};
+use crate::extras::{self, Rr, RrEnd, RrSample, RrWindow, RR_COLUMNS};
 use crate::output::Output;
 use crate::protocol::{self, await_running, exchange_results, negotiate, say_done, Connection};
 use crate::session::{DataSock, Session};
@@ -299,7 +300,14 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
         if t >= next && next <= secs + 1e-9 {
             let (d, f, s) = window(&log.lock().unwrap(), next - report, next);
             out.text(&line(label, next - report, next, d, f, &s));
-            out.push_interval(json!({ "rr": { "start": next - report, "end": next, "transactions": d, "failed": f, "time_ms": s } }));
+            let w = RrWindow {
+                start: next - report,
+                end: next,
+                transactions: d,
+                failed: f,
+                time_ms: (&s).into(),
+            };
+            out.push_interval(extras::to_value(&Rr { rr: w }));
             next += report;
         }
         if t >= secs {
@@ -327,13 +335,18 @@ pub fn run_client(cfg: &ClientConfig, out: &mut Output) -> Result<()> {
     let _ = exchange_results(&mut conn, &results)?;
     out.text(crate::output::SEPARATOR);
     out.text(&line(label, 0.0, secs, done, failed, &s));
-    let end = json!({ "rr": {
-        "seconds": secs, "transactions": done, "failed": failed,
-        "transactions_per_second": done as f64 / secs, "response_bytes": response, "new_connection": new_conn,
-        "time_ms": s,
-        "samples": log.iter().map(|x| json!([x.t, x.ms])).collect::<Vec<_>>(),
-        "samples_columns": ["t", "time_ms"],
-    }});
+    let summary = RrEnd {
+        seconds: secs,
+        transactions: done,
+        failed,
+        transactions_per_second: done as f64 / secs,
+        response_bytes: response,
+        new_connection: new_conn,
+        time_ms: (&s).into(),
+        samples: log.iter().map(|x| RrSample(x.t, x.ms)).collect(),
+        samples_columns: RR_COLUMNS.iter().map(|c| c.to_string()).collect(),
+    };
+    let end = extras::to_value(&Rr { rr: summary });
     out.event("end", end.clone());
     out.text("\nnetrig-perf Done.");
     let doc = out.document(Some(end), None, Map::new());

@@ -208,7 +208,8 @@ impl Session {
             }
         }
         if let Some(p) = s.pacing.lock().unwrap().as_ref() {
-            m.insert("pacing".into(), crate::report::pacing_json(p));
+            let pacing = crate::extras::Pacing::from(p);
+            m.insert("pacing".into(), crate::extras::to_value(&pacing));
         }
         (!m.is_empty()).then_some(serde_json::Value::Object(m))
     }
@@ -444,7 +445,7 @@ fn tcp_info_event(session: &Session, out: &mut Output, t: f64) {
     }
     for s in &session.streams {
         if let Some(i) = TcpInfo::of(s.socket) {
-            out.tcp_info(crate::tcp_info::sample_json(
+            out.tcp_info(crate::tcp_info::sample(
                 s.socket,
                 t,
                 s.sender,

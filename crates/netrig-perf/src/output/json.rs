@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use super::result::{
     interval_directions, interval_sum, DirectionSum, EndResult, Layout, Side, StartInfo, UdpEnd,
 };
+use crate::extras::{self, UdpEndExtras, UdpIntervalExtras};
 use crate::report::{rate, Sample};
 
 fn round6(x: f64) -> f64 {
@@ -85,9 +86,14 @@ fn sample_json(s: &Sample, udp: bool) -> Map<String, Value> {
         m.insert("lost_packets".into(), u.lost.into());
         m.insert("packets".into(), u.packets.into());
         m.insert("lost_percent".into(), u.lost_percent().into());
-        m.insert("out_of_order".into(), u.out_of_order.into());
-        m.insert("duplicates".into(), u.duplicates.into());
-        m.insert("suspicious".into(), u.suspicious.into());
+        extras::insert_into(
+            &mut m,
+            &UdpIntervalExtras {
+                out_of_order: u.out_of_order,
+                duplicates: u.duplicates,
+                suspicious: u.suspicious,
+            },
+        );
     }
     m.insert("omitted".into(), s.omitted.into());
     m.insert("sender".into(), s.stream.sender.into());
@@ -154,9 +160,6 @@ fn side_json(
         m.insert("lost_percent".into(), u.lost_percent().into());
         if socket.is_some() {
             m.insert("out_of_order".into(), u.out_of_order.into());
-            if let Some(n) = u.suspicious {
-                m.insert("suspicious".into(), n.into());
-            }
         }
     } else if is_sender_side {
         if let Some(r) = side.retransmits {
@@ -172,7 +175,7 @@ fn side_json(
     }
     if is_sender_side {
         if let Some(p) = &side.pacing {
-            m.insert("pacing".into(), p.clone());
+            m.insert("pacing".into(), extras::to_value(p));
         }
     }
     m.insert("sender".into(), sender_flag.into());
@@ -242,8 +245,13 @@ pub fn render_json(r: &EndResult) -> Value {
             };
             if let Some(side) = main {
                 let mut udp = side_json(s.local_sender, side, Some(s.socket), Some(u), false);
-                if let Some(p) = s.sender.as_ref().and_then(|x| x.pacing.clone()) {
-                    udp["pacing"] = p;
+                if let Value::Object(m) = &mut udp {
+                    // netrig's: the receiver's suspicious datagrams, the sender's pacing.
+                    let ours = UdpEndExtras {
+                        suspicious: u.suspicious,
+                        pacing: s.sender.as_ref().and_then(|x| x.pacing.clone()),
+                    };
+                    extras::insert_into(m, &ours);
                 }
                 obj.insert("udp".into(), udp);
             }

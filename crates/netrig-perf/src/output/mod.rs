@@ -4,12 +4,16 @@
 //! The figures are typed once ([`result`]: the test's [`Layout`], [`StartInfo`], and at
 //! the end an [`EndResult`]) and rendered twice: [`text`] in iperf3 3.12's text layout,
 //! [`json`] in its JSON layout. `Output` decides when: interval lines and events as the
-//! test runs, the summary at its end, the `-J` document last.
+//! test runs, the summary at its end, the `-J` document last. netrig's additions to
+//! iperf3's layout are typed in [`crate::extras`], with the schema version every `-J`
+//! document carries (`netrig.schema`).
 
 pub mod json;
 pub mod result;
 pub mod text;
 
+#[cfg(test)]
+mod extras_snapshots;
 #[cfg(test)]
 mod snapshots;
 
@@ -21,6 +25,7 @@ use netrig_core::units::UnitFormat;
 use serde_json::{json, Map, Value};
 
 use crate::config::{Common, Format};
+use crate::extras;
 use crate::report::Sample;
 
 pub use result::{DirectionSum, EndResult, EndStream, Layout, Side, StartInfo, UdpEnd};
@@ -59,7 +64,8 @@ pub struct Output {
     header_printed: bool,
     start: Map<String, Value>,
     intervals: Vec<Value>,
-    extras: Map<String, Value>,
+    /// The `-J` document's `netrig` object: the schema, the TCP_INFO samples kept.
+    netrig: extras::NetrigDoc,
     title: Option<String>,
     last_was_separator: bool,
     /// `-f`: the bitrate column's unit.
@@ -78,7 +84,7 @@ impl Output {
             header_printed: false,
             start: Map::new(),
             intervals: vec![],
-            extras: Map::new(),
+            netrig: extras::NetrigDoc::default(),
             title: None,
             last_was_separator: false,
             units: UnitFormat::default(),
@@ -129,30 +135,16 @@ impl Output {
         }
     }
 
-    /// A netrig extra (e.g. TCP_INFO samples): streamed, or kept for the `-J` document.
-    pub fn extra(&mut self, key: &str, data: Value) {
+    /// One TCP_INFO sample (`--tcp-info-interval`): a line in text, a `tcp_info` event
+    /// in a stream, kept for the `-J` document's `netrig.tcp_info`.
+    pub fn tcp_info(&mut self, sample: extras::TcpInfoSample) {
         match self.format {
-            Format::JsonStream => self.event(key, data),
-            Format::Json => {
-                let list = self
-                    .extras
-                    .entry(key.to_string())
-                    .or_insert_with(|| Value::Array(vec![]));
-                if let Value::Array(a) = list {
-                    a.push(data);
-                }
+            Format::Text => {
+                let line = crate::tcp_info::text_line(&sample, self.units);
+                self.text(&line);
             }
-            Format::Text => {}
-        }
-    }
-
-    /// One TCP_INFO sample (`--tcp-info-interval`): a netrig event in JSON, a line in text.
-    pub fn tcp_info(&mut self, sample: Value) {
-        if self.format == Format::Text {
-            let line = crate::tcp_info::text_line(&sample, self.units);
-            self.text(&line);
-        } else {
-            self.extra("tcp_info", sample);
+            Format::JsonStream => self.event("tcp_info", extras::to_value(&sample)),
+            Format::Json => self.netrig.tcp_info.push(sample),
         }
     }
 
@@ -231,9 +223,7 @@ impl Output {
         for (k, v) in top {
             doc.insert(k, v);
         }
-        if !self.extras.is_empty() {
-            doc.insert("netrig".into(), Value::Object(self.extras.clone()));
-        }
+        doc.insert("netrig".into(), extras::to_value(&self.netrig));
         Value::Object(doc)
     }
 

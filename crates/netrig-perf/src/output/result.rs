@@ -6,9 +6,11 @@
 
 use netrig_core::iperf3::{Params, Protocol, StreamResult};
 use netrig_core::wire::iperf3::Cookie;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::diskfile::DiskfileReport;
+use crate::extras::Pacing;
 use crate::report::{CpuUsage, Sample, TcpExtremes};
 
 /// What shapes every report of a test: known when the test starts.
@@ -39,7 +41,7 @@ pub struct Side {
     pub retransmits: Option<i64>,
     pub extremes: Option<TcpExtremes>,
     /// A paced sender's account of its schedule (netrig's `pacing` object).
-    pub pacing: Option<Value>,
+    pub pacing: Option<Pacing>,
 }
 
 /// UDP end-of-test figures of one stream (the receiver's view, as iperf3 reports).
@@ -100,7 +102,7 @@ impl EndStream {
             bytes: local.bytes,
             retransmits: local.tcp.map(|t| t.retransmits as i64),
             extremes: if s.sender { extremes } else { None },
-            pacing: s.pacing.lock().unwrap().as_ref().map(crate::report::pacing_json),
+            pacing: s.pacing.lock().unwrap().as_ref().map(Pacing::from),
         };
         let peer_side = peer.map(|p| Side {
             end: p.end_time,
@@ -113,7 +115,12 @@ impl EndStream {
             } else {
                 p.netrig.as_ref().and_then(TcpExtremes::from_peer)
             },
-            pacing: p.netrig.as_ref().and_then(|n| n.get("pacing")).cloned(),
+            // A netrig peer's own account (one it cannot have written is left out).
+            pacing: p
+                .netrig
+                .as_ref()
+                .and_then(|n| n.get("pacing"))
+                .and_then(|v| Pacing::deserialize(v).ok()),
         });
         let (mut sender, mut receiver) = if s.sender {
             (Some(local_side), peer_side)

@@ -14,7 +14,6 @@ flow is sent to, and exits at the flow's end plus a grace (`server_argv`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrig._bins import binary
-from netrig.exp.kinds import web
+from netrig.exp.kinds import perfjson, web
 from netrig.exp.spec.model import FlowSpec
 
 _NUM = r"\d+(?:\.\d+)?"
@@ -173,7 +172,7 @@ class Outcome:
         and a netrig-perf document that is not the shape summary() and series() read is
         dropped."""
         if self.spec.kind in ("tcp", "udp", "probe", "fetch"):
-            self.doc, problem = parse_perf_json(self.stdout)
+            self.doc, problem = perfjson.parse(self.stdout)
             if problem:
                 said = self.stderr.strip()[-300:]
                 self.error = self.error or problem + (f"; its stderr ends: {said}" if said else "")
@@ -221,17 +220,15 @@ class Outcome:
             sent, received = counts
             out["loss_pct"] = 100.0 * (1 - received / sent) if sent and (rtts or not self.error) else None
         elif k == "probe" and self.doc:
-            p = self.end.get("probe") or {}
-            r = p.get("rtt_ms") or {}
-            out.update({"rtt_ms_mean": r.get("mean"), "rtt_ms_p50": r.get("p50"),
-                        "rtt_ms_p99": r.get("p99"), "rtt_ms_std": r.get("stddev"),
-                        "rtt_ms_min": r.get("min"), "loss_pct": p.get("loss_percent")})
+            p = perfjson.probe(self.doc) or perfjson.Probe()
+            r = p.rtt_ms
+            out.update({"rtt_ms_mean": r.mean, "rtt_ms_p50": r.p50, "rtt_ms_p99": r.p99, "rtt_ms_std": r.stddev,
+                        "rtt_ms_min": r.min, "loss_pct": p.loss_percent})
         elif k == "fetch" and self.doc:
-            rr = self.end.get("rr") or {}
-            t = rr.get("time_ms") or {}
-            out.update({"fetch_s_mean": _ms(t.get("mean")), "fetch_s_p50": _ms(t.get("p50")),
-                        "fetch_s_std": _ms(t.get("stddev")), "fetch_s_max": _ms(t.get("max")),
-                        "fetches": rr.get("transactions"), "fetches_failed": rr.get("failed")})
+            rr = perfjson.rr(self.doc) or perfjson.Rr()
+            t = rr.time_ms
+            out.update({"fetch_s_mean": _ms(t.mean), "fetch_s_p50": _ms(t.p50), "fetch_s_std": _ms(t.stddev),
+                        "fetch_s_max": _ms(t.max), "fetches": rr.transactions, "fetches_failed": rr.failed})
         elif k == "web":
             out.update(web.summary(self.fetches, web.object_size(self.spec)))
         elif k == "command":
@@ -264,7 +261,7 @@ class Outcome:
         out: dict[str, Any] = {"throughput_bps": rcv.get("bits_per_second"),
                                "sent_bps": snd.get("bits_per_second"),
                                "bytes": rcv.get("bytes"), "seconds": rcv.get("seconds")}
-        out.update(_pacing(e, snd.get("bytes") or 0))
+        out.update(perfjson.pacing_summary(self.doc or {}, snd.get("bytes") or 0))
         if self.spec.kind == "tcp":
             retr = snd.get("retransmits")
             out["retransmits"] = retr
@@ -299,16 +296,15 @@ class Outcome:
         the kernel, or how far autotuning grew it."""
         if self.spec.kind != "tcp" or self.spec.reverse:
             return None
-        xs = [(x.get("t", 0), x["snd_wnd"]) for x in (self.doc or {}).get("netrig", {}).get("tcp_info", []) or []
-              if x.get("sender") and x.get("snd_wnd")]
+        xs = [(x.t, x.snd_wnd) for x in perfjson.tcp_info(self.doc or {}) if x.sender and x.snd_wnd]
         after = max(1.0, self.spec.seconds("omit"))
         late = [w for t, w in xs if t >= after] or [w for _, w in xs]
         return float(statistics.median(late)) if late else None
 
     def _mss(self) -> float:
-        for x in (self.doc or {}).get("netrig", {}).get("tcp_info", []) or []:
-            if x.get("snd_mss"):
-                return float(min(x["snd_mss"], 1448))
+        for x in perfjson.tcp_info(self.doc or {}):
+            if x.snd_mss:
+                return float(min(x.snd_mss, 1448))
         return 1448.0
 
     # Time series.
@@ -344,27 +340,20 @@ class Outcome:
                 if not s.get("omitted") and s.get("sender") is False and s.get("end") is not None:
                     out.append({"t": t0 + shift + s["end"], "recv_bps": s.get("bits_per_second")})
             after, last = False, -1.0  # a sample's t going back: the clock restarted after -O
-            for x in self.doc.get("netrig", {}).get("tcp_info", []) or []:
-                after = after or x["t"] < last - 1e-6
-                last = x["t"]
-                out.append({"t": t0 + x["t"] + (mine if after else 0.0),
-                            "cwnd_bytes": x.get("snd_cwnd_bytes", x.get("snd_cwnd")),
-                            "rtt_ms": x.get("rtt_us", 0) / 1e3, "socket": x.get("socket")})
+            for x in perfjson.tcp_info(self.doc):
+                after = after or x.t < last - 1e-6
+                last = x.t
+                out.append({"t": t0 + x.t + (mine if after else 0.0),
+                            "cwnd_bytes": x.snd_cwnd if x.snd_cwnd_bytes is None else x.snd_cwnd_bytes,
+                            "rtt_ms": (x.rtt_us or 0) / 1e3, "socket": x.socket})
         elif k == "ping":
             out = [{"t": t, "rtt_ms": r} for t, r in self.ping_samples()]
         elif k == "probe" and self.doc:
-            p = self.end.get("probe") or {}
-            cols = p.get("samples_columns") or ["seq", "t", "rtt_ms"]
-            for row in p.get("samples", []):
-                d = dict(zip(cols, row))
-                if d.get("rtt_ms") is not None:
-                    out.append({"t": t0 + d["t"], "rtt_ms": d["rtt_ms"]})
+            p = perfjson.probe(self.doc) or perfjson.Probe()
+            out = [{"t": t0 + x.t, "rtt_ms": x.rtt_ms} for x in p.rows() if x.rtt_ms is not None]
         elif k == "fetch" and self.doc:
-            rr = self.end.get("rr") or {}
-            cols = rr.get("samples_columns") or ["t", "time_ms"]
-            for row in rr.get("samples", []):
-                d = dict(zip(cols, row))
-                out.append({"t": t0 + d["t"], "fetch_s": _ms(d.get("time_ms"))})
+            rr = perfjson.rr(self.doc) or perfjson.Rr()
+            out = [{"t": t0 + x.t, "fetch_s": _ms(x.time_ms)} for x in rr.rows()]
         elif k == "web":
             out = web.series(self.fetches, t0, web.object_size(self.spec))
         out.sort(key=lambda r: r["t"])
@@ -409,80 +398,6 @@ def ping_problem(text: str) -> str | None:
         if "icmp_seq=" in line and " bytes from " in line and "time=" in line and not _PING.match(line):
             return f"ping output line {n} is not a reply netrig can read: {line[:200]!r}"
     return None
-
-
-# The parts of netrig-perf's -J document that summary() and series() read, and the type
-# each must have: a dict is an object whose listed keys are checked (others are left
-# alone), a one-element list is an array of that, NUMBER a number (or null).
-NUMBER = "number"
-_SUM = {k: NUMBER for k in ("bits_per_second", "bytes", "seconds", "retransmits", "lost_percent",
-                            "jitter_ms", "packets", "end")}
-_PACING = {k: NUMBER for k in ("short_at_end_bytes", "forgiven_bytes", "behind_seconds", "max_behind_ms")}
-_STATS = {k: NUMBER for k in ("mean", "p50", "p99", "stddev", "min", "max")}
-_SAMPLES = {"samples": [[NUMBER]], "samples_columns": [str]}
-PERF_DOC = {
-    "error": str,
-    "start": {"sndbuf_actual": NUMBER, "rcvbuf_actual": NUMBER},
-    "end": {"sum_received": _SUM, "sum_sent": _SUM, "sum": _SUM,
-            "streams": [{"sender": {"mean_rtt": NUMBER, "pacing": _PACING}, "udp": {"pacing": _PACING}}],
-            "probe": {"rtt_ms": _STATS, "loss_percent": NUMBER, **_SAMPLES},
-            "rr": {"time_ms": _STATS, "transactions": NUMBER, "failed": NUMBER, **_SAMPLES}},
-    "intervals": [{"sum": _SUM}],
-    "server_output_json": {"intervals": [{"sum": _SUM}]},
-    "netrig": {"tcp_info": [{k: NUMBER for k in ("t", "snd_wnd", "snd_mss", "snd_cwnd", "snd_cwnd_bytes",
-                                                  "rtt_us")}]},
-}
-_ROOT = "the document"
-_NEEDED = {"tcp_info": "t"}  # keys an element must have
-_COLUMNS = {"probe": ("t", "rtt_ms"), "rr": ("t", "time_ms")}
-
-
-def _kind(v: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(v), "a number")
-
-
-def _shape_problem(v: Any, shape: Any, where: str) -> str | None:
-    if shape == NUMBER:
-        ok = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-        return None if ok else f"{where} is {_kind(v)}, not a number"
-    if isinstance(shape, type):
-        return None if v is None or isinstance(v, shape) else f"{where} is {_kind(v)}, not {_kind(shape())}"
-    if isinstance(shape, list):
-        if not isinstance(v, list):
-            return f"{where} is {_kind(v)}, not an array"
-        for i, x in enumerate(v):
-            if problem := _shape_problem(x, shape[0], f"{where}[{i}]"):
-                return problem
-        return None
-    if not isinstance(v, dict):
-        return f"{where} is {_kind(v)}, not an object"
-    name = where.rsplit(".", 1)[-1].split("[")[0]
-    if (need := _NEEDED.get(name)) and where.endswith("]") and need not in v:
-        return f"{where} has no {need!r}"
-    if name in _COLUMNS and isinstance(v.get("samples_columns"), list):
-        missing = [c for c in _COLUMNS[name] if c not in v["samples_columns"]]
-        if missing:
-            return f"{where}.samples_columns lacks {', '.join(missing)}"
-    for key, sub in shape.items():
-        if key in v and (problem := _shape_problem(v[key], sub, f"{where}.{key}" if where != _ROOT else key)):
-            return problem
-    return None
-
-
-def parse_perf_json(text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """netrig-perf's -J output: (the document, None), or (None, what is wrong with it)."""
-    if not text.strip():
-        return None, "no JSON from netrig-perf: its output is empty"
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
-        what = "cut short" if cut else f"not valid JSON at line {e.lineno} column {e.colno} ({e.msg})"
-        return None, f"netrig-perf's JSON output is {what} ({len(text)} bytes; it ends {text.rstrip()[-80:]!r})"
-    if problem := _shape_problem(doc, PERF_DOC, _ROOT):
-        return None, f"netrig-perf's JSON: {problem}"
-    return doc, None
 
 
 def _ms(v: float | None) -> float | None:
@@ -532,21 +447,6 @@ def run_process(outcome: Outcome, argv: list[str], timeout: float, started: floa
             break
     outcome.end_s = time.monotonic() - started
     outcome.code, outcome.stdout, outcome.stderr = p.returncode, out or "", err or ""
-
-
-def _pacing(end: dict[str, Any], sent_bytes: float) -> dict[str, Any]:
-    """What the paced senders of a flow said of their schedule (netrig-perf's `pacing`
-    objects): how long they were behind, how far at worst, and the share of the rate
-    they never sent (short at the end, or forgiven). Empty for unpaced flows."""
-    paced = [side["pacing"] for s in end.get("streams", []) if isinstance(s, dict)
-             for side in (s.get("udp"), s.get("sender"))
-             if isinstance(side, dict) and isinstance(side.get("pacing"), dict)]
-    if not paced:
-        return {}
-    owed = sum((p.get("short_at_end_bytes") or 0) + (p.get("forgiven_bytes") or 0) for p in paced)
-    return {"sender_behind_s": sum(p.get("behind_seconds") or 0 for p in paced),
-            "sender_max_behind_ms": max(p.get("max_behind_ms") or 0 for p in paced),
-            "sender_short_pct": 100.0 * owed / (sent_bytes + owed) if sent_bytes + owed else 0.0}
 
 
 def wait_for_flows(threads: list[threading.Thread], t0: float, limit_s: float, stop: threading.Event,
