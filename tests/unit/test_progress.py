@@ -7,8 +7,7 @@ import io
 import re
 
 import pytest
-from netrig.exp.execute import runner
-from netrig.exp.execute.progress import duration, status, words
+from netrig.exp.execute.progress import Display, duration, status, words
 
 PARAMS = {"links.s0-h2.aqm": {"type": "pie", "target": "20ms"}, "flows.bulk.window": "16KB"}
 
@@ -45,7 +44,7 @@ class FakeTty(io.StringIO):
 
 def show(stream, monkeypatch, columns: int) -> None:
     monkeypatch.setenv("COLUMNS", str(columns))
-    with runner.Display(4, 40.0, True, stream) as d:
+    with Display(4, 40.0, True, stream) as d:
         for k in range(4):
             d.start_run(k, k // 2, 2, {"links.s0-h2.aqm": ["droptail", "pie"][k // 2]}, k % 2, 2)
             d.tick(3.0)
