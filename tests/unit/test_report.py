@@ -342,7 +342,7 @@ def test_a_range_says_where_the_mean_sits_or_which_end_it_missed():
 
 
 def test_pacing_summary_and_note():
-    from netrig.exp.kinds.flows import _pacing
+    from netrig.exp.kinds.perf import pacing as _pacing
     end = {"streams": [
         {"udp": {"pacing": {"behind_seconds": 0.3, "max_behind_ms": 150.0, "short_at_end_bytes": 0,
                             "forgiven_bytes": 0}}},

@@ -11,7 +11,8 @@ from netrig.exp.analysis import series, why
 from netrig.exp.analysis.results import case_name, describe, load, read_jsonl, write_jsonl
 from netrig.exp.grade.expect import expectations, in_flight, slow_start
 from netrig.exp.grade.verdict import versus
-from netrig.exp.kinds.flows import Outcome, perf_argv, server_argv
+from netrig.exp.kinds.perf import perf_argv, server_argv
+from netrig.exp.kinds.registry import Outcome
 from netrig.exp.render import figures
 from netrig.exp.render.headline import Line, cells
 from netrig.exp.spec.model import FlowSpec

@@ -55,20 +55,17 @@ from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_ro
 )
 from netrig.exp.execute.progress import Display
 from netrig.exp.grade.expect import Expected, expectations
-from netrig.exp.kinds import web
-from netrig.exp.kinds.flows import (
-    _PING,
-    Outcome,
+from netrig.exp.kinds import ping, web
+from netrig.exp.kinds.base import (
+    Call,
     connect_timeout_s,
     flow_key,
     keyed_env,
-    perf_argv,
-    ping_argv,
     run_process,
-    server_argv,
     server_lifetime_s,
     wait_for_flows,
 )
+from netrig.exp.kinds.registry import Outcome, kind_of, output_ext, tool_of
 from netrig.exp.preflight.checks import preflight
 from netrig.exp.spec.model import Point, Scenario, find_link
 from netrig.lab import netns, paths
@@ -79,7 +76,6 @@ from netrig.theory import analyse, outage
 from netrig.theory.connect import ARP_TRIES, arp_tries, max_link_rtt
 from netrig.topo.plan import Plan, make_plan
 
-SERVED = ("tcp", "udp", "probe", "fetch")
 BASE_PORT = 5301
 
 
@@ -306,24 +302,27 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                 send_buffers[name] = wmem[ns]
         ports, keys = {}, {}
         for i, (name, f) in enumerate(spec.flows.items()):
-            if f.kind in SERVED:
-                port = BASE_PORT + i
+            if kind_of(f).served:
+                port, tool = BASE_PORT + i, tool_of(f)
                 ports[name], keys[name] = port, flow_key()
-                # Its -J document (the receiver's own intervals, which the client also
-                # fetches) beside its log: what it said, whatever the client got.
-                argv = server_argv(port, interval, connect_timeout_s(f), net.addr(f.to),
+                # Its output (netrig-perf's -J document: the receiver's own intervals,
+                # which the client also fetches) beside its log: what it said, whatever
+                # the client got.
+                argv = tool.server(Call(f, net.addr(f.to), port, point.flow_duration(f), interval),
+                                   net.addr(f.to), connect_timeout_s(f),
                                    server_lifetime_s(f, client_timeout_s(net.plan, point, f)))
                 with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log, \
-                        safefs.open_new(out, f"runs/{rid}/server-{name}.json") as doc:
-                    servers.append((name, port, net[f.to].popen(argv, env=keyed_env(keys[name]), stdout=doc,
-                                                                  stderr=log)))
+                        safefs.open_new(out, f"runs/{rid}/server-{name}.{tool.server_output}") as doc:
+                    servers.append((name, port, net[f.to].popen(
+                        argv, env=keyed_env(keys[name]) if tool.keyed else None, stdout=doc, stderr=log)))
         deadline = time.monotonic() + 10
         for name, port, p in servers:
+            f = spec.flows[name]
             while not _tcp_listening(p.pid, port):
                 if p.poll() is not None or time.monotonic() > deadline:
                     said = " ".join(x for x in (res.log_tail(out, f"runs/{rid}/server-{name}.{e}")
-                                                for e in ("log", "json")) if x)
-                    raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
+                                                for e in ("log", tool_of(f).server_output)) if x)
+                    raise RunFailed(f"the {tool_of(f).name} server for flow {name} did not start ({said})")
                 time.sleep(0.01)
         for node, (sizes, tls) in web.servers_needed(spec.flows).items():
             webs.start(node, net[node].ns, sizes, tls)  # one per destination node
@@ -515,7 +514,7 @@ def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
                 (zero + d["t"], d.get("rtt_ms")) for d in rows if d.get("t") is not None],
                 resolution_s=f.seconds("interval", 0.01))
         elif f.kind == "ping":
-            flows[name] = evs.FlowSeries("ping", src, dst, ping_probes(o, t0_wall),
+            flows[name] = evs.FlowSeries("ping", src, dst, ping.probes(o, t0_wall),
                                          resolution_s=f.seconds("interval", 1.0))
         elif f.kind in ("tcp", "udp"):
             rows = o.series()
@@ -529,25 +528,6 @@ def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
         return outage.expect(plan, ev, src, dst, both)
 
     return evs.measure(planned, fired, flows, changes, expect)
-
-
-def ping_probes(o: Outcome, t0_wall: float) -> list[tuple[float, float | None]]:
-    """A ping flow's requests as (send time on the flows' clock, RTT ms or None: no
-    reply), from ping -D's replies (stamped with the wall clock as they came: sent an
-    RTT earlier) and their icmp_seq (a missing number: a lost request, sent on the
-    interval's schedule from the first answered one)."""
-    interval = o.spec.seconds("interval", 1.0)
-    got: dict[int, tuple[float, float]] = {}
-    for line in o.stdout.splitlines():
-        m = _PING.match(line)
-        if m and not m.group(4):
-            got[int(m.group(2))] = (float(m.group(1)) - float(m.group(3)) / 1e3 - t0_wall,
-                                    float(m.group(3)))
-    if not got:
-        return []
-    first, last = min(got), max(got)
-    return [(got[seq][0] if seq in got else got[first][0] + (seq - first) * interval,
-             got[seq][1] if seq in got else None) for seq in range(first, last + 1)]
 
 
 def _probe_shift(o: Outcome, t0_unix: float | None) -> float:
@@ -667,7 +647,7 @@ def setup_s(plan: Plan, f) -> float:
     a connect timeout past the default, and its setup and end exchanges (ARP, two
     connections, the parameters, the start, the results: about ten round trips, 60 s of
     setup and 30 s of end were seen at a 10 s RTT) on a path whose RTT is seconds long."""
-    if f.kind not in SERVED or f.to is None:
+    if not kind_of(f).served or f.to is None:
         return 0.0
     try:
         rtt = analyse(plan, f.src, f.to).base_rtt_s
@@ -690,27 +670,23 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | N
         return
     dur = point.flow_duration(f)
     node = net[f.src]
-    env = None
-    if f.kind in SERVED:
-        argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
-        timeout = client_timeout_s(net.plan, point, f)
-        env = keyed_env(key) if key else None
-    elif f.kind == "web":
+    kind = kind_of(f)
+    if kind.argv is None:  # it runs itself: web
         o.start_s = time.monotonic() - t0
         lines, o.error = web.run(node.ns, web.url(net.addr(f.to), web.object_size(f), f.http, f.tls), f.http,
                                  f.tls, f.new_conn, dur, f.seconds("interval", 1.0), t0 + o.start_s, stop)
         o.end_s, o.stdout = time.monotonic() - t0, "".join(x + "\n" for x in lines)
         o.parse()
         return
-    elif f.kind == "ping":
-        argv = ping_argv(f, net.addr(f.to), dur)
-        timeout = dur + 10
+    argv = kind.argv(Call(f, net.addr(f.to) if f.to else "", port or 0, dur, interval, tcp_info_ms))
+    env = None
+    if kind.served:
+        timeout = client_timeout_s(net.plan, point, f)
+        env = keyed_env(key) if key and tool_of(f).keyed else None
     else:
-        argv = ["sh", "-c", f.command or "true"]
-        timeout = dur if f.duration is not None else f.seconds("timeout", 60.0)
+        assert kind.limit_s is not None
+        timeout = kind.limit_s(f, dur)
     run_process(o, ["ip", "netns", "exec", node.ns, *argv], timeout, t0, stop, env=env)
-    if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
-        o.error = None  # a command with a duration is stopped at its end
     o.parse()
 
 
@@ -728,8 +704,8 @@ def _write_run(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes:
     tol = units.fraction(point.spec.tolerance)
     flows = {}
     for name, o in outcomes.items():
-        raw = o.stdout if o.spec.kind in ("ping", "command", "web") else o.stdout or "{}"
-        ext = {"ping": "txt", "command": "txt", "web": "jsonl"}.get(o.spec.kind, "json")
+        ext = output_ext(o.spec)
+        raw = o.stdout if ext != "json" else o.stdout or "{}"
         res.atomic_write(rdir / "flows" / f"{name}.{ext}",
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():

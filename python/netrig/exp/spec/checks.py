@@ -9,6 +9,8 @@ from netrig import suggest, units
 from netrig.exp.spec.model import (
     COMMON,
     EVENT_ACTIONS,
+    LOAD_KINDS,
+    MEASURING_KINDS,
     TAKES,
     FlowSpec,
     Key,
@@ -264,10 +266,6 @@ def _check_events(spec: ScenarioFile, topo: Topology) -> list[Problem]:
     return out
 
 
-
-
-LOAD_KINDS = ("tcp", "udp")  # flows that load a path
-MEASURING_KINDS = ("ping", "probe", "fetch", "web")  # flows that measure what the load does to it
 
 
 def timing_flags(spec: ScenarioFile) -> list[str]:

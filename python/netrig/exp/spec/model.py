@@ -32,6 +32,21 @@ TAKES: dict[str, set[str]] = {
     "command": {"command", "timeout"},
 }
 COMMON = {"kind", "src", "start", "duration", "count"}
+# What each kind of flow is to the others: a load (it fills a path: its throughput is
+# shared) or a measuring flow (it measures what the load does to the path); a command
+# is neither. Theory's fair shares, the report's "beside" and the figures' fairness all
+# count the loads that run at the same time as a flow (`overlaps`).
+LOAD_KINDS = ("tcp", "udp")
+MEASURING_KINDS = ("ping", "probe", "fetch", "web")
+
+
+def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether `b` runs at the same time as `a` (each (start, end), seconds): they share
+    more than half of a's time. Symmetric use (either's half: `overlaps(a, b) or
+    overlaps(b, a)`) asks whether they share half of the shorter one's time."""
+    both = min(a[1], b[1]) - max(a[0], b[0])
+    return both > 0.5 * max(a[1] - a[0], 1e-9)
+
 
 # An event's actions: each names what it acts on (link, router or node).
 EVENT_ACTIONS: dict[str, str] = {"down": "link", "up": "link", "carrier": "link", "set": "link",
