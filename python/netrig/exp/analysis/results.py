@@ -42,6 +42,7 @@ from netrig import safefs, units
 from netrig.errors import NetrigError
 from netrig.exp.analysis.why import QueueSeen, queue_seen, rtt_here
 from netrig.exp.grade.verdict import decimal, versus
+from netrig.exp.kinds.metrics import UNITS, unit_of  # noqa: F401 (results.UNITS, unit_of: its readers)
 from netrig.exp.spec.model import SCHEMA, Point, Scenario
 from netrig.exp.spec.scenario import loads_scenario
 from netrig.link import spec as linkspec
@@ -68,13 +69,7 @@ SHORT_PCT = 1.0
 CSV_FIRST = ["run", "point", "rep", "seed", "flow", "kind", "from", "to", "status", "metric",
              "unit", "measured", "expected", "expected_hi", "expected_here", "ratio", "range_pos",
              "verdict", "limit", "detail"]
-UNITS = {"bps": "bit/s", "ms": "ms", "s": "s", "pct": "%", "bytes": "bytes"}
 MEASURED = ("ok", "timed_out")  # the statuses whose numbers are results
-
-
-def unit_of(metric: str) -> str:
-    """The unit a summary column's name carries (`rtt_ms_p50`: ms), '' for a count."""
-    return next((UNITS[t] for t in metric.split("_") if t in UNITS), "")
 
 
 def range_pos(measured: Any, lo: Any, hi: Any) -> float | None:

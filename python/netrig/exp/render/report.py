@@ -39,17 +39,12 @@ from netrig.exp.analysis.results import (
 )
 from netrig.exp.analysis.results import label as value_text
 from netrig.exp.grade.verdict import RATIO_DEFINITION, Versus, versus
-from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures, metric
-from netrig.exp.spec.model import flow_ends
+from netrig.exp.kinds.metrics import metric
+from netrig.exp.kinds.registry import also as also_of
+from netrig.exp.kinds.registry import plain_metric
+from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures
+from netrig.exp.spec.model import LOAD_KINDS, flow_ends, overlaps
 
-# What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
-# has nothing to say about.
-ALSO = {"tcp": ("retrans_pct", "retrans_pct_capture", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
-        "ping": ("rtt_ms_p99", "loss_pct"), "probe": ("rtt_ms_p99", "loss_pct"),
-        "fetch": ("fetch_s_p50", "fetch_s_max"), "web": ("first_byte_s_mean", "fetch_s_max"),
-        "command": ("exit_code",)}
-PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
-         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "web": "fetch_s_mean", "command": "command_s"}
 NONE = "—"
 
 
@@ -112,9 +107,9 @@ def summary(res: Results) -> list[Row]:
             if not entries:
                 continue
             e = next((x["expected"] for x in entries if x.get("expected")), {})
-            m = e.get("metric") or PLAIN.get(first["kind"], "")
+            m = e.get("metric") or plain_metric(first["kind"])
             also = ", ".join(f"{metric(k).label} {_fmt(k, mean_ci(v)[0])}"
-                             for k in ALSO.get(first["kind"], ()) if (v := res.values(i, flow, k)))
+                             for k in also_of(first["kind"]) if (v := res.values(i, flow, k)))
             tol = res.tolerance
             flagged = sum(versus((x.get("expected") or {}).get("measured"), e.get("value"),
                                  e.get("hi"), tol).flag for x in entries
@@ -210,15 +205,10 @@ def _outages(runs: list[dict[str, Any]], flow: str) -> list[tuple[str, float, fl
 
 def _beside(f: dict[str, Any], run: dict[str, Any], name: str) -> list[tuple[str, str]]:
     """The tcp and udp flows of a run that overlap this flow for more than half of it."""
-    s0, e0 = f.get("start_s") or 0.0, f.get("end_s") or 0.0
-    out = []
-    for n, g in run.get("flows", {}).items():
-        if n == name or g.get("kind") not in ("tcp", "udp"):
-            continue
-        both = min(e0, g.get("end_s") or 0.0) - max(s0, g.get("start_s") or 0.0)
-        if both > 0.5 * max(e0 - s0, 1e-9):
-            out.append((n, g["kind"]))
-    return out
+    mine = (f.get("start_s") or 0.0, f.get("end_s") or 0.0)
+    return [(n, g["kind"]) for n, g in run.get("flows", {}).items()
+            if n != name and g.get("kind") in LOAD_KINDS
+            and overlaps(mine, (g.get("start_s") or 0.0, g.get("end_s") or 0.0))]
 
 
 # Numbers with units.
