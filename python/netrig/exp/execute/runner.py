@@ -318,7 +318,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         deadline = time.monotonic() + 10
         for name, port, p in servers:
             f = spec.flows[name]
-            while not _tcp_listening(p.pid, port):
+            udp = f.kind == "udp" and tool_of(f).udp_server
+            while not (_udp_bound(p.pid, port) if udp else _tcp_listening(p.pid, port)):
                 if p.poll() is not None or time.monotonic() > deadline:
                     said = " ".join(x for x in (res.log_tail(out, f"runs/{rid}/server-{name}.{e}")
                                                 for e in ("log", tool_of(f).server_output)) if x)
@@ -350,7 +351,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             o.planned_s = point.flow_duration(f)
             outcomes[name] = o
             threads.append(threading.Thread(target=_flow, daemon=True, args=(
-                net, point, o, ports.get(name), keys.get(name), interval, tcp_info.get(name), t0, stop)))
+                net, point, o, ports.get(name), keys.get(name), interval, tcp_info.get(name), t0, stop,
+                _server_reader(out, rid, name, f) if name in ports else None)))
         for t in threads:
             t.start()
         limit = point.length_s + 30 + max((setup_s(plan, f) for f in spec.flows.values()), default=0.0)
@@ -662,8 +664,46 @@ def client_timeout_s(plan: Plan, point: Point, f) -> float:
     return (point.flow_duration(f) if f.bytes is None else 3600) + 30 + setup_s(plan, f)
 
 
+def _udp_bound(pid: int, port: int) -> bool:
+    """Whether a process's namespace has a UDP socket bound to the port (a server that
+    listens on UDP only: iperf2's of a udp flow)."""
+    want = f":{port:04X}"
+    for table in ("udp", "udp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        if any(x.split()[1].endswith(want) for x in lines):
+            return True
+    return False
+
+
+def _server_reader(out: Path, rid: str, name: str, f):
+    """How a flow whose tool's parser reads its server's output gets it (None: it does
+    not), read from the run's directory through safefs."""
+    tool = tool_of(f)
+    if not tool.reads_server:
+        return None
+    return lambda: res.log_tail(out, f"runs/{rid}/server-{name}.{tool.server_output}", 1 << 20)
+
+
+SERVER_WAIT_S = 5.0  # how long a flow waits for its server's last report after its client ended
+
+
+def _server_output(read, f, interval: float) -> str:
+    """The server's output once it holds what the flow's parser reads (its totals), or
+    as it is after SERVER_WAIT_S."""
+    done = tool_of(f).server_done
+    limit = time.monotonic() + SERVER_WAIT_S
+    while True:
+        text = read()
+        if done is None or done(text, f, interval) or time.monotonic() > limit:
+            return text
+        time.sleep(0.05)
+
+
 def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | None, interval: float,
-          tcp_info_ms: int | None, t0: float, stop: threading.Event) -> None:
+          tcp_info_ms: int | None, t0: float, stop: threading.Event, server_out=None) -> None:
     f = o.spec
     if stop.wait(max(0.0, t0 + f.seconds("start") - time.monotonic())):
         o.error = "not started: the run was stopped"
@@ -687,6 +727,8 @@ def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | N
         assert kind.limit_s is not None
         timeout = kind.limit_s(f, dur)
     run_process(o, ["ip", "netns", "exec", node.ns, *argv], timeout, t0, stop, env=env)
+    if server_out is not None:
+        o.server_out = _server_output(server_out, f, interval)
     o.parse()
 
 

@@ -110,6 +110,10 @@ class Tool:
     keyed: bool = False  # it reads the flow's key from its environment (KEY_ENV)
     server_output: str = "json"  # the extension of its server's output (server-NAME.EXT)
     reads_server: bool = False  # its parser reads its server's output (FlowOutput.server_out)
+    # (its server's output so far, the flow, the report interval) -> whether it holds
+    # what the parser reads (the runner waits a little for it after the client ends)
+    server_done: Callable[[str, FlowSpec, float], bool] | None = None
+    udp_server: bool = False  # its server of a udp flow listens on UDP only (no control connection)
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,16 @@ from typing import Any
 
 from netrig.exp.kinds import bulk, command, perf, ping, web
 from netrig.exp.kinds.base import Call, FlowOutput, Kind, Tool
+from netrig.exp.kinds.tools import iperf2, iperf3
 from netrig.exp.spec.model import FlowSpec
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (perf.TOOL,)}
+TOOLS: dict[str, Tool] = {t.name: t for t in (perf.TOOL, iperf3.TOOL, iperf2.TOOL)}
 
 
 def tool_of(f: FlowSpec) -> Tool:
     """The program that makes a flow with a server: its `tool:` for tcp and udp,
     netrig-perf for probe and fetch."""
-    return TOOLS["netrig-perf"]
+    return TOOLS[f.tool if f.kind in ("tcp", "udp") else "netrig-perf"]
 
 
 def _bulk_argv(c: Call) -> list[str]:
