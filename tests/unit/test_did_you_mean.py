@@ -64,7 +64,7 @@ def test_a_flow_key_is_told_what_its_kind_takes():
     assert scenario_problems(text) == [
         "s.yaml:4: flows.bulk.windw: unknown key; did you mean window? (valid: kind, from, to, "
         "start, duration, bytes, cc, window, length, parallel, reverse, rate, nodelay, mss, omit, "
-        "connect_timeout, count)",
+        "connect_timeout, tool, count)",
         "s.yaml:5: flows.rtt.intervl: unknown key; did you mean interval? (valid: kind, from, to, "
         "start, duration, interval, size, count)"]
 

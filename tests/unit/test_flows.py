@@ -1,4 +1,4 @@
-"""The seam where a flow's process output becomes numbers: netrig.exp.kinds.flows (ping's text,
+"""The seam where a flow's process output becomes numbers: netrig.exp.kinds (ping's text,
 netrig-perf's -J document) and the runner's reading of netrig-link's stats lines.
 
 The fixtures in fixtures/flows were captured from the real tools, on this project's
@@ -29,18 +29,11 @@ from pathlib import Path
 
 import pytest
 from netrig.exp.execute.runner import _LinkRecorder, queue_rows
-from netrig.exp.kinds.flows import (
-    KEY_ENV,
-    Outcome,
-    flow_key,
-    keyed_env,
-    perf_argv,
-    ping_argv,
-    ping_count,
-    server_argv,
-    server_lifetime_s,
-)
+from netrig.exp.kinds.base import KEY_ENV, flow_key, keyed_env, server_lifetime_s
+from netrig.exp.kinds.perf import perf_argv, server_argv
 from netrig.exp.kinds.perfjson import parse as parse_perf_json
+from netrig.exp.kinds.ping import ping_argv, ping_count
+from netrig.exp.kinds.registry import Outcome
 from netrig.exp.spec.model import FlowSpec
 from netrig.exp.spec.scenario import loads_scenario
 

@@ -64,7 +64,7 @@ def test_errors_name_file_line_and_key():
     assert problems(text) == [
         "s.yaml:7: duration: '20' is not a duration (expected e.g. 10ms, 1.5s, 250us)",
         "s.yaml:9: flows.bulk.colour: unknown key (valid: kind, from, to, start, duration, bytes, "
-        "cc, window, length, parallel, reverse, rate, nodelay, mss, omit, connect_timeout, count)",
+        "cc, window, length, parallel, reverse, rate, nodelay, mss, omit, connect_timeout, tool, count)",
     ]
 
 
@@ -73,7 +73,7 @@ def test_flows_and_monitors_are_checked_against_the_topology():
         .replace("link: s0-h2", "link: h1-s0")
     assert problems(text) == [
         "s.yaml:9: flows.bulk.interval: 'interval' does not apply to a tcp flow (it takes bytes, cc, "
-        "connect_timeout, length, mss, nodelay, omit, parallel, rate, reverse, to, window)",
+        "connect_timeout, length, mss, nodelay, omit, parallel, rate, reverse, to, tool, window)",
         "s.yaml:9: flows.bulk.to: no node named 'h3' in the topology",
         "s.yaml:12: monitors[0].link: link h1-s0 is not emulated by netrig-link (give it a rate, "
         "delay or loss, or emulated: true): its queue cannot be watched",

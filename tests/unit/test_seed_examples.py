@@ -12,7 +12,8 @@ from netrig.exp.analysis.results import load
 from netrig.exp.analysis.words import case_name, describe
 from netrig.exp.grade.expect import expectations, in_flight, slow_start
 from netrig.exp.grade.verdict import versus
-from netrig.exp.kinds.flows import Outcome, perf_argv, server_argv
+from netrig.exp.kinds.perf import perf_argv, server_argv
+from netrig.exp.kinds.registry import Outcome
 from netrig.exp.record.files import read_jsonl, write_jsonl
 from netrig.exp.render import figures
 from netrig.exp.render.headline import Line, cells

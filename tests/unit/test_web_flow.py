@@ -12,7 +12,7 @@ from netrig.exp.execute import webserver
 from netrig.exp.grade import expect
 from netrig.exp.grade.expect import expectations
 from netrig.exp.kinds import web
-from netrig.exp.kinds.flows import Outcome
+from netrig.exp.kinds.registry import Outcome
 from netrig.exp.preflight import webtools
 from netrig.exp.preflight.checks import preflight
 from netrig.exp.spec.model import ScenarioError

@@ -21,17 +21,9 @@ from netrig.exp.analysis.results import Results
 from netrig.exp.analysis.stats import is_number, mean_ci
 from netrig.exp.analysis.words import MEASURED
 from netrig.exp.grade.verdict import Versus, versus
-
-# What else is worth a glance in a flow's row, by kind; and the metric of a flow theory
-# has nothing to say about.
-ALSO = {"tcp": ("retrans_pct", "retrans_pct_capture", "rtt_ms_mean"), "udp": ("loss_pct", "jitter_ms"),
-        "ping": ("rtt_ms_p99", "loss_pct"), "probe": ("rtt_ms_p99", "loss_pct"),
-        "fetch": ("fetch_s_p50", "fetch_s_max"), "web": ("first_byte_s_mean", "fetch_s_max"),
-        "command": ("exit_code",)}
-
-
-PLAIN = {"tcp": "throughput_bps", "udp": "throughput_bps", "ping": "rtt_ms_p50",
-         "probe": "rtt_ms_p50", "fetch": "fetch_s_mean", "web": "fetch_s_mean", "command": "command_s"}
+from netrig.exp.kinds.registry import also as also_of
+from netrig.exp.kinds.registry import plain_metric
+from netrig.exp.spec.model import LOAD_KINDS, overlaps
 
 
 @dataclass
@@ -95,7 +87,7 @@ def summary(res: Results) -> list[Row]:
     for p in res.points:
         i = p["index"]
         if not res.runs_of(i):
-            rows += [Row(res.label(i), p["params"], flow, PLAIN.get(first["kind"], ""), [], None, None,
+            rows += [Row(res.label(i), p["params"], flow, plain_metric(first["kind"]), [], None, None,
                          "", "", 0, 0, [], res.tolerance_of(i), kind=first["kind"]) for flow, first in flows.items()]
             continue
         for flow, first in flows.items():
@@ -103,8 +95,8 @@ def summary(res: Results) -> list[Row]:
             if not entries:
                 continue
             e = next((x["expected"] for x in entries if x.get("expected")), {})
-            m = e.get("metric") or PLAIN.get(first["kind"], "")
-            also = [(k, mean_ci(v)[0]) for k in ALSO.get(first["kind"], ()) if (v := res.values(i, flow, k))]
+            m = e.get("metric") or plain_metric(first["kind"])
+            also = [(k, mean_ci(v)[0]) for k in also_of(first["kind"]) if (v := res.values(i, flow, k))]
             flagged = sum(bool((x.get("expected") or {}).get("flag")) for x in entries
                           if (x.get("summary") or {}).get("status", "ok") in MEASURED)
             heres = [h for r in res.runs_of(i) if flow in r.get("flows", {})
@@ -203,13 +195,8 @@ def _outages(runs: list[dict[str, Any]], flow: str) -> list[tuple[str, float, fl
 
 
 def _beside(f: dict[str, Any], run: dict[str, Any], name: str) -> list[tuple[str, str]]:
-    """The tcp and udp flows of a run that overlap this flow for more than half of it."""
-    s0, e0 = f.get("start_s") or 0.0, f.get("end_s") or 0.0
-    out = []
-    for n, g in run.get("flows", {}).items():
-        if n == name or g.get("kind") not in ("tcp", "udp"):
-            continue
-        both = min(e0, g.get("end_s") or 0.0) - max(s0, g.get("start_s") or 0.0)
-        if both > 0.5 * max(e0 - s0, 1e-9):
-            out.append((n, g["kind"]))
-    return out
+    """The load flows of a run (tcp, udp) that overlap this flow for more than half of it."""
+    mine = (f.get("start_s") or 0.0, f.get("end_s") or 0.0)
+    return [(n, g["kind"]) for n, g in run.get("flows", {}).items()
+            if n != name and g.get("kind") in LOAD_KINDS
+            and overlaps(mine, (g.get("start_s") or 0.0, g.get("end_s") or 0.0))]

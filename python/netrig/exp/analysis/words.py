@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from netrig.exp.grade.verdict import versus
+from netrig.exp.kinds.metrics import UNITS, unit_of  # noqa: F401 (the one table; words' readers)
 from netrig.link import spec as linkspec
 
 # netrig-link counts a packet released more than its budget (1 ms) after its due time;
@@ -21,15 +22,7 @@ LATE_SHARE = linkspec.LATE_SHARE
 SHORT_PCT = 1.0
 
 
-UNITS = {"bps": "bit/s", "ms": "ms", "s": "s", "pct": "%", "bytes": "bytes"}
-
-
 MEASURED = ("ok", "timed_out")  # the statuses whose numbers are results
-
-
-def unit_of(metric: str) -> str:
-    """The unit a summary column's name carries (`rtt_ms_p50`: ms), '' for a count."""
-    return next((UNITS[t] for t in metric.split("_") if t in UNITS), "")
 
 
 def range_pos(measured: Any, lo: Any, hi: Any) -> float | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from netrig import units
 from netrig.exp.grade.expect import Expected
-from netrig.exp.kinds.flows import Outcome
+from netrig.exp.kinds.registry import Outcome, output_ext
 from netrig.exp.record import files as rec
 from netrig.exp.record.run import FlowRecord, Grade, RunRecord, hops_of
 from netrig.exp.spec.model import Point
@@ -34,8 +34,8 @@ def build(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes: dict
     tol = units.fraction(point.spec.tolerance)
     record = RunRecord(rid, point.index, rep, seed, point.params, status, tol)
     for name, o in outcomes.items():
-        raw = o.stdout if o.spec.kind in ("ping", "command", "web") else o.stdout or "{}"
-        ext = {"ping": "txt", "command": "txt", "web": "jsonl"}.get(o.spec.kind, "json")
+        ext = output_ext(o.spec)
+        raw = o.stdout if ext != "json" else o.stdout or "{}"
         rec.atomic_write(rdir / "flows" / f"{name}.{ext}",
                          raw if raw.endswith("\n") or not raw else raw + "\n", out)
         if o.stderr.strip():

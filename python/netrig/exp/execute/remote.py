@@ -10,7 +10,7 @@ and back, recorded beside the declared RTT); start a one-off netrig-perf server 
 flow (its PID recorded); run the flows at their times; collect their output; stop every
 process still running by its PID, whatever happened.
 
-Each flow's server serves only its flow (exp/kinds/flows.py): bound to the address the flow
+Each flow's server serves only its flow (exp/kinds/base.py): bound to the address the flow
 is sent to, ended by itself at the flow's end plus a grace, and keyed with a fresh
 random key that travels to the server and its client on ssh's standard input and into
 their environment, never on a command line (the local ssh's, or the remote shell's).
@@ -43,19 +43,17 @@ from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.exp.execute import recorder
 from netrig.exp.grade.expect import expectations
-from netrig.exp.kinds.flows import (
+from netrig.exp.kinds import ping
+from netrig.exp.kinds.base import (
     KEY_ENV,
-    Outcome,
+    Call,
     connect_timeout_s,
     flow_key,
-    perf_argv,
-    ping_argv,
-    ping_counts,
     run_process,
-    server_argv,
     server_lifetime_s,
     wait_for_flows,
 )
+from netrig.exp.kinds.registry import Outcome, kind_of, tool_of
 from netrig.exp.record import files as rec
 from netrig.exp.record.run import write_run
 from netrig.exp.spec.model import Point
@@ -64,7 +62,6 @@ from netrig.remote.ssh import SSH_FAILED, Host, HostError, classify, quote
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan
 
-SERVED = ("tcp", "udp", "probe", "fetch")
 BASE_PORT = 5301  # as a local run's: flow i's server listens on BASE_PORT + i
 IDLE_S = 3.0  # the idle measurement: this long of ping, 5 a second, each way
 CACHE = ".cache/netrig"  # where a copied netrig-perf is kept on a host (below its home)
@@ -129,10 +126,11 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
         ports: dict[str, int] = {}
         keys: dict[str, str] = {}
         for i, (name, f) in enumerate(spec.flows.items()):
-            if f.kind in SERVED and f.count:
+            if kind_of(f).served and f.count:
                 ports[name], keys[name] = BASE_PORT + i, flow_key()
-                argv = [facts[f.to]["perf"], *server_argv(
-                    ports[name], interval, connect_timeout_s(f), point.hosts[f.to].to_address,
+                bind = point.hosts[f.to].to_address
+                argv = [facts[f.to]["perf"], *tool_of(f).server(
+                    Call(f, bind, ports[name], point.flow_duration(f), interval), bind, connect_timeout_s(f),
                     server_lifetime_s(f, _client_timeout_s(point, f, hosts)))[1:]]
                 servers.append((name, f.to, _start_server(hosts[f.to], argv, out, rid, name, keys[name])))
         for name, _, proc in servers:
@@ -340,7 +338,7 @@ def _idle(hosts: dict[str, Host], point: Point) -> list[dict[str, Any]]:
             row["error"] = str(e)
             found[i] = row
             return
-        counts = ping_counts(done.stdout)
+        counts = ping.counts(done.stdout)
         m = _RTT.search(done.stdout)
         if counts:
             row.update({"sent": counts[0], "received": counts[1],
@@ -382,8 +380,8 @@ def _client_timeout_s(point: Point, f, hosts: dict[str, Host]) -> float:
 
 
 def _start_server(h: Host, argv: list[str], out: Path, rid: str, flow: str, key: str):
-    """A flow's one-off netrig-perf server on the host (`argv`: exp/kinds/flows.py's
-    server_argv, with the host's netrig-perf), its key on ssh's standard input; its -J
+    """A flow's one-off netrig-perf server on the host (`argv`: its tool's server
+    command line, with the host's netrig-perf), its key on ssh's standard input; its -J
     document and its log stream back into the run's directory."""
     with safefs.open_new(out, f"runs/{rid}/server-{flow}.log") as log, \
             safefs.open_new(out, f"runs/{rid}/server-{flow}.json") as doc:
@@ -445,20 +443,21 @@ def _flow(hosts: dict[str, Host], point: Point, o: Outcome, facts: dict[str, dic
     dur = point.flow_duration(f)
     h = hosts[f.src]
     addr = point.hosts[f.to].to_address if point.hosts and f.to else ""
-    if f.kind in SERVED:
-        tcp_info = 100 if f.kind == "tcp" else None
-        tcp_info = next((int(units.seconds(m.interval or "100ms") * 1e3) for m in point.spec.monitors
-                         if m.kind == "tcp_info" and m.flow == o.name), tcp_info)
-        argv = [facts[f.src]["perf"], *perf_argv(f, addr, port or 0, dur, interval, tcp_info)[1:]]
+    kind = kind_of(f)
+    tcp_info = 100 if f.kind == "tcp" else None
+    tcp_info = next((int(units.seconds(m.interval or "100ms") * 1e3) for m in point.spec.monitors
+                     if m.kind == "tcp_info" and m.flow == o.name), tcp_info)
+    assert kind.argv is not None  # (a web flow is refused on real hosts)
+    argv = kind.argv(Call(f, addr, port or 0, dur, interval, tcp_info if kind.served else None))
+    needle = argv[0]
+    if kind.served:
+        argv = [facts[f.src]["perf"], *argv[1:]]
         timeout = _client_timeout_s(point, f, hosts)
         needle = "netrig-perf"
-    elif f.kind == "ping":
-        argv, timeout, needle = ping_argv(f, addr, dur), dur + 10 + h.spec.connect_timeout_s, "ping"
     else:
-        argv = ["sh", "-c", f.command or "true"]
-        timeout = (dur if f.duration is not None else f.seconds("timeout", 60.0)) + h.spec.connect_timeout_s
-        needle = "sh"
-    keyed = f.kind in SERVED and key is not None
+        assert kind.limit_s is not None
+        timeout = kind.limit_s(f, dur) + h.spec.connect_timeout_s
+    keyed = kind.served and key is not None
     run_process(o, h.argv(_pid_wrapped(argv, keyed)), timeout, t0, stop,
                 stdin_text=f"{key}\n" if keyed else None)
     m = _PID.search(o.stderr)
@@ -470,8 +469,6 @@ def _flow(hosts: dict[str, Host], point: Point, o: Outcome, facts: dict[str, dic
         if m is None or " — " in str(err):  # ssh's failure (not a command's own status 255)
             o.host_error = err
             o.error = str(err)
-    if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
-        o.error = None
     o.parse()
 
 

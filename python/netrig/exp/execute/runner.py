@@ -51,20 +51,17 @@ from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_ro
 )
 from netrig.exp.execute.tally import RunFailed
 from netrig.exp.grade.expect import expectations
-from netrig.exp.kinds import web
-from netrig.exp.kinds.flows import (
-    _PING,
-    Outcome,
+from netrig.exp.kinds import ping, web
+from netrig.exp.kinds.base import (
+    Call,
     connect_timeout_s,
     flow_key,
     keyed_env,
-    perf_argv,
-    ping_argv,
     run_process,
-    server_argv,
     server_lifetime_s,
     wait_for_flows,
 )
+from netrig.exp.kinds.registry import Outcome, kind_of, tool_of
 from netrig.exp.record import files as rec
 from netrig.exp.record.run import write_run
 from netrig.exp.spec.model import Point, find_link
@@ -75,9 +72,6 @@ from netrig.link import userspace
 from netrig.theory import analyse, outage
 from netrig.theory.connect import ARP_TRIES, arp_tries, max_link_rtt
 from netrig.topo.plan import Plan, make_plan
-
-SERVED = ("tcp", "udp", "probe", "fetch")
-
 
 BASE_PORT = 5301
 
@@ -141,24 +135,28 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
                 send_buffers[name] = wmem[ns]
         ports, keys = {}, {}
         for i, (name, f) in enumerate(spec.flows.items()):
-            if f.kind in SERVED:
-                port = BASE_PORT + i
+            if kind_of(f).served:
+                port, tool = BASE_PORT + i, tool_of(f)
                 ports[name], keys[name] = port, flow_key()
-                # Its -J document (the receiver's own intervals, which the client also
-                # fetches) beside its log: what it said, whatever the client got.
-                argv = server_argv(port, interval, connect_timeout_s(f), net.addr(f.to),
+                # Its output (netrig-perf's -J document: the receiver's own intervals,
+                # which the client also fetches) beside its log: what it said, whatever
+                # the client got.
+                argv = tool.server(Call(f, net.addr(f.to), port, point.flow_duration(f), interval),
+                                   net.addr(f.to), connect_timeout_s(f),
                                    server_lifetime_s(f, client_timeout_s(net.plan, point, f)))
                 with safefs.open_new(out, f"runs/{rid}/server-{name}.log") as log, \
-                        safefs.open_new(out, f"runs/{rid}/server-{name}.json") as doc:
-                    servers.append((name, port, net[f.to].popen(argv, env=keyed_env(keys[name]), stdout=doc,
-                                                                  stderr=log)))
+                        safefs.open_new(out, f"runs/{rid}/server-{name}.{tool.server_output}") as doc:
+                    servers.append((name, port, net[f.to].popen(
+                        argv, env=keyed_env(keys[name]) if tool.keyed else None, stdout=doc, stderr=log)))
         deadline = time.monotonic() + 10
         for name, port, p in servers:
-            while not _tcp_listening(p.pid, port):
+            f = spec.flows[name]
+            udp = f.kind == "udp" and tool_of(f).udp_server
+            while not (_udp_bound(p.pid, port) if udp else _tcp_listening(p.pid, port)):
                 if p.poll() is not None or time.monotonic() > deadline:
                     said = " ".join(x for x in (rec.log_tail(out, f"runs/{rid}/server-{name}.{e}")
-                                                for e in ("log", "json")) if x)
-                    raise RunFailed(f"the netrig-perf server for flow {name} did not start ({said})")
+                                                for e in ("log", tool_of(f).server_output)) if x)
+                    raise RunFailed(f"the {tool_of(f).name} server for flow {name} did not start ({said})")
                 time.sleep(0.01)
         for node, (sizes, tls) in web.servers_needed(spec.flows).items():
             webs.start(node, net[node].ns, sizes, tls)  # one per destination node
@@ -186,7 +184,8 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
             o.planned_s = point.flow_duration(f)
             outcomes[name] = o
             threads.append(threading.Thread(target=_flow, daemon=True, args=(
-                net, point, o, ports.get(name), keys.get(name), interval, tcp_info.get(name), t0, stop)))
+                net, point, o, ports.get(name), keys.get(name), interval, tcp_info.get(name), t0, stop,
+                _server_reader(out, rid, name, f) if name in ports else None)))
         for t in threads:
             t.start()
         limit = point.length_s + 30 + max((setup_s(plan, f) for f in spec.flows.values()), default=0.0)
@@ -351,7 +350,7 @@ def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
                 (zero + d["t"], d.get("rtt_ms")) for d in rows if d.get("t") is not None],
                 resolution_s=f.seconds("interval", 0.01))
         elif f.kind == "ping":
-            flows[name] = evs.FlowSeries("ping", src, dst, ping_probes(o, t0_wall),
+            flows[name] = evs.FlowSeries("ping", src, dst, ping.probes(o, t0_wall),
                                          resolution_s=f.seconds("interval", 1.0))
         elif f.kind in ("tcp", "udp"):
             rows = o.series()
@@ -367,23 +366,6 @@ def measure_events(point: Point, plan: Plan, fired: list[dict[str, Any]],
     return evs.measure(planned, fired, flows, changes, expect)
 
 
-def ping_probes(o: Outcome, t0_wall: float) -> list[tuple[float, float | None]]:
-    """A ping flow's requests as (send time on the flows' clock, RTT ms or None: no
-    reply), from ping -D's replies (stamped with the wall clock as they came: sent an
-    RTT earlier) and their icmp_seq (a missing number: a lost request, sent on the
-    interval's schedule from the first answered one)."""
-    interval = o.spec.seconds("interval", 1.0)
-    got: dict[int, tuple[float, float]] = {}
-    for line in o.stdout.splitlines():
-        m = _PING.match(line)
-        if m and not m.group(4):
-            got[int(m.group(2))] = (float(m.group(1)) - float(m.group(3)) / 1e3 - t0_wall,
-                                    float(m.group(3)))
-    if not got:
-        return []
-    first, last = min(got), max(got)
-    return [(got[seq][0] if seq in got else got[first][0] + (seq - first) * interval,
-             got[seq][1] if seq in got else None) for seq in range(first, last + 1)]
 
 
 class _EmulatorWatch:
@@ -493,7 +475,7 @@ def setup_s(plan: Plan, f) -> float:
     a connect timeout past the default, and its setup and end exchanges (ARP, two
     connections, the parameters, the start, the results: about ten round trips, 60 s of
     setup and 30 s of end were seen at a 10 s RTT) on a path whose RTT is seconds long."""
-    if f.kind not in SERVED or f.to is None:
+    if not kind_of(f).served or f.to is None:
         return 0.0
     try:
         rtt = analyse(plan, f.src, f.to).base_rtt_s
@@ -508,33 +490,69 @@ def client_timeout_s(plan: Plan, point: Point, f) -> float:
     return (point.flow_duration(f) if f.bytes is None else 3600) + 30 + setup_s(plan, f)
 
 
+def _udp_bound(pid: int, port: int) -> bool:
+    """Whether a process's namespace has a UDP socket bound to the port (a server that
+    listens on UDP only: iperf2's of a udp flow)."""
+    want = f":{port:04X}"
+    for table in ("udp", "udp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        if any(x.split()[1].endswith(want) for x in lines):
+            return True
+    return False
+
+
+def _server_reader(out: Path, rid: str, name: str, f):
+    """How a flow whose tool's parser reads its server's output gets it (None: it does
+    not), read from the run's directory through safefs."""
+    tool = tool_of(f)
+    if not tool.reads_server:
+        return None
+    return lambda: rec.log_tail(out, f"runs/{rid}/server-{name}.{tool.server_output}", 1 << 20)
+
+
+SERVER_WAIT_S = 5.0  # how long a flow waits for its server's last report after its client ended
+
+
+def _server_output(read, f, interval: float) -> str:
+    """The server's output once it holds what the flow's parser reads (its totals), or
+    as it is after SERVER_WAIT_S."""
+    done = tool_of(f).server_done
+    limit = time.monotonic() + SERVER_WAIT_S
+    while True:
+        text = read()
+        if done is None or done(text, f, interval) or time.monotonic() > limit:
+            return text
+        time.sleep(0.05)
+
+
 def _flow(net: Network, point: Point, o: Outcome, port: int | None, key: str | None, interval: float,
-          tcp_info_ms: int | None, t0: float, stop: threading.Event) -> None:
+          tcp_info_ms: int | None, t0: float, stop: threading.Event, server_out=None) -> None:
     f = o.spec
     if stop.wait(max(0.0, t0 + f.seconds("start") - time.monotonic())):
         o.error = "not started: the run was stopped"
         return
     dur = point.flow_duration(f)
     node = net[f.src]
-    env = None
-    if f.kind in SERVED:
-        argv = perf_argv(f, net.addr(f.to), port or 0, dur, interval, tcp_info_ms)
-        timeout = client_timeout_s(net.plan, point, f)
-        env = keyed_env(key) if key else None
-    elif f.kind == "web":
+    kind = kind_of(f)
+    if kind.argv is None:  # it runs itself: web
         o.start_s = time.monotonic() - t0
         lines, o.error = web.run(node.ns, web.url(net.addr(f.to), web.object_size(f), f.http, f.tls), f.http,
                                  f.tls, f.new_conn, dur, f.seconds("interval", 1.0), t0 + o.start_s, stop)
         o.end_s, o.stdout = time.monotonic() - t0, "".join(x + "\n" for x in lines)
         o.parse()
         return
-    elif f.kind == "ping":
-        argv = ping_argv(f, net.addr(f.to), dur)
-        timeout = dur + 10
+    argv = kind.argv(Call(f, net.addr(f.to) if f.to else "", port or 0, dur, interval, tcp_info_ms))
+    env = None
+    if kind.served:
+        timeout = client_timeout_s(net.plan, point, f)
+        env = keyed_env(key) if key and tool_of(f).keyed else None
     else:
-        argv = ["sh", "-c", f.command or "true"]
-        timeout = dur if f.duration is not None else f.seconds("timeout", 60.0)
+        assert kind.limit_s is not None
+        timeout = kind.limit_s(f, dur)
     run_process(o, ["ip", "netns", "exec", node.ns, *argv], timeout, t0, stop, env=env)
-    if f.kind == "command" and f.duration is not None and o.error and "did not finish" in o.error:
-        o.error = None  # a command with a duration is stopped at its end
+    if server_out is not None:
+        o.server_out = _server_output(server_out, f, interval)
     o.parse()

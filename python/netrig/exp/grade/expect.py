@@ -12,7 +12,8 @@ web        fetch's, with HTTP's bytes, TLS 1.3's round trip, and keep-alive (the
 command    no theory
 
 Flows share links when their planned times overlap (by more than half the flow's
-duration). A TCP flow's own window or loss limit caps its demand in the fair share,
+duration: spec/model.py's `overlaps`; the kinds that load a path and the hook each kind
+calls here are exp/kinds/registry.py's). A TCP flow's own window or loss limit caps its demand in the fair share,
 and a UDP flow's offered rate caps its.
 """
 
@@ -24,8 +25,9 @@ from typing import Any
 
 from netrig.exp.grade.verdict import versus
 from netrig.exp.kinds import web
-from netrig.exp.kinds.flows import connect_timeout_s
-from netrig.exp.spec.model import FlowSpec, Point
+from netrig.exp.kinds.base import connect_timeout_s
+from netrig.exp.kinds.registry import kind_of
+from netrig.exp.spec.model import FlowSpec, Point, overlaps
 from netrig.theory import Flow, analyse, max_min_fair
 from netrig.theory import formulas as fm
 from netrig.theory.connect import arp_tries, connect_chance, max_link_rtt
@@ -66,11 +68,9 @@ def _window(f: FlowSpec, seen: dict[str, float] | None = None, name: str | None 
     return None if f.window is None else f.nbytes("window")
 
 
-def _overlaps(point: Point, a: FlowSpec, b: FlowSpec) -> bool:
-    sa, sb = a.seconds("start"), b.seconds("start")
-    da, db = point.flow_duration(a), point.flow_duration(b)
-    both = min(sa + da, sb + db) - max(sa, sb)
-    return both > 0.5 * da
+def _span(point: Point, f: FlowSpec) -> tuple[float, float]:
+    """A flow's planned (start, end), seconds from the flows' start."""
+    return f.seconds("start"), f.seconds("start") + point.flow_duration(f)
 
 
 def expectations(point: Point, plan: Plan | None = None,
@@ -90,18 +90,19 @@ def expectations(point: Point, plan: Plan | None = None,
     flows = point.spec.flows
     out: dict[str, Expected] = {}
     for name, f in flows.items():
-        if f.kind == "command":
+        hook = kind_of(f).theory
+        if hook is None:
             continue
         concurrent = {n: g for n, g in flows.items()
-                      if g.kind in ("tcp", "udp") and (n == name or _overlaps(point, f, g))}
-        if f.kind in ("tcp", "udp"):
+                      if kind_of(g).load and (n == name or overlaps(_span(point, f), _span(point, g)))}
+        if hook == "bulk":
             out[name] = _bulk(plan, name, f, concurrent, seen, sndbuf.get(name), point.flow_duration(f),
                               buffers)
-        elif f.kind in ("ping", "probe"):
+        elif hook == "rtt":
             out[name] = _rtt(plan, f, concurrent, seen)
-        elif f.kind == "fetch":
+        elif hook == "fetch":
             out[name] = _fetch(plan, f, concurrent, seen)
-        elif f.kind == "web":
+        elif hook == "web":
             out[name] = _web(plan, f, concurrent, seen, point.flow_duration(f), default_cc or "cubic")
     return out
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from netrig.exp.kinds.base import FlowOutput
 from netrig.exp.preflight import webtools
 from netrig.exp.spec.model import FlowSpec
 from netrig.procs import end as end_process
@@ -292,3 +293,23 @@ def _one(argv: list[str], lines: list[str], started: float, deadline: float,
     if p.returncode and p.returncode > 0 and len(lines) == before:
         problem = problem or f"curl exited {p.returncode} without a report"
     return problem
+
+
+# The web kind's reading of its outcome (registry.KINDS["web"]).
+def read(o: FlowOutput) -> None:
+    """Its fetches, once; no fetch that succeeded is the flow's error."""
+    o.fetches, problems = parse(o.stdout)
+    size = object_size(o.spec)
+    if not any(x.failure(size) is None for x in o.fetches) and o.error is None:
+        why = [x.failure(size) for x in o.fetches[:1]] + problems[:2]
+        o.error = "no fetch succeeded" + (f": {'; '.join(str(w) for w in why)}" if why else "")
+
+
+def flow_summary(o: FlowOutput) -> dict[str, Any]:
+    out: dict[str, Any] = {"status": "error" if o.error else "ok", "error": o.error or ""}
+    out.update(summary(o.fetches, object_size(o.spec)))
+    return out
+
+
+def flow_series(o: FlowOutput) -> list[dict[str, Any]]:
+    return sorted(series(o.fetches, o.start_s, object_size(o.spec)), key=lambda r: r["t"])

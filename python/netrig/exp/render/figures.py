@@ -50,6 +50,8 @@ from netrig.exp.analysis.differ import labelled
 from netrig.exp.analysis.results import Results, load
 from netrig.exp.analysis.stats import is_number, mean_ci
 from netrig.exp.analysis.words import case_name, short
+from netrig.exp.kinds.metrics import Metric, metric  # noqa: F401 (Metric: figures.Metric for its readers)
+from netrig.exp.spec.model import LOAD_KINDS, overlaps
 from netrig.link import spec as linkspec
 from netrig.theory import jain
 
@@ -59,7 +61,6 @@ DPI = 200  # print resolution
 SIZE = (9.0, 4.2)  # inches: the axes and, right of them, the legend
 FORMATS = ("png", "svg")
 KNOWN_FORMATS = ("png", "svg", "pdf")
-BULK = ("tcp", "udp")
 RTT_KINDS = ("ping", "probe")
 
 
@@ -81,46 +82,7 @@ def formats_of(formats: Iterable[str] | None = None) -> tuple[str, ...]:
     return tuple(sorted(dict.fromkeys(out), key=lambda f: f != "png"))
 
 
-# Units.
-@dataclass(frozen=True)
-class Metric:
-    label: str
-    unit: str
-    scale: float  # stored value × scale = shown value
-
-    @property
-    def axis(self) -> str:
-        """`throughput (Mbit/s)`."""
-        return f"{self.label} ({self.unit})" if self.unit else self.label
-
-
-_METRICS = {
-    "throughput_bps": Metric("throughput", "Mbit/s", 1e-6),
-    "sent_bps": Metric("sending rate", "Mbit/s", 1e-6),
-    "rtt_ms_p50": Metric("median RTT", "ms", 1.0),
-    "rtt_ms_mean": Metric("mean RTT", "ms", 1.0),
-    "rtt_ms_p99": Metric("99th percentile RTT", "ms", 1.0),
-    "fetch_s_mean": Metric("mean fetch time", "ms", 1e3),
-    "fetch_s_p50": Metric("median fetch time", "ms", 1e3),
-    "fetch_s_max": Metric("longest fetch time", "ms", 1e3),
-    "first_byte_s_mean": Metric("mean time to first byte", "ms", 1e3),
-    "loss_pct": Metric("loss", "%", 1.0),
-    "jitter_ms": Metric("jitter", "ms", 1.0),
-    "retrans_pct": Metric("retransmitted segments (TCP_INFO)", "%", 1.0),
-    "retrans_pct_capture": Metric("retransmitted segments (capture, as Wireshark counts)", "%", 1.0),
-    "command_s": Metric("command time", "s", 1.0),
-}
-_SUFFIX = {"_bps": ("Mbit/s", 1e-6), "_ms": ("ms", 1.0), "_s": ("s", 1.0), "_pct": ("%", 1.0)}
-
-
-def metric(name: str) -> Metric:
-    """How a summary column is shown: its words, unit and scale."""
-    if name in _METRICS:
-        return _METRICS[name]
-    for suffix, (unit, scale) in _SUFFIX.items():
-        if name.endswith(suffix):
-            return Metric(name[: -len(suffix)].replace("_", " "), unit, scale)
-    return Metric(name.replace("_", " "), "", 1.0)
+# Units: exp/kinds/metrics.py (Metric, metric).
 
 
 @dataclass(frozen=True)
@@ -542,15 +504,15 @@ def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _
 def concurrent(run: dict[str, Any]) -> list[str]:
     """The tcp/udp flows of a run that ran beside another (overlapping by more than
     half the shorter one's time)."""
-    bulk = {n: f for n, f in run.get("flows", {}).items() if f["kind"] in BULK
+    bulk = {n: f for n, f in run.get("flows", {}).items() if f["kind"] in LOAD_KINDS
             and f["summary"].get("status", "ok") == "ok"
             and is_number(f["summary"].get("throughput_bps"))}
 
-    def overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        both = min(a["end_s"], b["end_s"]) - max(a["start_s"], b["start_s"])
-        return both > 0.5 * min(a["end_s"] - a["start_s"], b["end_s"] - b["start_s"])
+    def span(f: dict[str, Any]) -> tuple[float, float]:
+        return f["start_s"], f["end_s"]
 
-    return [n for n, f in bulk.items() if any(overlap(f, g) for m, g in bulk.items() if m != n)]
+    return [n for n, f in bulk.items()
+            if any(overlaps(span(f), span(g)) or overlaps(span(g), span(f)) for m, g in bulk.items() if m != n)]
 
 
 def _fairness(res: Results) -> list[_Plan]:

@@ -25,6 +25,7 @@ from netrig.exp.analysis.results import Results
 from netrig.exp.analysis.rows import missing_points
 from netrig.exp.analysis.stats import mean_ci
 from netrig.exp.grade.verdict import versus
+from netrig.exp.kinds.metrics import split
 from netrig.theory.outage import span
 
 NONE = "—"
@@ -68,17 +69,13 @@ def lines(res: Results) -> list[Line]:
 def unit(metric: str, like: float | None) -> tuple[str, str, float]:
     """(words, unit, scale) of a metric: `throughput_bps` near 1.5e6 is
     ("throughput", "Mbit/s", 1e-6)."""
-    for suffix, u in (("_bps", "bit/s"), ("_pct", "%"), ("_ms", "ms"), ("_s", "s")):
-        head, sep, tail = metric.partition(suffix)
-        if sep and (not tail or tail.startswith("_")):
-            words = " ".join(x for x in (head + tail).split("_") if x)
-            if u == "bit/s":
-                v = abs(like or 0)
-                prefix, scale = next(((p, s) for p, s in (("G", 1e-9), ("M", 1e-6), ("k", 1e-3))
-                                      if v * s >= 1), ("", 1.0))
-                return words, f"{prefix}{u}", scale
-            return words, u, 1.0
-    return metric.replace("_", " "), "", 1.0
+    words, u = split(metric)
+    if u == "bit/s":
+        v = abs(like or 0)
+        prefix, scale = next(((p, s) for p, s in (("G", 1e-9), ("M", 1e-6), ("k", 1e-3))
+                              if v * s >= 1), ("", 1.0))
+        return words, f"{prefix}{u}", scale
+    return words, u, 1.0
 
 
 def number(v: float, digits: int = 4) -> str:

@@ -31,8 +31,9 @@ from netrig.exp.analysis.rows import Row, missing_points, summary
 from netrig.exp.analysis.words import MEASURED, late_note, pacing_note
 from netrig.exp.analysis.words import label as value_text
 from netrig.exp.grade.verdict import RATIO_DEFINITION
+from netrig.exp.kinds.metrics import metric
 from netrig.exp.record.files import atomic_write
-from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures, metric
+from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures
 from netrig.exp.render.table_csv import write_csv
 from netrig.exp.spec.model import flow_ends
 

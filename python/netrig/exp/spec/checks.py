@@ -9,7 +9,10 @@ from netrig import suggest, units
 from netrig.exp.spec.model import (
     COMMON,
     EVENT_ACTIONS,
+    LOAD_KINDS,
+    MEASURING_KINDS,
     TAKES,
+    TOOL_LACKS,
     FlowSpec,
     Key,
     MonitorSpec,
@@ -50,6 +53,9 @@ def _check_hosts(spec: ScenarioFile, d: dict) -> list[Problem]:
         if f.kind == "web":
             out.append(Problem(("flows", name, "kind"), "a web flow runs nginx inside an emulated lab, "
                                "not on real hosts: use kind: fetch (netrig-perf's request/response)"))
+        if f.tool != "netrig-perf":
+            out.append(Problem(("flows", name, "tool"), f"tool: {f.tool} runs in an emulated lab "
+                               "(topology:); on real hosts netrig runs netrig-perf (tool: netrig-perf)"))
     for i, m in enumerate(spec.monitors):
         if m.kind != "tcp_info":
             out.append(Problem(("monitors", i, "kind"), f"a {m.kind} monitor watches an emulated lab's "
@@ -104,6 +110,9 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
                 f.seconds("duration", units.seconds(spec.duration)) - f.seconds("omit") < 1:
             out.append(Problem(("flows", name, "omit"), f"{f.omit} leaves less than 1 s of the "
                                "flow's duration to measure (omit is the duration's first part)"))
+        for k in sorted(k for k in given & set(TOOL_LACKS.get(f.tool, {})) if getattr(f, k) not in (None, False)):
+            out.append(Problem(("flows", name, k), f"{f.tool} cannot do '{k}': {TOOL_LACKS[f.tool][k]} "
+                                                  "(use tool: netrig-perf or iperf3 for it)"))
         if f.kind == "udp" and f.rate is None:
             out.append(Problem(("flows", name), "a udp flow needs rate: (e.g. 10Mbit)"))
         if f.kind == "web":
@@ -136,6 +145,9 @@ def _cross_check(spec: ScenarioFile, topo: Topology) -> list[Problem]:
             elif fl.kind != "tcp":
                 out.append(Problem(("monitors", i, "flow"), f"flow '{m.flow}' is {fl.kind}: "
                                                             "TCP_INFO is a tcp flow's"))
+            elif fl.tool != "netrig-perf":
+                out.append(Problem(("monitors", i, "flow"), f"flow '{m.flow}' is made by {fl.tool}: "
+                                                            "TCP_INFO samples are netrig-perf's"))
         elif m.kind == "iface":
             if m.node not in nodes:
                 out.append(Problem(("monitors", i, "node"), f"no node named '{m.node}'"))
@@ -264,10 +276,6 @@ def _check_events(spec: ScenarioFile, topo: Topology) -> list[Problem]:
     return out
 
 
-
-
-LOAD_KINDS = ("tcp", "udp")  # flows that load a path
-MEASURING_KINDS = ("ping", "probe", "fetch", "web")  # flows that measure what the load does to it
 
 
 def timing_flags(spec: ScenarioFile) -> list[str]:

@@ -23,8 +23,9 @@ FlowKind = Literal["tcp", "udp", "probe", "ping", "fetch", "web", "command"]
 # Which keys each kind of flow takes (besides kind, from, start, duration).
 TAKES: dict[str, set[str]] = {
     "tcp": {"to", "bytes", "cc", "window", "length", "parallel", "reverse", "rate", "nodelay",
-            "mss", "omit", "connect_timeout"},
-    "udp": {"to", "bytes", "window", "length", "parallel", "reverse", "rate", "omit", "connect_timeout"},
+            "mss", "omit", "connect_timeout", "tool"},
+    "udp": {"to", "bytes", "window", "length", "parallel", "reverse", "rate", "omit", "connect_timeout",
+            "tool"},
     "probe": {"to", "interval", "size"},
     "ping": {"to", "interval", "size"},
     "fetch": {"to", "interval", "size", "new_conn"},
@@ -32,6 +33,31 @@ TAKES: dict[str, set[str]] = {
     "command": {"command", "timeout"},
 }
 COMMON = {"kind", "src", "start", "duration", "count"}
+# The programs that make tcp and udp flows (`tool:`; exp/kinds/tools), and the keys each
+# cannot do, with why (refused when the scenario is read).
+Tool = Literal["netrig-perf", "iperf3", "iperf2"]
+TOOL_LACKS: dict[str, dict[str, str]] = {
+    "netrig-perf": {},
+    "iperf3": {},
+    "iperf2": {"reverse": "its -R has its server send, and netrig reads the receiver's count from the server",
+               "omit": "it has no -O (omit a first part of the flow from its numbers)",
+               "connect_timeout": "it has no connect timeout"},
+}
+# What each kind of flow is to the others: a load (it fills a path: its throughput is
+# shared) or a measuring flow (it measures what the load does to the path); a command
+# is neither. Theory's fair shares, the report's "beside" and the figures' fairness all
+# count the loads that run at the same time as a flow (`overlaps`).
+LOAD_KINDS = ("tcp", "udp")
+MEASURING_KINDS = ("ping", "probe", "fetch", "web")
+
+
+def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether `b` runs at the same time as `a` (each (start, end), seconds): they share
+    more than half of a's time. Symmetric use (either's half: `overlaps(a, b) or
+    overlaps(b, a)`) asks whether they share half of the shorter one's time."""
+    both = min(a[1], b[1]) - max(a[0], b[0])
+    return both > 0.5 * max(a[1] - a[0], 1e-9)
+
 
 # An event's actions: each names what it acts on (link, router or node).
 EVENT_ACTIONS: dict[str, str] = {"down": "link", "up": "link", "carrier": "link", "set": "link",
@@ -73,6 +99,7 @@ class FlowSpec(BaseModel):
     command: str | None = None
     timeout: str | int | None = None
     connect_timeout: str | int | None = None  # netrig-perf's --connect-timeout (5 s unless given)
+    tool: Tool = "netrig-perf"  # what makes a tcp or udp flow (exp/kinds/tools)
     count: int = Field(1, ge=0, le=64)  # copies, NAME.1 ... NAME.N (0: left out)
 
     _not_negative = field_validator("start", "omit")(
