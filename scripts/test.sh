@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: the Python linter (ruff), Rust unit tests (cargo test) and the pytest suite (unit tests, and
+# Runs every test: the Python linter (ruff), the layer and size checks, Rust unit tests (cargo test) and the pytest suite (unit tests, and
 # integration tests with real traffic on loopback against netrig-perf and iperf3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,6 +7,14 @@ command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== ruff (lint)"
 .venv/bin/ruff check python tests
+echo "== layers (python/LAYERS), import cycles and module sizes"
+python3 scripts/import_cycles
+big=$(find python -name '*.py' -exec wc -l {} + | awk '$2 != "total" && $1 > 600')
+if [ -n "$big" ]; then
+    echo "Python files over 600 lines (split them by what they own):"
+    echo "$big"
+    exit 1
+fi
 echo "== cargo test"
 cargo test --workspace --quiet 2>&1 | grep -v '^$'
 if [ $# -gt 0 ]; then  # the tests asked for, as asked

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from netrig.exp.analysis.results import load
 from netrig.exp.record.files import read_jsonl, write_jsonl
-from netrig.exp.render import figures
+from netrig.exp.render import axes, draw, figures
 from netrig.theory import analyse
 from netrig.topo.plan import make_plan
 from PIL import Image
@@ -32,7 +32,7 @@ def drawn(monkeypatch) -> dict[str, Axes]:
                     axes[ax.get_title()] = ax
             return super().savefig(*a, **k)
 
-    monkeypatch.setattr(figures, "MplFigure", Recording)
+    monkeypatch.setattr(draw, "MplFigure", Recording)
     return axes
 
 
@@ -127,10 +127,10 @@ def test_an_aqm_adds_its_target(tmp_path, drawn):
 def test_sweep_axes_are_words_with_units(tmp_path, drawn):
     figures.make_figures(make_results(tmp_path / "r"))
     assert _one(drawn, "bulk: throughput vs").get_xlabel() == "TCP window of bulk (KB)"
-    assert figures.axis("links.h1-h2.delay", ["5ms", "50ms"]).label == \
+    assert axes.axis("links.h1-h2.delay", ["5ms", "50ms"]).label == \
         "one-way delay of link h1-h2 (ms)"
-    assert figures.axis_words("links.s0-h2.aqm") == "queue discipline of link s0-h2"
-    assert figures.axis_words("flows.v.rate") == "offered rate of v"
+    assert axes.axis_words("links.s0-h2.aqm") == "queue discipline of link s0-h2"
+    assert axes.axis_words("flows.v.rate") == "offered rate of v"
 
 
 def test_legends_sit_outside_the_axes(tmp_path, drawn):
@@ -154,7 +154,7 @@ def test_svg_beside_png_at_print_resolution_and_pdf_on_request(tmp_path):
     assert all(f.path.suffix == ".png" and f.path.with_suffix(".svg") in f.files for f in drawn)
     figures.make_figures(out, formats=("png", "svg", "pdf"))
     assert len(list((out / "figures").glob("*.pdf"))) == len(pngs)
-    with pytest.raises(figures.FormatError, match="jpg"):
+    with pytest.raises(draw.FormatError, match="jpg"):
         figures.make_figures(out, formats=("jpg",))
 
 

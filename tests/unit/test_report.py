@@ -15,7 +15,7 @@ import pytest
 import yaml
 from netrig.exp.analysis import results, stats, words
 from netrig.exp.record.files import run_id, write_json, write_jsonl
-from netrig.exp.render import figures, report
+from netrig.exp.render import axes, compare, figures, report
 
 T95_DF2 = 4.302653  # Student's t, two-sided 95 %, 2 degrees of freedom
 WINDOWS = ["16KB", "64KB"]
@@ -218,18 +218,18 @@ def test_scenario_and_host_are_shown_escaped(built):
 
 
 def test_sweep_axis_units():
-    ax = figures.axis("flows.bulk.window", ["16KB", "64KB"])
+    ax = axes.axis("flows.bulk.window", ["16KB", "64KB"])
     assert ax is not None and ax.label == "TCP window of bulk (KB)" and ax.of("64KB") == 64.0
-    ax = figures.axis("links.r1-r2.delay", ["5ms", "50ms", "200ms"])
+    ax = axes.axis("links.r1-r2.delay", ["5ms", "50ms", "200ms"])
     assert ax is not None and ax.label == "one-way delay of link r1-r2 (ms)" and ax.log is False
     assert ax.of("50ms") == pytest.approx(50.0)
-    ax = figures.axis("links.r1-r2.rate", ["1Mbit", "10Mbit", "1Gbit"])
+    ax = axes.axis("links.r1-r2.rate", ["1Mbit", "10Mbit", "1Gbit"])
     assert ax is not None and ax.label == "rate of link r1-r2 (Mbit/s)" and ax.log is True
     assert ax.of("1Gbit") == pytest.approx(1000.0)
-    ax = figures.axis("links.r1-r2.loss", ["0.1%", "1%"])
+    ax = axes.axis("links.r1-r2.loss", ["0.1%", "1%"])
     assert ax is not None and ax.of("1%") == pytest.approx(1.0) and ax.label.endswith("(%)")
-    assert figures.axis("links.r1-r2.aqm", ["droptail", "pie"]) is None
-    ax = figures.axis("flows.u.length", [200, "1400B"])
+    assert axes.axis("links.r1-r2.aqm", ["droptail", "pie"]) is None
+    ax = axes.axis("flows.u.length", [200, "1400B"])
     assert ax is not None and ax.label == "datagram size of u (bytes)" and ax.of("1400B") == 1400.0
 
 
@@ -310,7 +310,7 @@ def test_fairness_bars_and_category_sweep(tmp_path):
 def test_compare_joins_both_runs(tmp_path):
     a = make_results(tmp_path / "a")
     b = make_results(tmp_path / "b", scale=1.1)
-    page_path = report.compare(a, b)
+    page_path = compare.compare(a, b)
     assert page_path == tmp_path / "compare-a-vs-b" / "compare.html"
     page = page_path.read_text(encoding="utf-8")
     row = re.search(r"<tr><td>window=16KB</td><td>bulk</td><td>throughput</td>(.*?)</tr>", page)
@@ -328,7 +328,7 @@ def test_not_a_results_directory(tmp_path):
     with pytest.raises(results.NotResults, match=re.escape(str(tmp_path / "x"))):
         report.build(tmp_path / "x")
     with pytest.raises(ValueError, match="not a netrig results directory"):
-        report.compare(make_results(tmp_path / "a"), tmp_path / "x")
+        compare.compare(make_results(tmp_path / "a"), tmp_path / "x")
 
 
 def test_a_range_says_where_the_mean_sits_or_which_end_it_missed():

@@ -20,7 +20,9 @@ from netrig.errors import NetrigError
 from netrig.exp.analysis import series
 from netrig.exp.analysis.differ import differences, labelled
 from netrig.exp.analysis.results import Results, load
-from netrig.exp.render.figures import compare_figures, draw_runs, figure, formats_of, save
+from netrig.exp.render.draw import figure, formats_of, save
+from netrig.exp.render.figures import compare_figures
+from netrig.exp.render.timeseries import draw_runs
 
 SERIES_NAMES = tuple(series.QUANTITIES)
 _ALIASES = {"delivered_rate": "delivered", "loss": "drops", "queue_length": "queue",

@@ -15,11 +15,7 @@ tolerance (the runner's `expected.flag`).
 
 from __future__ import annotations
 
-import base64
-import html
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +29,19 @@ from netrig.exp.analysis.words import label as value_text
 from netrig.exp.grade.verdict import RATIO_DEFINITION
 from netrig.exp.kinds.metrics import metric
 from netrig.exp.record.files import atomic_write
-from netrig.exp.render.figures import Figure, Figures, compare_figures, make_figures
+from netrig.exp.render.document import (
+    Block,
+    Details,
+    Drawing,
+    Note,
+    Pre,
+    Section,
+    Table,
+    to_html,
+    to_markdown,
+)
+from netrig.exp.render.draw import Figure, Figures
+from netrig.exp.render.figures import make_figures
 from netrig.exp.render.table_csv import write_csv
 from netrig.exp.spec.model import flow_ends
 
@@ -96,149 +104,6 @@ def _verdict(r: Row) -> str:
     if r.flagged and (r.ran > 1 or not r.versus.flag):
         v += f" ({r.flagged} of {r.ran} runs outside)"
     return v
-
-
-# A document: sections of blocks, written as HTML or Markdown.
-@dataclass
-class Table:
-    head: list[str]
-    rows: list[list[str]]
-    marked: set[int] = field(default_factory=set)  # rows to highlight
-
-
-@dataclass
-class Note:
-    text: str
-    warn: bool = False
-
-
-@dataclass
-class Pre:
-    text: str
-
-
-@dataclass
-class Drawing:
-    """An SVG drawing embedded as a data URI (the topology)."""
-
-    title: str
-    svg: str
-    caption: str
-
-
-@dataclass
-class Details:
-    """Blocks folded away under a one-line summary (<details> in HTML)."""
-
-    summary: str
-    blocks: list[Block]
-
-
-Block = Table | Note | Pre | Figure | Drawing | Details | list[str]  # a list: bullet points
-
-
-Section = tuple[str, list[Block]]
-
-
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
-       max-width: 1200px; padding: 0 1em; color: #1b1f24; line-height: 1.45; }
-h1 { font-size: 1.6em; }
-h2 { border-bottom: 1px solid #d0d7de; padding-bottom: .2em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .9em; }
-th, td { border: 1px solid #d0d7de; padding: .3em .55em; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; }
-tr.far td { background: #ffe3e0; }
-p.warn { background: #fff4d6; border-left: 4px solid #d4a72c; padding: .5em .8em; }
-pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: .85em; }
-figure { margin: 1.2em 0; }
-figure img { max-width: 100%; border: 1px solid #eaeef2; }
-figcaption { font-size: .9em; color: #424a53; max-width: 900px; }
-figure.topology img { max-height: 520px; }
-details { margin: .8em 0; }
-summary { cursor: pointer; font-weight: 600; }
-td.why { font-size: .9em; }
-"""
-
-
-def _esc(s: Any) -> str:
-    return html.escape(str(s))
-
-
-def _html_block(b: Block) -> str:
-    if isinstance(b, Table):
-        head = "".join(f"<th>{_esc(h)}</th>" for h in b.head)
-        rows = "".join(('<tr class="far">' if i in b.marked else "<tr>")
-                       + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>\n"
-                       for i, row in enumerate(b.rows))
-        thead = f"<thead><tr>{head}</tr></thead>\n" if any(b.head) else ""
-        return f"<table>\n{thead}<tbody>\n{rows}</tbody>\n</table>"
-    if isinstance(b, Note):
-        tag = '<p class="warn">' if b.warn else "<p>"
-        return f"{tag}{_esc(b.text)}</p>"
-    if isinstance(b, Pre):
-        return f"<pre>{_esc(b.text)}</pre>"
-    if isinstance(b, Drawing):
-        data = base64.b64encode(b.svg.encode("utf-8")).decode("ascii")
-        return (f'<figure class="topology"><img src="data:image/svg+xml;base64,{data}" '
-                f'alt="{_esc(b.title)}"><figcaption><b>{_esc(b.title)}.</b> {_esc(b.caption)}'
-                "</figcaption></figure>")
-    if isinstance(b, Details):
-        inner = "\n".join(_html_block(x) for x in b.blocks)
-        return f"<details><summary>{_esc(b.summary)}</summary>\n{inner}\n</details>"
-    if isinstance(b, Figure):  # (its bytes as drawn, or as read through safefs: nothing by path)
-        data = base64.b64encode(b.data).decode("ascii")
-        return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(b.title)}">'
-                f"<figcaption><b>{_esc(b.title)}.</b> {_esc(b.caption)}</figcaption></figure>")
-    return "<ul>\n" + "".join(f"<li>{_esc(x)}</li>\n" for x in b) + "</ul>"
-
-
-def to_html(title: str, sections: list[Section]) -> str:
-    """One self-contained page: inline CSS, figures as data URIs, every text escaped."""
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>",
-             f"<h1>{_esc(title)}</h1>"]
-    for head, blocks in sections:
-        parts.append(f"<h2>{_esc(head)}</h2>")
-        parts += [_html_block(b) for b in blocks]
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
-
-
-def _md_text(s: Any) -> str:
-    return html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_block(b: Block, base: Path) -> str:
-    if isinstance(b, Table):
-        def cell(c: str, marked: bool) -> str:
-            return f"**{_md_text(c)}**" if marked and c else _md_text(c)
-
-        lines = ["| " + " | ".join(map(_md_text, b.head)) + " |", "|" + " --- |" * len(b.head)]
-        lines += ["| " + " | ".join(cell(c, i in b.marked) for c in row) + " |"
-                  for i, row in enumerate(b.rows)]
-        return "\n".join(lines)
-    if isinstance(b, Note):
-        return f"> **{_md_text(b.text)}**" if b.warn else _md_text(b.text)
-    if isinstance(b, Pre):
-        return f"```yaml\n{b.text.rstrip()}\n```"
-    if isinstance(b, Drawing):
-        return f"![{_md_text(b.title)}](figures/topology.svg)\n\n*{_md_text(b.title)}.* {_md_text(b.caption)}"
-    if isinstance(b, Details):
-        return "\n\n".join([f"**{_md_text(b.summary)}**", *(_md_block(x, base) for x in b.blocks)])
-    if isinstance(b, Figure):
-        rel = b.path.relative_to(base).as_posix()
-        return f"![{_md_text(b.title)}]({rel})\n\n*{_md_text(b.title)}.* {_md_text(b.caption)}"
-    return "\n".join(f"- {_md_text(x)}" for x in b)
-
-
-def to_markdown(title: str, sections: list[Section], base: Path) -> str:
-    """GitHub Markdown; figures as links relative to `base`."""
-    parts = [f"# {_md_text(title)}"]
-    for head, blocks in sections:
-        parts.append(f"## {_md_text(head)}")
-        parts += [_md_block(b, base) for b in blocks]
-    return "\n\n".join(parts) + "\n"
 
 
 # The report.
@@ -680,57 +545,3 @@ def _figures(drawn: Figures) -> list[Block]:
                            "are, and time series of the later sweep points are the first left "
                            "out.", warn=True))
     return blocks
-
-
-# Two directories compared.
-def compare(a: Path, b: Path, out: Path | None = None, allow_foreign: bool = False) -> Path:
-    """compare.html (in `out`, by default a new directory beside a); returns its path.
-    Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`."""
-    ra, rb = load(a), load(b)  # (through safefs: what either refused is named below)
-    out = out or a.parent / f"compare-{a.name}-vs-{b.name}"
-    safefs.check_owner(out, allow_foreign)
-    safefs.makedirs(out)
-    sa, sb = ({_join_key(r): r for r in summary(x)} for x in (ra, rb))
-    table = Table(["point", "flow", "metric", "A measured", "B measured", "B/A", "expected"],
-                  [_joined(sa.get(k), sb.get(k)) for k in [*sa, *(k for k in sb if k not in sa)]])
-    drawn = compare_figures(ra, rb, out)
-    warnings: list[Block] = [Note(f"{side}: {v.text}", warn=True)
-                             for side, r in (("A", ra), ("B", rb)) if (v := _verdict_note(r)).warn]
-    warnings += [b for side, r in (("A", ra), ("B", rb)) for b in refusals(r, f"{side}: ")]
-    sections: list[Section] = [
-        ("Directories", [_sides(ra, rb), *warnings]),
-        ("Summaries side by side", [Note("Joined on (sweep point, flow, metric); measured as "
-                                         "mean ± 95 % CI over the repetitions; B/A the ratio of "
-                                         "the means."), table]),
-        ("Sweep curves", list(drawn) or [Note("No sweep curves: A has no sweep.")]),
-    ]
-    atomic_write(out / "compare.html", to_html(f"netrig compare: {a.name} vs {b.name}", sections), out)
-    return out / "compare.html"
-
-
-def _join_key(r: Row) -> tuple[str, str, str]:
-    return json.dumps(r.params, sort_keys=True, default=str), r.flow, r.metric
-
-
-def _joined(x: Row | None, y: Row | None) -> list[str]:
-    """A's row beside B's (either may be missing): measured, B/A and expected."""
-    r = x or y
-    assert r is not None
-    ea, eb = expected(x) if x else None, expected(y) if y else None
-    both = ea if eb in (None, ea) else eb if ea is None else f"A {ea}; B {eb}"
-    ratio = y.mean / x.mean if x and y and x.mean and y.mean is not None else None
-    return [r.label or NONE, r.flow, metric(r.metric).label, measured(x) if x else "not in A",
-            measured(y) if y else "not in B", _ratio(ratio), both or NONE]
-
-
-def _sides(ra: Results, rb: Results) -> Table:
-    def facts(r: Results) -> list[str]:
-        h = r.meta.get("host") or {}
-        ok = sum(x.get("status") == "ok" for x in r.runs)
-        return [str(r.out), str(r.meta.get("scenario", "")), str(r.meta.get("status", "unknown")),
-                f"{ok} of {_planned(r)}", str(h.get("netrig", "")), str(h.get("kernel", "")),
-                str(h.get("started", ""))]
-
-    names = ["directory", "scenario", "status", "runs finished well", "netrig", "kernel", "started"]
-    return Table(["", "A", "B"], [[n, x, y] for n, x, y in
-                                  zip(names, facts(ra), facts(rb), strict=True)])
