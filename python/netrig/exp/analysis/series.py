@@ -205,12 +205,8 @@ def _route(th: Theory, point: int, flow: dict[str, Any]) -> tuple[Plan, str, str
     got = th.point(point)
     if got is None or not flow.get("to"):
         return None
-    p, plan = got
-    spec = p.spec.flows.get(flow.get("name", ""))
-    src, dst = flow["from"], flow["to"]
-    if spec is not None and spec.reverse:
-        src, dst = dst, src
-    return plan, src, dst
+    _, plan = got
+    return plan, flow.get("sender") or flow["from"], flow.get("receiver") or flow["to"]  # (the record's)
 
 
 def link_rows(res: Results, run: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:

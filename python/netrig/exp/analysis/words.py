@@ -111,3 +111,30 @@ def short(key: str, keys: list[str]) -> str:
         if sum(k == tail or k.endswith("." + tail) for k in keys) <= 1:
             return tail
     return key
+
+
+def in_words(params: dict[str, Any]) -> str:
+    """A sweep point in words, as the progress line says it: `aqm pie on s0-h2, bulk's
+    window 16KB, duration 10s` (`describe` is its short form, for tables and legends)."""
+    parts = []
+    for key, value in params.items():
+        paths = [k.strip() for k in key.split(",")]
+        values = value if len(paths) > 1 and isinstance(value, list) else [value]
+        for path, v in zip(paths, values):
+            if v is not None or len(paths) == 1:  # a path a joint key leaves unset: unsaid
+                parts.append(_one(path, label(v)))
+    return ", ".join(parts)
+
+
+def _one(path: str, value: str) -> str:
+    p = path.split(".")
+    if p[0] == "links" and len(p) >= 3:
+        return f"{' '.join(p[2:])} {value} on {p[1]}"
+    if p[0] == "flows" and len(p) >= 3:
+        who = "every flow's" if p[1] == "*" else f"{p[1]}'s"
+        return f"{who} {' '.join(p[2:])} {value}"
+    if p[0] == "topology" and len(p) >= 2:
+        return f"topology {' '.join(p[1:])} {value}"
+    if p[0] == "events" and len(p) >= 3:
+        return f"event {p[1]}'s {' '.join(p[2:])} {value}"
+    return f"{' '.join(p)} {value}"

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from netrig.exp.analysis.words import label
+from netrig.exp.analysis.words import in_words as words
 
 SEP = " · "
 
@@ -30,32 +30,6 @@ def duration(s: float) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
-
-
-def words(params: dict[str, Any]) -> str:
-    """A sweep point in words: `aqm pie on s0-h2, bulk's window 16KB, duration 10s`."""
-    parts = []
-    for key, value in params.items():
-        paths = [k.strip() for k in key.split(",")]
-        values = value if len(paths) > 1 and isinstance(value, list) else [value]
-        for path, v in zip(paths, values):
-            if v is not None or len(paths) == 1:  # a path a joint key leaves unset: unsaid
-                parts.append(_one(path, label(v)))
-    return ", ".join(parts)
-
-
-def _one(path: str, value: str) -> str:
-    p = path.split(".")
-    if p[0] == "links" and len(p) >= 3:
-        return f"{' '.join(p[2:])} {value} on {p[1]}"
-    if p[0] == "flows" and len(p) >= 3:
-        who = "every flow's" if p[1] == "*" else f"{p[1]}'s"
-        return f"{who} {' '.join(p[2:])} {value}"
-    if p[0] == "topology" and len(p) >= 2:
-        return f"topology {' '.join(p[1:])} {value}"
-    if p[0] == "events" and len(p) >= 3:
-        return f"event {p[1]}'s {' '.join(p[2:])} {value}"
-    return f"{' '.join(p)} {value}"
 
 
 def status(done: int, total: int, point: str, elapsed_s: float, left_s: float, width: int) -> str:
