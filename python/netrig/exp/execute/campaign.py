@@ -33,7 +33,7 @@ class Interrupted(KeyboardInterrupt):
     pass
 
 
-def _sigterm(signum, frame):
+def on_sigterm(signum, frame):
     raise Interrupted()
 
 
@@ -77,7 +77,7 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
         meta["path"] = spec.path.model_dump(mode="json", exclude_none=True) if spec.path else None
         meta["clocks"] = spec.clocks
     rec.write_json(out / "meta.json", meta, out)
-    old = signal.signal(signal.SIGTERM, _sigterm) if threading.current_thread() is threading.main_thread() else None
+    old = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() else None
     tally = Tally(out)
     try:
         with Display(scenario.runs, scenario.estimate_s(), progress,

@@ -176,8 +176,9 @@ def _die_with(parent: int) -> None:
 
 def child(argv: list[str]) -> int:
     from netrig.exp.execute import runner
+    from netrig.exp.execute.campaign import on_sigterm
     tmp, parent = Path(argv[0]), int(argv[1])
-    signal.signal(signal.SIGTERM, runner._sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     _die_with(parent)
     point, rep, seed, rid = pickle.loads(sys.stdin.buffer.read())
     try:
