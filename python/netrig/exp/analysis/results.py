@@ -12,7 +12,7 @@ from typing import Any
 
 from netrig import safefs, units
 from netrig.errors import NetrigError
-from netrig.exp.analysis.stats import is_number
+from netrig.exp.analysis.stats import is_number, mean_ci
 from netrig.exp.analysis.why import QueueSeen, queue_seen, rtt_here
 from netrig.exp.analysis.words import MEASURED, describe
 from netrig.exp.record.files import INSIDE, NotResults, _jsonl, _yaml, read_meta, runs
@@ -99,6 +99,13 @@ class Results:
             if s.get("status", "ok") in MEASURED and is_number(s.get(metric)):
                 out.append(float(s[metric]))
         return out
+
+    def mean(self, point: int, flow: str, metric: str) -> tuple[float, float | None] | None:
+        """The one averaging step every reader shares (the rows, the figures): the mean of
+        a flow's metric over the point's repetitions and the half-width of its 95 %
+        confidence interval (stats.mean_ci); None when no repetition measured it."""
+        xs = self.values(point, flow, metric)
+        return mean_ci(xs) if xs else None
 
     def timed_out(self, point: int, flow: str) -> int:
         """How many repetitions of the point the flow timed out in (never connected, or

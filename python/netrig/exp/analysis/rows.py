@@ -96,7 +96,7 @@ def summary(res: Results) -> list[Row]:
                 continue
             e = next((x["expected"] for x in entries if x.get("expected")), {})
             m = e.get("metric") or plain_metric(first["kind"])
-            also = [(k, mean_ci(v)[0]) for k in also_of(first["kind"]) if (v := res.values(i, flow, k))]
+            also = [(k, got[0]) for k in also_of(first["kind"]) if (got := res.mean(i, flow, k))]
             flagged = sum(bool((x.get("expected") or {}).get("flag")) for x in entries
                           if (x.get("summary") or {}).get("status", "ok") in MEASURED)
             heres = [h for r in res.runs_of(i) if flow in r.get("flows", {})

@@ -22,9 +22,10 @@ outside the axes, right of the data. Each figure is written in every format aske
 through matplotlib's Agg canvas (no display, no pyplot state). `compare_figures` draws N
 results directories on shared axes, each labelled by what differs (differ.py).
 
-Also owns sweep values as numbers (`axis`) and the units each metric is shown in
-(`metric`): the report uses the same. Reading the directory back (`Results`) and the
-statistics (`mean_ci`) live in results.py.
+Sweep values as numbers are axes.py's (`axis`), the units each metric is shown in
+kinds/metrics.py's (`metric`, the report's too), what every figure shares draw.py's and
+the time series timeseries.py's. Reading the directory back (`Results`) and the
+statistics (`Results.mean`, `stats.mean_ci`) are exp/analysis's.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
                 if not pts:
                     continue
                 xs = [x.of(params[p][x.key]) for p in pts]
-                stats = [mean_ci(res.values(p, flow, m)) for p in pts]
+                stats = [res.mean(p, flow, m) or (0.0, None) for p in pts]
                 errs = [(ci or 0.0) * info.scale for _, ci in stats]
                 ax.errorbar(xs, [mean * info.scale for mean, _ in stats],
                             yerr=errs if any(errs) else None, color=color, capsize=3,
