@@ -10,12 +10,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrig import units
+from netrig import safefs, units
 from netrig.exp.grade.expect import Expected
 from netrig.exp.kinds.registry import Outcome, output_ext
 from netrig.exp.record import files as rec
 from netrig.exp.record.run import FlowRecord, Grade, RunRecord, hops_of
 from netrig.exp.spec.model import Point
+
+
+def fresh(out: Path, rid: str) -> Path:
+    """out/runs/RID, empty (what an earlier attempt left is removed, through no link)."""
+    safefs.remove_tree(out, f"runs/{rid}")
+    safefs.makedirs(out, f"runs/{rid}")
+    return out / "runs" / rid
 
 
 def build(out: Path, rid: str, point: Point, rep: int, seed: int, outcomes: dict[str, Outcome],

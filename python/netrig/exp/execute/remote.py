@@ -92,9 +92,7 @@ def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -
     does (exp/execute/recorder.py; run.json last, once, with what the hosts said) and
     returns run.json's content."""
     assert point.hosts is not None
-    rdir = out / "runs" / rid
-    safefs.remove_tree(out, f"runs/{rid}")
-    safefs.makedirs(out, f"runs/{rid}")
+    rdir = recorder.fresh(out, rid)
     plan = make_plan(point.topology)
     spec = point.spec
     interval = units.seconds(spec.interval)

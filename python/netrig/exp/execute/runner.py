@@ -40,7 +40,7 @@ from netrig.capture import lab as capture
 from netrig.errors import NetrigError
 from netrig.exp.analysis import events as evs
 from netrig.exp.analysis import words
-from netrig.exp.execute import recorder, remote, webserver
+from netrig.exp.execute import recorder, webserver
 from netrig.exp.execute.captures import analyse_captures, capture_entry
 from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
     _IfaceMonitor,
@@ -81,13 +81,10 @@ def _lab_prefix() -> str:
 
 
 def run_one(point: Point, rep: int, seed: int, out: Path, rid: str, tick=None) -> dict[str, Any]:
-    """One run of one point; writes out/runs/rid (run.json last) and returns run.json's
-    content."""
-    if point.hosts:  # real machines over SSH
-        return remote.run_one(point, rep, seed, out, rid, tick)
-    rdir = out / "runs" / rid
-    safefs.remove_tree(out, f"runs/{rid}")
-    safefs.makedirs(out, f"runs/{rid}")
+    """One run of one point in a lab of this machine's namespaces; writes out/runs/rid
+    (run.json last) and returns run.json's content."""
+    assert not point.hosts, "real hosts are remote.run_one's (executor.run_one picks)"
+    rdir = recorder.fresh(out, rid)
     plan = make_plan(point.topology)
     spec = point.spec
     interval = units.seconds(spec.interval)
