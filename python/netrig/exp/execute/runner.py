@@ -1,15 +1,15 @@
-"""Running a scenario: every sweep point, `repeat` times, each run on a fresh network.
+"""One run of one sweep point in a lab of this machine's namespaces (`run_one`); the
+campaign of every point and repetition is campaign.py's, handed out by executor.py.
 
 A run: build the point's network (seeded), start a one-off netrig-perf server for each
 flow that needs one, start each flow at its `start` in its own thread, sample the
 monitors, wait for the flows (the network is torn down whatever happens), then write
-the run's files and, last, its run.json. Whatever the monitors, a run keeps what
+the run's files and, last, its record (recorder.py, exp/record/run.py). Whatever the monitors, a run keeps what
 throughput over time is drawn from: netrig-link's 100 Hz samples of every link
 direction with a rate (series/link-stats.jsonl) and the receiver's own intervals (the
 server runs with -J and the client fetches its output). Ctrl-C or SIGTERM stops the
-flows, tears the network down, writes what was measured (the run marked "interrupted")
-and the CSV, and leaves the directory resumable: `run(..., resume=True)` runs only the
-runs that lack a finished run.json.
+flows, tears the network down and writes what was measured (the run marked
+"interrupted"); a resumed campaign runs only the runs that lack a finished run.json.
 
 A run's link emulators (the netrig-link processes its lab's state names) are watched
 while it runs and once more before teardown: a run whose emulator died measured a

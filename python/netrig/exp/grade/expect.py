@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig.exp.grade.verdict import versus
 from netrig.exp.kinds import web
 from netrig.exp.kinds.base import connect_timeout_s
 from netrig.exp.kinds.registry import kind_of
@@ -45,12 +44,6 @@ class Expected:
     detail: str
     hi: float | None = None  # a range's top (RTT under load); None: a point value
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def judge(self, measured: float | None, tolerance: float) -> tuple[float | None, bool]:
-        """(the ratio, whether it is outside 1 ± the tolerance): `verdict.versus`, the
-        one definition the CSV and the report use too."""
-        v = versus(measured, self.value, self.hi, tolerance)
-        return v.ratio, v.flag
 
 
 def _dir(f: FlowSpec) -> tuple[str, str]:

@@ -1,5 +1,5 @@
-"""Measured against theory: the one ratio and verdict that run.json (the runner, through
-`Expected.judge`), results.csv and the report (its table and "Far from theory") share.
+"""Measured against theory: the one ratio and verdict that a run's record (its `Grade`,
+exp/record/run.py), results.csv and the report (its table and "Far from theory") share.
 
     versus(measured, lo, hi, tolerance) -> Versus(ratio, position, verdict, flag)
 

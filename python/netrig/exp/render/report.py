@@ -1,4 +1,4 @@
-"""report.html and report.md of a results directory, and two directories compared.
+"""report.html and report.md of a results directory (two compared: compare.py).
 
     build(out)     rewrites results.csv, draws the figures (`netrig.exp.render.figures`), writes
                    report.html (one file: figures as data URIs, inline CSS, no scripts, no
