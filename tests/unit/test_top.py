@@ -158,3 +158,12 @@ def test_lines_that_are_not_samples_are_passed_over():
                  {"totals": {"links": []}}):
         tr.add(line)
     assert tr.dirs == {}
+
+
+def test_after_missed_samples_the_rate_counts_only_what_arrived():
+    tr = tracked()
+    tr.gap()  # the subscription was opened again: 13.00 to 13.50 s never arrived
+    for i in range(51, 101):
+        tr.add(sample("L2", "b_to_a", 13 + i / 100, 1.5e6))
+    b = next(r for r in rows(tr) if (r.link, r.src) == ("L2", "h2"))
+    assert b.rate_bps == pytest.approx(1.5e6)  # not 0.75: the gap is no time at zero

@@ -121,6 +121,12 @@ class Tracker:
         for old in [k for k in d.bins if k <= int(t // BIN_S) - SPARK]:
             del d.bins[old]
 
+    def gap(self) -> None:
+        """Samples were missed (the subscription was opened again): the next sample's
+        span starts at itself, not at the last one seen."""
+        for d in self.dirs.values():
+            d.prev_t = None
+
     def stats(self, answer: dict) -> None:
         """netrig-link's answer to `stats`: totals since the lab started, and specs."""
         for l in answer.get("links", []):
@@ -338,32 +344,31 @@ class Feed:
         assert self.sock is not None
         return self.sock.fileno()
 
-    def read(self) -> list[dict]:
-        """The sample lines that have arrived (call when readable). A closed
-        subscription is opened again while the emulator runs (it drops a reader that
-        fell behind); LabGone when it does not."""
+    def read(self, tr: Tracker) -> None:
+        """Hands the sample lines that have arrived to `tr` (call when readable). A
+        closed subscription is opened again while the emulator runs (it drops a reader
+        that fell behind: `tr` is told of the gap); LabGone when it does not."""
         assert self.sock is not None
         try:
             chunk = self.sock.recv(1 << 20)
         except BlockingIOError:
-            return []
+            return
         except OSError:
             chunk = b""
         if not chunk:
             self.check()
             self.connect()
-            return []
+            tr.gap()
+            return
         self.buf += chunk
         *lines, self.buf = self.buf.split(b"\n")
-        out = []
         for line in lines:
             try:
                 v = json.loads(line)
             except json.JSONDecodeError:
                 continue  # not a sample: nothing of ours to show
             if isinstance(v, dict):
-                out.append(v)
-        return out
+                tr.add(v)
 
     def stats(self) -> dict:
         try:
