@@ -59,8 +59,7 @@ def _gather(feed, tr, seconds: float) -> None:
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         if select.select([feed], [], [], left)[0]:
-            for s in feed.read():
-                tr.add(s)
+            feed.read(tr)
 
 
 def _live(view, feed, tr, interval: float) -> int:
@@ -87,8 +86,7 @@ def _live(view, feed, tr, interval: float) -> int:
                 waits = [feed] + ([keys] if keys is not None else [])
                 ready = select.select(waits, [], [], max(0.0, next_draw - time.monotonic()))[0]
                 if feed in ready:
-                    for s in feed.read():
-                        tr.add(s)
+                    feed.read(tr)
                 if keys is not None and keys in ready:
                     got = os.read(keys, 64)
                     if not got:
