@@ -1,17 +1,20 @@
 """`netrig top` in a pseudo-terminal at 80 columns on a lab carrying a 10 Mbit/s flow:
 the loaded direction's delivered rate as `netrig status --json` counts it over the same
-second, frames that fit, q quits with the terminal restored, a pipe gets one plain
-frame, and the lab going away ends it with exit 1."""
+second, frames that fit, q and Ctrl-C quit (0) and SIGTERM ends it (143) with the
+terminal restored, a pipe gets one plain frame, and the lab going away ends it with
+exit 1."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -73,8 +76,9 @@ class Screen:
 
 
 def spawn_top(prefix: str) -> pexpect.spawn:
-    # stty after top: the terminal's modes as top left them.
-    cmd = f"{sys.executable} -m netrig top --prefix {prefix}; echo top-exit=$?; stty -a"
+    # stty after top: the terminal's modes as top left them. The shell outlives a
+    # Ctrl-C meant for top (a trap, not an ignore: top inherits no ignored SIGINT).
+    cmd = f"trap : INT; {sys.executable} -m netrig top --prefix {prefix}; echo top-exit=$?; stty -a"
     return pexpect.spawn("/bin/sh", ["-c", cmd], dimensions=(24, 80), encoding="utf-8",
                          timeout=20, env=os.environ | {"TERM": "xterm-256color"})
 
@@ -128,6 +132,19 @@ def test_top_in_a_pty_against_status(tmp_path):
         assert all(len(line) <= 80 for line in out.splitlines()), out
         assert shown_rate(out) >= 5e6, out  # one frame, with a second of samples
         assert client.wait(timeout=20) == 0
+
+        for how, code in (("ctrl-c", 0), ("sigterm", 143)):  # each puts the terminal back
+            quit_ = Screen(spawn_top(prefix))
+            time.sleep(0.8)
+            if how == "ctrl-c":
+                quit_.child.sendintr()
+            else:
+                kids = Path(f"/proc/{quit_.child.pid}/task/{quit_.child.pid}/children").read_text()
+                os.kill(int(kids.split()[0]), signal.SIGTERM)
+            said = quit_.wait_exit()
+            assert f"top-exit={code}" in said, (how, said[-1500:])
+            modes = said.split(f"top-exit={code}", 1)[1]
+            assert re.search(r"(?<!-)icanon", modes) and re.search(r"(?<![-\w])echo\b", modes), how
 
         gone = Screen(spawn_top(prefix))
         time.sleep(0.6)

@@ -167,3 +167,14 @@ def test_after_missed_samples_the_rate_counts_only_what_arrived():
         tr.add(sample("L2", "b_to_a", 13 + i / 100, 1.5e6))
     b = next(r for r in rows(tr) if (r.link, r.src) == ("L2", "h2"))
     assert b.rate_bps == pytest.approx(1.5e6)  # not 0.75: the gap is no time at zero
+
+
+def test_the_command_refuses_an_interval_out_of_bounds_and_a_user_not_root(monkeypatch, capsys):
+    from netrig import cli
+
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    assert cli.main(["top", "--interval", "0"]) == 1
+    assert "--interval 0: give between 0.05 and 10 seconds" in capsys.readouterr().err
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert cli.main(["top"]) == 2
+    assert "netrig top needs root" in capsys.readouterr().err
