@@ -10,6 +10,7 @@ with its arguments beside it and registered through `base.Adder`:
 - `capture`: capture, analyze
 - `cluster`: cluster scheduler, worker, status, cert
 - `topology`: explain, graph
+- `top`: top (a running lab, live)
 - `tools`: perf, tc, mn, mininet (their command lines passed whole), version
 - `parser`: the top parser, the order of `netrig help`, and help itself
 - `base`: what the modules share (parser classes, --prefix, refused files' words)

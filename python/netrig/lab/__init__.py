@@ -7,7 +7,8 @@ lab's state file under /run/netrig/labs and who may trust it (`state`), and the
 ping, iperf, live link changes), and tc's command line inside a lab (`tcshim`: a
 `tc` first on a node's PATH that changes the links netrig-link carries), FRR on its
 routers (`frr` runs the daemons; `frrconf`, pure, writes their configuration and what
-they should route). `stitch` is a prototype of labs bigger than one
+they should route). `status` and `top` show a running lab (`top`: live, from
+netrig-link's 100 Hz samples). `stitch` is a prototype of labs bigger than one
 machine: two labs' nodes joined by a VXLAN link (docs/scaling.md).
 
 Does not own the topology itself (`netrig.topo`: pure model, file loading and
