@@ -1,0 +1,126 @@
+"""issue 27's console: `netrig status` fits 80 columns, each command's own usage with a
+did-you-mean on an argument error, errors in netrig's own words, signals' exit codes."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from netrig.cli import main
+
+LIVE = {"queue_packets": 1000, "queue_bytes": 1_514_000, "delivered": 123_456_789,
+        "delivered_bytes": 184_000_000_000, "drops_overflow": 123_456, "drops_aqm": 65_432,
+        "lost": 9_876, "lateness": {"p99_us": 1234.5}}
+
+
+def fake_lab(monkeypatch) -> None:
+    """`netrig status` of a lab whose state, emulator and namespaces are faked."""
+    from netrig.lab import frr, netns, status
+    from netrig.link import userspace
+
+    iface = [{"name": f"eth{k}", "addr": f"10.0.{k}.1/24"} for k in range(5)]
+    plan = {"nodes": {"router12": {"kind": "router", "ifaces": iface},
+                      "router13": {"kind": "router", "ifaces": iface[:2]}},
+            "links": [{"name": "backbone-1", "a": "router12", "b": "router13",
+                       "a_to_b": {"rate": "10Mbit", "delay": "40ms", "queue": 100,
+                                  "aqm": {"type": "pie"}},
+                       "b_to_a": {"rate": "5Mbit", "delay": "40ms", "loss": "1%"}}]}
+    st = SimpleNamespace(prefix="pf", topology="/tmp/a-longish-name/portfolio.yaml", status="up",
+                         backend="userspace", plan=plan, control="/run/x.sock", pids={"netrig-link": 1},
+                         namespaces=[], frr={}, owner_pid=0, topology_sha256=None, dir=Path("/nonexistent"))
+    monkeypatch.setattr(status.LabState, "load", staticmethod(lambda prefix: st))
+    monkeypatch.setattr(status, "alive", lambda *a: True)
+    monkeypatch.setattr(netns, "exists", lambda ns: True)
+    monkeypatch.setattr(frr, "daemons_dir", lambda d: Path("/nonexistent"))
+    monkeypatch.setattr(userspace, "request", lambda control, cmd: {
+        "links": [{"link": "backbone-1", "a_to_b": LIVE, "b_to_a": LIVE}]})
+
+
+def test_status_fits_80_columns(monkeypatch, capsys):
+    from netrig.lab import status
+
+    fake_lab(monkeypatch)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert status.show("pf") == 0
+    out = capsys.readouterr().out
+    assert [x for x in out.splitlines() if len(x) > 80] == []
+    assert "router12→router13: queue 1000 p (1.51 MB)" in out  # in the ends' own order
+    assert "router13→router12: rate=5Mbit delay=40ms loss=1%" in out
+    assert "123456 queue full, 65432 aqm, 9876 loss" in out and "late p99 1234 µs" in out
+    assert "delivered 123456789 p (184 GB)" in out
+
+
+def test_fit_never_splits_a_part():
+    from netrig.lab.status import fit
+
+    assert fit(["aaaa", "bbbb", "cccc"], "x: ", 3, width=12) == ["x: aaaa,", "   bbbb,", "   cccc"]
+    assert fit(["a" * 20], "x: ", 3, width=12) == ["x:", "   " + "a" * 20]  # its own line
+
+
+# -- each command's own usage, with a did-you-mean for options
+
+def usage_error(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "{perf,tc" not in err and "usage: netrig\n" not in err, err  # not the top-level usage
+    assert all(len(x) <= 80 for x in err.splitlines()), err
+    return err
+
+
+def test_an_unknown_option_gets_its_commands_usage_and_the_closest(capsys):
+    err = usage_error(["run", "base.yaml", "--quik"], capsys)
+    assert err.startswith("netrig run: error: unrecognized option --quik; did you mean --quick?\n")
+    assert "  usage:   netrig run SCENARIO [--quick]" in err
+
+
+def test_mininets_topo_option_on_up_points_to_mn(capsys):
+    err = usage_error(["up", "--topo", "linear,3"], capsys)
+    assert err.startswith("netrig up: error: --topo is Mininet's option: "
+                          "'netrig mn --topo linear,3' builds that network")
+    assert "  usage:   netrig up FILE" in err
+
+
+def test_a_stray_word_gets_its_commands_usage(capsys):
+    err = usage_error(["down", "pf"], capsys)
+    assert err.startswith("netrig down: error: unrecognized argument 'pf'")
+    assert "usage:   netrig down [--prefix P]" in err
+
+
+# -- errors in netrig's own words
+
+@pytest.mark.parametrize("argv", [["run", "/nonexistent/s.yaml"], ["up", "/nonexistent/t.yaml"],
+                                  ["graph", "/nonexistent/t.yaml"]])
+def test_a_missing_file_is_said_without_errno(argv, capsys):
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "Errno" not in err and "No such file or directory" not in err, err
+    assert "/nonexistent/" in err and "does not exist" in err, err
+
+
+def test_report_of_a_missing_directory_says_it_does_not_exist(capsys):
+    assert main(["report", "/nonexistent/results"]) == 1
+    err = capsys.readouterr().err
+    assert "meta.json" not in err and "/nonexistent/results: no such directory" in err, err
+
+
+# -- signals
+
+def test_sigterm_interrupts_with_143_and_sigint_with_130():
+    from netrig.exp import pipeline
+
+    assert pipeline.EXIT["interrupted"] == 130 and pipeline.EXIT["terminated"] == 143
+
+
+def test_sigint_is_taken_back_when_started_ignoring_it(monkeypatch):
+    from netrig.cli import console
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        console.take_back_sigint()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, old)
