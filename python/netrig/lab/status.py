@@ -20,7 +20,6 @@ from netrig.lab.state import LabState, alive
 from netrig.topo import graph
 from netrig.topo.model import Topology
 
-
 WIDTH = 80  # a line of `netrig status` at most (a terminal's usual width)
 
 
