@@ -79,9 +79,11 @@ def test_an_unknown_option_gets_its_commands_usage_and_the_closest(capsys):
 
 def test_mininets_topo_option_on_up_points_to_mn(capsys):
     err = usage_error(["up", "--topo", "linear,3"], capsys)
-    assert err.startswith("netrig up: error: --topo is Mininet's option: "
-                          "'netrig mn --topo linear,3' builds that network")
+    assert " ".join(err.split()).startswith("netrig up: error: --topo is Mininet's option: "
+                                            "'netrig mn --topo linear,3' builds that network")
     assert "  usage:   netrig up FILE" in err
+    err = usage_error(["up", "--topo=linear,3"], capsys)  # not "FILE is missing"
+    assert "'netrig mn --topo=linear,3'" in err
 
 
 def test_a_stray_word_gets_its_commands_usage(capsys):

@@ -70,7 +70,12 @@ def _main(argv: list[str]) -> int:
             print(f"netrig: error: {parser.unknown_command(argv[0], commands)}\n"
                   "  ('netrig help' lists them)", file=sys.stderr)
             return 2
-        args = ap.parse_args(argv)
+        parser_of = commands[argv[0]].parser
+        if argv[0] != "exec" and (mininets := parser_of.mininets(argv[1:])):
+            parser_of.unrecognized(mininets, argv)
+        args, extra = ap.parse_known_args(argv)
+        if extra:  # said with the command's own usage, not the top parser's
+            commands[args.command].parser.unrecognized(extra, argv)
         if args.command in NEEDS_ROOT and os.geteuid() != 0:
             from netrig.cli.run import root_not_needed
 
