@@ -126,3 +126,55 @@ def test_sigint_is_taken_back_when_started_ignoring_it(monkeypatch):
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def test_errno_wording_left_in_a_message_is_said_plainly():
+    from netrig.errors import os_words, plain
+
+    assert plain("x.yaml: cannot read: [Errno 2] No such file or directory: '/a/x.yaml'") == \
+        "x.yaml: cannot read: /a/x.yaml does not exist"
+    assert plain("socket /run/s: [Errno 111] Connection refused") == "socket /run/s: connection refused"
+    assert os_words(FileNotFoundError(2, "No such file or directory", "/a")) == "/a does not exist"
+    assert os_words(IsADirectoryError(21, "Is a directory", "/tmp")) == "/tmp is a directory, not a file"
+
+
+SCENARIO = """name: s
+topology:
+  nodes: {h1: host, h2: host}
+  links: [{a: h1, b: h2, rate: 10Mbit, delay: 5ms%s}]
+duration: 3s
+repeat: %s
+seed: %s
+flows:
+  bulk: {kind: tcp, from: h1, to: h2, parallel: %s, reverse: %s}
+"""
+
+
+@pytest.mark.parametrize("values, said", [
+    (("", 0, 1, 1, "false"), "repeat: 0 is below 1: a scenario runs at least once"),
+    (("", 5000, 1, 1, "false"), "repeat: 5000 is above 1000"),
+    (("", 1, -1, 1, "false"), "seed: -1 is below 0"),
+    (("", 1, 1, 0, "false"), "flows.bulk.parallel: 0 is below 1: a flow has at least one stream"),
+    (("", "twice", 1, 1, "false"), "repeat: 'twice' is not a whole number"),
+    (("", 1.5, 1, 1, "false"), "repeat: 1.5 is not a whole number"),
+    (("", 1, 1, 1, "perhaps"), "flows.bulk.reverse: 'perhaps' is not true or false"),
+    ((", ecn: 3", 1, 1, 1, "false"), "topology.links[0].ecn: 3 is not true or false"),
+])
+def test_a_scenario_is_refused_in_netrigs_words(tmp_path, values, said):
+    from netrig.errors import NetrigError
+    from netrig.exp.spec.scenario import load_scenario
+
+    (tmp_path / "s.yaml").write_text(SCENARIO % values)
+    with pytest.raises(NetrigError) as e:
+        load_scenario(str(tmp_path / "s.yaml"))
+    assert said in str(e.value) and "Input should" not in str(e.value), str(e.value)
+
+
+def test_a_topology_is_refused_in_netrigs_words():
+    from netrig.topo.load import loads
+    from netrig.topo.model import TopologyError
+
+    with pytest.raises(TopologyError) as e:
+        loads("name: 5\naddressing: {prefix_len: 40}\nnodes: {a: host, b: host}\nlinks: [[a, b]]\n")
+    assert e.value.problems == ["<string>:1: name: 5 is not text (quote it)",
+                                "<string>:2: addressing.prefix_len: 40 is above 30: a lab's subnets are /8 to /30"]

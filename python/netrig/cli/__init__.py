@@ -28,7 +28,7 @@ import sys
 from netrig.cli import console, parser
 from netrig.cli.base import NeedsRoot
 from netrig.cli.tools import RAW
-from netrig.errors import NetrigError
+from netrig.errors import NetrigError, os_words, plain
 
 # Commands that need root, and why (said to a user who is not).
 NEEDS_ROOT = {
@@ -89,11 +89,14 @@ def _main(argv: list[str]) -> int:
     except BrokenPipeError:  # a write that went around the guarded streams (none known)
         return console.EXIT_PIPE_CLOSED
     except NetrigError as e:
-        print(f"netrig: error: {e}", file=sys.stderr)
+        print(f"netrig: error: {plain(str(e))}", file=sys.stderr)
         return 1
     except PermissionError as e:  # the system refused something a check above did not foresee
         print(f"netrig: error: {e.filename or ''}{': ' if e.filename else ''}{e.strerror}"
               " (netrig needs root for labs and experiments)", file=sys.stderr)
+        return 1
+    except OSError as e:  # (a file gone between a check and its use)
+        print(f"netrig: error: {os_words(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("netrig: interrupted", file=sys.stderr)
