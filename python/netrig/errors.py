@@ -6,6 +6,11 @@ class NetrigError(Exception):
     """Base of every error netrig raises on purpose."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be (so the same teardown
+    runs); the command then exits 143 (128 + SIGTERM) where Ctrl-C's exits 130."""
+
+
 def os_words(e: OSError) -> str:
     """What the system refused, in netrig's words rather than errno's (`[Errno 2] No such
     file or directory: 'x'` is `x does not exist`); names the file when the error does."""

@@ -111,10 +111,53 @@ def test_report_of_a_missing_directory_says_it_does_not_exist(capsys):
 
 # -- signals
 
-def test_sigterm_interrupts_with_143_and_sigint_with_130():
-    from netrig.exp import pipeline
+class Stopped:
+    """An executor whose first run is stopped by `sig` sent to this process."""
 
-    assert pipeline.EXIT["interrupted"] == 130 and pipeline.EXIT["terminated"] == 143
+    size = 1
+
+    def __init__(self, sig: int) -> None:
+        self.sig = sig
+
+    def describe(self):
+        return {"address": "test"}
+
+    def run(self, scenario, out, todo, shown, tally) -> None:
+        import os
+        import time
+
+        os.kill(os.getpid(), self.sig)
+        time.sleep(5)  # (the signal's handler raises at once)
+        raise AssertionError("the signal did not stop the run")
+
+
+@pytest.mark.parametrize("sig, status, code", [(signal.SIGTERM, "terminated", 143),
+                                               (signal.SIGINT, "interrupted", 130)])
+def test_a_campaign_stopped_by_sigterm_exits_143_and_by_sigint_130(tmp_path, monkeypatch, sig, status,
+                                                                     code):
+    import json
+
+    from netrig.exp import pipeline
+    from netrig.exp.execute import campaign
+    from netrig.exp.record import files as rec
+    from netrig.exp.spec.scenario import loads_scenario
+
+    monkeypatch.setattr(rec, "host_facts", lambda: {"netrig": "test"})  # (it asks iperf3 and ping)
+    scen = loads_scenario(SCENARIO % ("", 1, 1, 1, "false"), "s.yaml")
+    out, said = campaign.run(scen, tmp_path / "o", progress=False, executor=Stopped(sig))
+    assert said == status and pipeline.EXIT[said] == code
+    assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"  # (the record's word)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # its handler put back
+
+
+def test_sigterm_outside_a_campaign_exits_143(monkeypatch, capsys):
+    from netrig.errors import Terminated
+
+    def stopped(args):
+        raise Terminated()
+    from netrig.cli import topology
+    monkeypatch.setattr(topology, "graph", stopped)
+    assert main(["graph", "x.yaml"]) == 143
 
 
 def test_sigint_is_taken_back_when_started_ignoring_it(monkeypatch):
@@ -178,3 +221,4 @@ def test_a_topology_is_refused_in_netrigs_words():
         loads("name: 5\naddressing: {prefix_len: 40}\nnodes: {a: host, b: host}\nlinks: [[a, b]]\n")
     assert e.value.problems == ["<string>:1: name: 5 is not text (quote it)",
                                 "<string>:2: addressing.prefix_len: 40 is above 30: a lab's subnets are /8 to /30"]
+

@@ -28,7 +28,7 @@ import sys
 from netrig.cli import console, parser
 from netrig.cli.base import NeedsRoot
 from netrig.cli.tools import RAW
-from netrig.errors import NetrigError, os_words, plain
+from netrig.errors import NetrigError, Terminated, os_words, plain
 
 # Commands that need root, and why (said to a user who is not).
 NEEDS_ROOT = {
@@ -47,7 +47,9 @@ NEEDS_ROOT = {
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; its exit status. stdout and stderr are guarded
     (netrig.cli.console): a reader that goes away (`netrig run s.yaml | head -1`) stops
-    the words, never the work, and a command that otherwise succeeded exits 141 then."""
+    the words, never the work, and a command that otherwise succeeded exits 141 then.
+    Ctrl-C (SIGINT) exits 130, SIGTERM 143, whoever started netrig (console.take_back_sigint)."""
+    console.take_back_sigint()
     with console.guarded() as con:
         code = _main(list(sys.argv[1:] if argv is None else argv))
     if con.broken and code == 0:
@@ -98,6 +100,6 @@ def _main(argv: list[str]) -> int:
     except OSError as e:  # (a file gone between a check and its use)
         print(f"netrig: error: {os_words(e)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print("netrig: interrupted", file=sys.stderr)
-        return 130
+        return 143 if isinstance(e, Terminated) else 130

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         if campaign is not None:
             campaign.close()
     say(done)
-    if done.status == "interrupted":
+    if done.status in ("interrupted", "terminated"):
         print(f"netrig: interrupted; what was measured is in {done.out}; "
               f"'netrig run --resume {done.out}' finishes it", file=sys.stderr)
     print(done.out)
