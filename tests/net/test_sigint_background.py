@@ -14,7 +14,6 @@ pytestmark = pytest.mark.net  # (it runs `netrig mininet`, which netguard keeps 
 
 def test_a_netrig_started_with_sigint_ignored_is_stopped_by_it():
     # as bash starts `netrig run s.yaml &` in a script: SIGINT ignored, across exec
-
     p = subprocess.Popen([sys.executable, "-m", "netrig", "mininet", "-c",
                           "import time; print('ready', flush=True); time.sleep(30)"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
