@@ -222,3 +222,31 @@ def test_a_topology_is_refused_in_netrigs_words():
     assert e.value.problems == ["<string>:1: name: 5 is not text (quote it)",
                                 "<string>:2: addressing.prefix_len: 40 is above 30: a lab's subnets are /8 to /30"]
 
+
+
+# -- link set's direction
+
+R3R4 = SimpleNamespace(name="r3-r4", a="r3", b="r4")
+
+
+@pytest.mark.parametrize("given, named, way, said", [
+    ("a_to_b", ("r4", "r3"), "b_to_a", "r4→r3"),  # issue 27: it changed r3→r4
+    ("a_to_b", ("r3", "r4"), "a_to_b", "r3→r4"),
+    ("b_to_a", ("r4", "r3"), "a_to_b", "r3→r4"),
+    ("a_to_b", ("r3-r4", None), "a_to_b", "r3→r4"),  # by name: the file's a to b
+    ("r4-r3", ("r3", "r4"), "b_to_a", "r4→r3"),
+    ("r3->r4", ("r4", "r3"), "a_to_b", "r3→r4"),
+    (None, ("r4", "r3"), None, "r3→r4 and r4→r3"),
+])
+def test_link_set_reads_its_direction_in_the_order_the_ends_were_named(given, named, way, said):
+    from netrig.lab.linkset import direction
+
+    assert direction(R3R4, given, *named) == (way, said)
+
+
+def test_link_set_refuses_a_direction_between_other_nodes():
+    from netrig.errors import NetrigError
+    from netrig.lab.linkset import direction
+
+    with pytest.raises(NetrigError, match=r"--dir r1-r2: link r3-r4 joins r3 and r4: give --dir r3-r4 or"):
+        direction(R3R4, "r1-r2", "r3", "r4")
