@@ -250,3 +250,23 @@ def test_link_set_refuses_a_direction_between_other_nodes():
 
     with pytest.raises(NetrigError, match=r"--dir r1-r2: link r3-r4 joins r3 and r4: give --dir r3-r4 or"):
         direction(R3R4, "r1-r2", "r3", "r4")
+
+
+# -- explain takes a scenario, as graph does
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_explain_takes_a_scenario_and_its_first_flows_ends(capsys):
+    assert main(["explain", str(EXAMPLES / "004-bufferbloat.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Scenario 004-bufferbloat, flow bulk (h1 → h2); give SRC DST for another pair\n"
+                          "Path h1 → h2 ")
+    assert "Bottleneck  s0-h2 (s0 → h2) at 1.5 Mbit/s" in out
+    assert main(["explain", str(EXAMPLES / "004-bufferbloat.yaml"), "h2", "h1"]) == 0
+    assert capsys.readouterr().out.startswith("Path h2 → h1 ")
+
+
+def test_explain_of_a_topology_file_still_needs_its_ends(capsys):
+    assert main(["explain", str(EXAMPLES / "portfolio.yaml")]) == 1
+    assert "give the two ends, SRC and DST" in capsys.readouterr().err
