@@ -270,3 +270,15 @@ def test_explain_takes_a_scenario_and_its_first_flows_ends(capsys):
 def test_explain_of_a_topology_file_still_needs_its_ends(capsys):
     assert main(["explain", str(EXAMPLES / "portfolio.yaml")]) == 1
     assert "give the two ends, SRC and DST" in capsys.readouterr().err
+
+
+def test_a_ping_warmup_is_sent_but_not_counted():
+    from netrig.lab.network import PingResult
+
+    out = ("PING 10.0.0.2 (10.0.0.2) 56(84) bytes of data.\n"
+           "64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=153 ms\n"
+           "64 bytes from 10.0.0.2: icmp_seq=2 ttl=64 time=80.1 ms\n"
+           "64 bytes from 10.0.0.2: icmp_seq=3 ttl=64 time=80.3 ms\n")
+    r = PingResult.parse(out, 2, warmup=1)
+    assert (r.sent, r.rtts_ms, r.loss) == (2, [80.1, 80.3], 0.0)
+    assert PingResult.parse(out, 3).rtts_ms == [153.0, 80.1, 80.3]
