@@ -226,8 +226,8 @@ def load(out: Path) -> Results:
     Results.refused."""
     meta = read_meta(out)
     if meta is None and not out.exists():
-        raise NotResults(f"{out}: no such directory (give a results directory netrig run "
-                         "made, e.g. results/004-bufferbloat/20261123-101500)")
+        raise NotResults(f"{out}: no such directory (give one netrig run made, e.g. "
+                         "results/004-bufferbloat/20261123-101500)")
     if meta is None:
         raise NotResults(f"{out}: not a netrig results directory (it has no meta.json; "
                          "`netrig run` writes one)")
