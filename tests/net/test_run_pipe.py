@@ -47,7 +47,7 @@ def test_a_reader_that_leaves_after_one_line_costs_no_result(tmp_path):
     first = p.stdout.readline()
     p.stdout.close()
     code = p.wait(timeout=120)
-    assert first.startswith(b"netrig: piped: 1 point(s) x 2 repetition(s)"), first
+    assert first.startswith(b"netrig: piped: 1 point x 2 repetitions = 2 runs"), first
     assert code == 141, code  # as `git log | head`: the reader left; the work was done
     runs = [json.loads((out / "runs" / f"p000-r0{k}" / "run.json").read_text()) for k in (0, 1)]
     assert [r["status"] for r in runs] == ["ok", "ok"]

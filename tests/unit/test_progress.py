@@ -7,7 +7,7 @@ import io
 import re
 
 import pytest
-from netrig.exp.execute.progress import Display, duration, status, words
+from netrig.exp.execute.progress import Display, duration, opening, status, words
 
 PARAMS = {"links.s0-h2.aqm": {"type": "pie", "target": "20ms"}, "flows.bulk.window": "16KB"}
 
@@ -25,11 +25,39 @@ def test_a_point_in_words():
 
 @pytest.mark.parametrize("width", [80, 60])
 def test_the_status_line_fits_and_keeps_its_numbers(width):
-    point = "point 3/8: " + words(PARAMS) + ", repetition 2/3"
-    line = status(7, 24, point, 125, 1510, width)
+    point = "point 3/8: " + words(PARAMS)
+    line = status(7, 24, point, 125, 1510, width, "2/3")
     assert len(line) <= width, line
-    assert "7/24 runs" in line and "2 min 05 s" in line and "~25 min 10 s left" in line
-    assert "point 3/8" in line  # the start of the point's words: they are cut, not the numbers
+    assert "7/24" in line and "~25 min 10 s left" in line
+    assert "point 3/8: aqm pie(target=20ms)" in line  # cut last, after the time elapsed
+    if width == 80:
+        assert "point 3/8: aqm pie(target=20ms) on s0-h2, bulk" in line
+
+
+@pytest.mark.parametrize("rep", ["", "1/3"])
+def test_at_80_columns_the_point_keeps_its_identity_and_decoration_goes_first(rep):
+    # issue 27: on a terminal of 80 columns (79 drawn) the line was cut at `aqm pie(tar…`
+    point = "point 3/4: aqm pie(target=20ms) on s0-h2"
+    line = status(2, 4, point, 65, 130, 79, rep)
+    assert len(line) <= 79, line
+    assert "…" not in line and line.endswith(point + (", rep 1/3" if rep else "")), line
+    assert line.startswith("2/4 runs · ~2 min 10 s left · point 3/4")  # elapsed went first
+
+
+def test_a_point_too_long_for_the_barest_line_is_cut_at_its_end():
+    point = "point 3/8: " + words(PARAMS)
+    line = status(7, 24, point, 125, 1510, 50, "2/3")
+    assert len(line) == 50 and line.startswith("7/24 · ~25 min 10 s left · point 3/8: aqm")
+    assert line.endswith("…")
+    assert status(7, 24, point, 125, 1510, 20) == "7/24 · ~25 min 10 s"  # no room for words
+
+
+def test_the_opening_line_fits_80_columns():
+    out = "results/bufferbloat/20261127-101500"
+    said = opening("bufferbloat", 4, 1, 96, out, 80)
+    assert said.splitlines() == ["netrig: bufferbloat: 4 points x 1 repetition = 4 runs, about 1 min 36 s",
+                                 f"  results in {out}"]
+    assert opening("b", 1, 3, 20, "r/b/1", 80) == "netrig: b: 1 point x 3 repetitions = 3 runs, about 20 s; results in r/b/1"
 
 
 def test_a_status_line_at_80_columns_holds_the_whole_point_when_it_fits():
@@ -71,6 +99,7 @@ def test_on_a_terminal_each_redraw_fits_the_width(monkeypatch, columns):
              for s in chunk.split("\r") if s]
     assert shown, out.getvalue()
     assert all(len(s) < columns for s in shown), [s for s in shown if len(s) >= columns]
-    assert any(s.startswith("2/4 runs") and "elapsed" in s and "left" in s for s in shown)
+    assert any(s.startswith("2/4 ") and "left" in s and "point 2/2: aqm pie on s0-h2" in s
+               and ("elapsed" in s or columns < 80) for s in shown)
     assert "run p001-r01 failed: no route" in shown
     assert shown[-1].startswith("4/4 runs done (100%)")

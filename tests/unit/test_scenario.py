@@ -147,7 +147,7 @@ def test_count_zero_everywhere_is_no_flows():
         "interval: 100ms}", "interval: 100ms, count: 0}").replace(
         "  flows.bulk.window: [16KB, 64KB]\n", "")
     assert any("every count: is 0" in p for p in problems(text))
-    assert any("count" in p and "less than or equal to 64" in p
+    assert any("count: 65 is above 64" in p
                for p in problems(BASE.replace("cc: cubic}", "cc: cubic, count: 65}")))
 
 

@@ -99,7 +99,7 @@ def test_attach_refuses_a_topology_file_that_changed_since_the_lab_was_built(tmp
     elif change == "replaced":
         assert "changed since" in msg and "line 1 was 'name: trust'" in msg, msg
     else:
-        assert "cannot be read now" in msg and "No such file" in msg, msg
+        assert "cannot be read now" in msg and "does not exist" in msg, msg
 
 
 def test_attach_refuses_a_lab_that_recorded_no_hash(tmp_path, labs_dir):

@@ -29,7 +29,7 @@ import sys
 from netrig.cli import console, parser
 from netrig.cli.base import NeedsRoot
 from netrig.cli.tools import RAW
-from netrig.errors import NetrigError
+from netrig.errors import NetrigError, Terminated, os_words, plain
 
 # Commands that need root, and why (said to a user who is not).
 NEEDS_ROOT = {
@@ -48,7 +48,9 @@ NEEDS_ROOT = {
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; its exit status. stdout and stderr are guarded
     (netrig.cli.console): a reader that goes away (`netrig run s.yaml | head -1`) stops
-    the words, never the work, and a command that otherwise succeeded exits 141 then."""
+    the words, never the work, and a command that otherwise succeeded exits 141 then.
+    Ctrl-C (SIGINT) exits 130, SIGTERM 143, whoever started netrig (console.take_back_sigint)."""
+    console.take_back_sigint()
     with console.guarded() as con:
         code = _main(list(sys.argv[1:] if argv is None else argv))
     if con.broken and code == 0:
@@ -71,7 +73,12 @@ def _main(argv: list[str]) -> int:
             print(f"netrig: error: {parser.unknown_command(argv[0], commands)}\n"
                   "  ('netrig help' lists them)", file=sys.stderr)
             return 2
-        args = ap.parse_args(argv)
+        parser_of = commands[argv[0]].parser
+        if argv[0] != "exec" and (mininets := parser_of.mininets(argv[1:])):
+            parser_of.unrecognized(mininets, argv)
+        args, extra = ap.parse_known_args(argv)
+        if extra:  # said with the command's own usage, not the top parser's
+            commands[args.command].parser.unrecognized(extra, argv)
         if args.command in NEEDS_ROOT and os.geteuid() != 0:
             from netrig.cli.run import root_not_needed
 
@@ -85,12 +92,15 @@ def _main(argv: list[str]) -> int:
     except BrokenPipeError:  # a write that went around the guarded streams (none known)
         return console.EXIT_PIPE_CLOSED
     except NetrigError as e:
-        print(f"netrig: error: {e}", file=sys.stderr)
+        print(f"netrig: error: {plain(str(e))}", file=sys.stderr)
         return 1
     except PermissionError as e:  # the system refused something a check above did not foresee
         print(f"netrig: error: {e.filename or ''}{': ' if e.filename else ''}{e.strerror}"
               " (netrig needs root for labs and experiments)", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except OSError as e:  # (a file gone between a check and its use)
+        print(f"netrig: error: {os_words(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as e:
         print("netrig: interrupted", file=sys.stderr)
-        return 130
+        return 143 if isinstance(e, Terminated) else 130

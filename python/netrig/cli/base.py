@@ -10,6 +10,7 @@ argument says what it takes and gives an example ("e.g."). Lines fit 80 columns.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import textwrap
@@ -17,9 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+from netrig import suggest
 from netrig.errors import NetrigError
 
 WIDTH = 80
+# Mininet's `mn` options, which a user coming from Mininet gives `netrig up` or `run`.
+MININET_OPTIONS = frozenset({
+    "--topo", "--switch", "--controller", "--link", "--host", "--custom", "--test", "--mac",
+    "--arp", "--nat", "--xterms", "--ipbase", "--innamespace", "--listenport",
+    "--pin", "--verbosity", "--twoway", "--placement", "--autosetmac", "--autopinswitches"})
 
 
 class NeedsRoot(NetrigError):
@@ -40,13 +47,50 @@ class Parser(argparse.ArgumentParser):
     examples: tuple[str, ...] = ()
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
-        lines = [f"{self.prog}: error: {message}"]
+        lines = textwrap.wrap(f"{self.prog}: error: {message}", WIDTH, subsequent_indent="  ",
+                              break_on_hyphens=False, break_long_words=False)
         if self.synopsis:
-            lines.append(f"  usage:   netrig {self.synopsis}")
+            kept = re.sub(r"(-[\w-]+) (?=[A-Z])", "\\1\xa0", self.synopsis)  # --resume DIR: one
+            lines += [x.replace("\xa0", " ") for x in textwrap.wrap(
+                f"netrig {kept}", WIDTH, initial_indent="  usage:   ", subsequent_indent=" " * 18,
+                break_on_hyphens=False)]
         if self.examples:
             lines.append(f"  example: {self.examples[0]}")
         lines.append(f"  ('{self.prog} --help' for more)")
         self.exit(2, "\n".join(lines) + "\n")
+
+    def options(self) -> list[str]:
+        return [o for a in self._actions for o in a.option_strings]
+
+    def mininets(self, argv: list[str]) -> list[str]:
+        """Mininet's options in `argv` (the command's words) that the command does not
+        take, from the first (checked before parsing: `up --topo=linear,3` would first be
+        told its FILE is missing)."""
+        words = argv[: argv.index("--")] if "--" in argv else argv
+        mine = set(self.options())
+        at = [k for k, w in enumerate(words)
+              if w.partition("=")[0] in MININET_OPTIONS - mine]
+        return words[at[0]:] if at else []
+
+    def unrecognized(self, extra: list[str], argv: list[str]) -> NoReturn:
+        """Words of `argv` the command does not take (`extra`), said with its own usage: an
+        option told the closest it has (`--quik`: did you mean --quick?), one of Mininet's
+        told `netrig mn`."""
+        word = extra[0]
+        also = f" (also not taken: {' '.join(extra[1:])})" if extra[1:] else ""
+        if not word.startswith("-") or word == "-":
+            self.error(f"unrecognized argument '{word}'{also}")
+        name = word.partition("=")[0]
+        if name in MININET_OPTIONS:
+            at = argv.index(word) if word in argv else len(argv)
+            value = argv[at + 1: at + 2] if "=" not in word else []  # (taken as a positional)
+            given = " ".join([word, *(v for v in value if not v.startswith("-"))])
+            self.error(f"{name} is Mininet's option: 'netrig mn {given}' builds that network "
+                       "(Mininet's mn, on netrig)")
+        options = self.options()
+        near = suggest.did_you_mean(name, [o for o in options if o.startswith("--")] if
+                                    name.startswith("--") else options)
+        self.error(f"unrecognized option {name}{near}{also}")
 
 
 @dataclass

@@ -11,14 +11,17 @@ later writes and the children that inherit it go nowhere, silently) and is remem
 the command carries on to its end, and `Console.broken` tells main() that a reader went
 away (its exit status: 141, as a program that SIGPIPE ended, unless the command failed).
 
-Owns how netrig writes to its terminal or pipe; what it writes is each command's.
+Owns how netrig writes to its terminal or pipe, and that Ctrl-C reaches it
+(`take_back_sigint`); what it writes is each command's.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +30,16 @@ from typing import Any, TextIO
 # A command that ran to its end but whose reader went away exits as a program that
 # SIGPIPE ended would (128 + 13), as `git log | head` does.
 EXIT_PIPE_CLOSED = 141
+
+
+def take_back_sigint() -> None:
+    """Ctrl-C (SIGINT) stops netrig however it was started: bash starts a script's
+    background jobs (`netrig run s.yaml &` in a script) with SIGINT ignored, and an
+    ignored signal stays ignored across exec, so `kill -INT` would not stop the run. Its
+    default (KeyboardInterrupt) is put back; a handler someone set on purpose is kept."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _is_epipe(e: OSError) -> bool:

@@ -139,8 +139,9 @@ def link(args: argparse.Namespace) -> int:
     params = link_params(given)
     net = Network.attach(the_lab(args))
     found = linkset.find(net, a, b)
-    net.set_link(found.name, dir=args.dir, **params)
-    print(f"link {found.name}: set {' '.join(given)}")
+    way, said = linkset.direction(found, args.dir, a, b)
+    net.set_link(found.name, dir=way, **params)
+    print(f"link {found.name}: set {' '.join(given)} on {said}{' only' if way else ''}")
     return 0
 
 
@@ -224,7 +225,7 @@ def register(cmd: Adder) -> None:
     p = cmd("link", link, "link set LINK|A B KEY=VALUE... [--dir D] [--prefix P]",
             "change a link of a running lab live", ["netrig link set r2 r3 delay=50ms",
                                                     "netrig link set L1 rate=10Mbit loss=1%",
-                                                    "netrig link set r2 r3 aqm=pie --dir a_to_b"],
+                                                    "netrig link set r2 r3 aqm=pie --dir r2-r3"],
             "Name the link by its name (one word) or by its two ends. loss=0%, delay=0ms and "
             "aqm=droptail turn a stage off; aqm.target=10ms sets one parameter of the "
             "discipline running.")
@@ -232,8 +233,9 @@ def register(cmd: Adder) -> None:
     p.add_argument("words", nargs="+", metavar="LINK|A B KEY=VALUE",
                    help="the link, by name or by its ends, then the keys to change "
                         "(e.g. L1 delay=50ms, or r2 r3 rate=10Mbit)")
-    p.add_argument("--dir", choices=["a_to_b", "b_to_a"],
-                   help="change one direction only (default: both; e.g. --dir a_to_b)")
+    p.add_argument("--dir", metavar="FROM-TO",
+                   help="change one direction only, FROM-TO (or a_to_b, b_to_a: from the "
+                        "first end named to the second; default: both; e.g. --dir r3-r2)")
     prefix_arg(p)
     p = cmd("clean", clean, "clean [--all]", "remove labs whose builder was killed or whose "
             "emulator died", ["netrig clean", "netrig clean --all"])

@@ -58,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
         out = resume or given or pipeline.results_dir(None, Path(args.results), scenario.name,
                                                        args.allow_foreign_dir)
         if not args.quiet:
-            print(f"netrig: {scenario.name}: {len(scenario.points)} point(s) x {scenario.repeat} "
-                  f"repetition(s) = {scenario.runs} run(s), about {scenario.estimate_s() / 60:.1f} "
-                  f"min; results in {out}", file=sys.stderr)
+            from netrig.exp.execute.progress import opening
+
+            print(opening(scenario.name, len(scenario.points), scenario.repeat,
+                          scenario.estimate_s(), str(out), terminal_width()), file=sys.stderr)
         done = pipeline.run(scenario, out, resume=resume is not None, progress=not args.quiet,
                             argv=sys.argv, allow_foreign=args.allow_foreign_dir,
                             campaign=campaign, warn=refused, width=terminal_width())
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         if campaign is not None:
             campaign.close()
     say(done)
-    if done.status == "interrupted":
+    if done.status in ("interrupted", "terminated"):
         print(f"netrig: interrupted; what was measured is in {done.out}; "
               f"'netrig run --resume {done.out}' finishes it", file=sys.stderr)
     print(done.out)

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 Warn = Callable[[str], None]
 
-# A run's status (netrig.exp.execute.campaign) as the command's exit status.
-EXIT = {"complete": 0, "failed": 1, "interrupted": 130}
+# A run's status (netrig.exp.execute.campaign) as the command's exit status: stopped by
+# Ctrl-C (SIGINT) 130, by SIGTERM 143, as a program those signals end.
+EXIT = {"complete": 0, "failed": 1, "interrupted": 130, "terminated": 143}
 
 
 class ReportError(NetrigError):
@@ -83,7 +84,7 @@ class Finished:
     headline table, or why there is none."""
 
     out: Path
-    status: str  # the run's: complete, failed or interrupted ("complete" for a report alone)
+    status: str  # the run's: complete, failed, interrupted or terminated ("complete" for a report alone)
     report: Path | None  # report.html
     report_error: str | None
     headline: str | None

@@ -4,6 +4,8 @@
 word: its name; two: its ends) and its KEY=VALUE words, refusing words in the wrong
 order, too many ends, or nothing to set, each with an example. `find(net, a, b)` is
 the lab's link by name or ends; one that is not there is told with the lab's links.
+`direction(...)` reads `--dir` (FROM-TO, or a_to_b / b_to_a in the order the ends were
+named) as the link's own direction and says it in its ends' order (`r4→r3`).
 (The KEY=VALUE words themselves are read by netrig.topo.load.link_params.)
 """
 
@@ -53,3 +55,24 @@ def find(net: Network, a: str, b: str | None) -> Link:
                               "or give the link's two ends (e.g. r2 r3)") from None
         raise NetrigError(f"lab '{net.prefix}' has no link between {a} and {b} (its links: "
                           f"{', '.join(f'{x.name} ({x.a} {x.b})' for x in links)})") from None
+
+
+def direction(link: Link, given: str | None, a: str, b: str | None) -> tuple[str | None, str]:
+    """`--dir` as the link's own direction (`a_to_b`, `b_to_a`, or None for both) and in
+    words, its ends in the order it goes (`r4→r3`). `given` is FROM-TO (`r4-r3`, also
+    `r4->r3` or `r4→r3`), or a_to_b / b_to_a: from the first end named on the command line
+    to the second (`link set r4 r3 --dir a_to_b` is r4→r3), or, for a link named by its
+    name, the file's a to its b."""
+    ends = f"{link.a}→{link.b}", f"{link.b}→{link.a}"
+    if given is None:
+        return None, f"{ends[0]} and {ends[1]}"
+    if given in ("a_to_b", "b_to_a"):
+        start = a if b is not None else link.a  # the first end as the user named them
+        there = (given == "a_to_b") == (start == link.a)
+        return ("a_to_b" if there else "b_to_a"), ends[0 if there else 1]
+    for k, (x, y) in enumerate(((link.a, link.b), (link.b, link.a))):
+        if given in (f"{x}-{y}", f"{x}->{y}", f"{x}→{y}"):
+            return ("a_to_b", "b_to_a")[k], ends[k]
+    raise NetrigError(f"--dir {given}: link {link.name} joins {link.a} and {link.b}: give "
+                      f"--dir {link.a}-{link.b} or --dir {link.b}-{link.a} (FROM-TO; or a_to_b, "
+                      "b_to_a: from the first end named to the second)")

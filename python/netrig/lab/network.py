@@ -90,6 +90,7 @@ class PerfResult:
 
 
 _RTT = re.compile(r"time=([0-9.]+) ms")
+_REPLY = re.compile(r"icmp_seq=(\d+)\b[^\n]*?time=([0-9.]+) ms")
 
 
 @dataclass
@@ -98,9 +99,12 @@ class PingResult:
     rtts_ms: list[float] = field(default_factory=list)
 
     @classmethod
-    def parse(cls, output: str, sent: int) -> PingResult:
-        """The replies in ping's output, for sent echo requests."""
-        return cls(sent, [float(x) for x in _RTT.findall(output)])
+    def parse(cls, output: str, sent: int, warmup: int = 0) -> PingResult:
+        """The replies in ping's output, for sent echo requests; the replies to the first
+        `warmup` requests (icmp_seq 1 to warmup: they paid for ARP) are not counted."""
+        if not warmup:
+            return cls(sent, [float(x) for x in _RTT.findall(output)])
+        return cls(sent, [float(t) for seq, t in _REPLY.findall(output) if int(seq) > warmup])
 
     @property
     def received(self) -> int:
@@ -225,18 +229,24 @@ class Network:
         return [n for n, k in self.topo.nodes.items() if k == "host"]
 
     def ping(self, src: str, dst: str, count: int = 5, interval: float = 0.2,
-             size: int | None = None, timeout: float = 2.0) -> PingResult:
-        argv = ["ping", "-n", "-c", str(count), "-i", str(interval), "-W", str(timeout)]
+             size: int | None = None, timeout: float = 2.0, warmup: int = 0) -> PingResult:
+        """`count` echo requests from src to dst, after `warmup` more that are sent but
+        not counted (the first pays for ARP: on a fresh lab, a round trip more)."""
+        argv = ["ping", "-n", "-c", str(count + warmup), "-i", str(interval), "-W", str(timeout)]
         if size is not None:
             argv += ["-s", str(size)]
-        r = self[src].run([*argv, self.addr(dst)], timeout=count * interval + timeout + 10)
-        return PingResult.parse(r.stdout, count)
+        r = self[src].run([*argv, self.addr(dst)], timeout=(count + warmup) * interval + timeout + 10)
+        return PingResult.parse(r.stdout, count, warmup)
 
     def pingall(self, count: int = 1) -> dict[tuple[str, str], PingResult]:
+        """Every host pings every other `count` times, after one echo request not
+        counted: the RTTs are the path's, not ARP's (a lab just up has resolved no
+        neighbour, and its first ping waits a round trip more for ARP)."""
         hosts = self.hosts()
         pairs = [(a, b) for a in hosts for b in hosts if a != b]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            results = pool.map(lambda p: self.ping(p[0], p[1], count=count, interval=0.2, timeout=2), pairs)
+            results = pool.map(lambda p: self.ping(p[0], p[1], count=count, interval=0.2, timeout=2,
+                                                   warmup=1), pairs)
             return dict(zip(pairs, results))
 
     def perf(self, src: str, dst: str, *args: str, seconds: float = 5, timeout: float | None = None) -> PerfResult:

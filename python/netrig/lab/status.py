@@ -1,7 +1,8 @@
 """A running lab as `netrig status` shows it, for people: its nodes and addresses, its
 links as they run now (live changes included) with each emulated direction's queue and
 drops, its FRR routers' daemons and neighbours, and what of it is dead; and its drawing
-(`graph`: netrig.topo.graph's, from the lab state's plan rather than a file).
+(`graph`: netrig.topo.graph's, from the lab state's plan rather than a file). Every
+line fits 80 columns (`fit`): a direction is named in its ends' order (`r3→r4`).
 
 Shared by `netrig status` and the `mininet>` prompt's `status` and `graph`. Reads the
 lab's state and asks its emulator and routers; changes nothing.
@@ -19,12 +20,37 @@ from netrig.lab.state import LabState, alive
 from netrig.topo import graph
 from netrig.topo.model import Topology
 
+WIDTH = 80  # a line of `netrig status` at most (a terminal's usual width)
+
+
+def fit(parts: list[str], first: str, indent: int, width: int = WIDTH, sep: str = ", ") -> list[str]:
+    """`first` then `parts` joined by `sep`, in lines of at most `width` columns (a part
+    is never split; one longer than a line has its line to itself), the lines after the
+    first indented by `indent`."""
+    lines, line = [], first
+    for k, part in enumerate(parts):
+        joined = line + (sep if k else "") + part
+        if line.strip() and len(joined) > width:
+            lines.append(line + sep.rstrip() if k else line.rstrip())
+            line = " " * indent + part
+        else:
+            line = joined
+    return lines + [line]
+
+
+def node_lines(plan: dict, width: int = WIDTH) -> list[str]:
+    """A line per node (more when its addresses do not fit): its kind and addresses."""
+    out = []
+    for name, n in plan["nodes"].items():
+        head = f"  {name:<10} {n['kind']:<7} "
+        addrs = [f"{i['name']} {i['addr']}" for i in n["ifaces"]] or ["-"]
+        out += fit(addrs, head, len(head), width)
+    return out
+
 
 def print_nodes(plan: dict) -> None:
     """A line per node: its kind and its interfaces' addresses."""
-    for name, n in plan["nodes"].items():
-        addrs = ", ".join(f"{i['name']} {i['addr']}" for i in n["ifaces"]) or "-"
-        print(f"  {name:<10} {n['kind']:<7} {addrs}")
+    print("\n".join(node_lines(plan)))
 
 
 def shaping_text(s: dict) -> str:
@@ -33,6 +59,38 @@ def shaping_text(s: dict) -> str:
     parts = [f"{k}={s[k]['type'] if isinstance(s[k], dict) and 'type' in s[k] else s[k]}"
              for k in keys if k in s]
     return " ".join(parts) or "unshaped"
+
+
+def size_text(n: float) -> str:
+    """Bytes for people, decimal: `0 B`, `950 B`, `18.0 kB`, `1.85 MB`."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}" if n < 100 * scale else f"{n / scale:.0f} {unit}"
+    return f"{n:.0f} B"
+
+
+def link_lines(plan: dict, stats: dict, width: int = WIDTH) -> list[str]:
+    """`netrig status`'s links: a link's name and ends, its shaping (each direction
+    named in the ends' order, `r3→r4`, when they differ), then each emulated direction's
+    queue, deliveries, drops and lateness, in lines of at most `width` columns."""
+    out = []
+    for l in plan["links"]:
+        a, b = l["a"], l["b"]
+        head = f"  {l['name']:<10} {a}-{b:<8} "
+        there, back = shaping_text(l["a_to_b"]), shaping_text(l["b_to_a"])
+        said = [there] if there == back else [f"{a}→{b}: {there}", f"{b}→{a}: {back}"]
+        out += fit(said, head, len(head) if len(head) + max(map(len, said)) <= width else 6, width, "; ")
+        live = stats.get(l["name"])
+        for d, (x, y) in (("a_to_b", (a, b)), ("b_to_a", (b, a))) if live else ():
+            v = live.get(d, {})
+            first = f"      {x}→{y}: "
+            parts = [f"queue {v.get('queue_packets', 0)} p ({size_text(v.get('queue_bytes', 0))})",
+                     f"delivered {v.get('delivered', 0)} p ({size_text(v.get('delivered_bytes', 0))})",
+                     f"drops {v.get('drops_overflow', 0)} queue full, {v.get('drops_aqm', 0)} aqm, "
+                     f"{v.get('lost', 0)} loss",
+                     f"late p99 {v.get('lateness', {}).get('p99_us', 0):.0f} µs"]
+            out += fit(parts, first, len(first), width, "; ")
+    return out
 
 
 def show(prefix: str, as_json: bool = False) -> int:
@@ -71,19 +129,7 @@ def show(prefix: str, as_json: bool = False) -> int:
     print("nodes:")
     print_nodes(st.plan)
     print("links:")
-    for l in st.plan["links"]:
-        line = f"  {l['name']:<10} {l['a']}-{l['b']:<8} "
-        a, b = shaping_text(l["a_to_b"]), shaping_text(l["b_to_a"])
-        line += a if a == b else f"a_to_b: {a}; b_to_a: {b}"
-        print(line)
-        live = stats.get(l["name"])
-        if live:
-            for d in ("a_to_b", "b_to_a"):
-                x = live.get(d, {})
-                print(f"      {d}: queue {x.get('queue_packets', 0)} p / {x.get('queue_bytes', 0)} B, "
-                      f"delivered {x.get('delivered', 0)} ({x.get('delivered_bytes', 0)} B), "
-                      f"drops: queue full {x.get('drops_overflow', 0)}, aqm {x.get('drops_aqm', 0)}, "
-                      f"loss {x.get('lost', 0)}; late p99 {x.get('lateness', {}).get('p99_us', 0):.0f} us")
+    print("\n".join(link_lines(st.plan, stats)))
     if routing:
         print("routing (FRR):")
         print(routing_text(routing))
@@ -94,9 +140,10 @@ def routing_text(routing: dict) -> str:
     """`netrig status`'s routing section: a router per line, then its neighbours."""
     out = []
     for r, s in routing.items():
-        daemons = ", ".join(f"{n} {d['pid']}{'' if d['running'] else ' DEAD'}" for n, d in s["daemons"].items())
+        daemons = [f"{n} {d['pid']}{'' if d['running'] else ' DEAD'}" for n, d in s["daemons"].items()]
         routes = "?" if s["routes"] is None else s["routes"]
-        out.append(f"  {r:<10} {daemons or 'stopped'}; {routes} kernel routes")
+        head = f"  {r:<10} "
+        out += fit([*(daemons or ["stopped"]), f"{routes} kernel routes"], head, len(head))
         for n in s["ospf"]:
             out.append(f"      ospf neighbour {n['id']:<15} {n['state']:<16} on {n['iface']}")
         for p in s["bgp"]:

@@ -32,7 +32,7 @@ import yaml
 from pydantic import ValidationError
 
 from netrig import suggest
-from netrig.errors import NetrigError
+from netrig.errors import NetrigError, os_words
 from netrig.link import spec as linkspec
 from netrig.topo.model import (
     Link,
@@ -160,8 +160,14 @@ def read(path: str | PathLike[str], what: str = "the file") -> str:
                 raise TopologyError([f"{path}: {what} holds {has}; netrig reads at most "
                                      f"{MAX_BYTES} (1 MiB)"])
         return raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TopologyError([f"{path}: cannot read {what}: {e}"]) from None
+    except FileNotFoundError:
+        raise TopologyError([f"{path}: cannot read {what}: it does not exist"]) from None
+    except OSError as e:
+        e.filename = None  # (said first)
+        raise TopologyError([f"{path}: cannot read {what}: {os_words(e)}"]) from None
+    except UnicodeDecodeError as e:
+        raise TopologyError([f"{path}: cannot read {what}: it is not UTF-8 text (byte "
+                             f"{e.start} is {e.object[e.start:e.start + 1]!r})"]) from None
 
 
 def loads(text: str, source: str = "<string>") -> Topology:
@@ -343,6 +349,9 @@ def _reword(p: Problem, data: Any, keys: Callable[[Key, Any], list[str]] | None 
         return f"should be a list (- item, or [a, b, ...]), not {_kind(value)}"
     if p.message == "Input should be a valid string" and len(p.path) == 2 and p.path[0] == "nodes":
         return f"a node name is text: quote it ('{p.path[1]}')"
+    said = _bounds_and_types(p.message, value, field)
+    if said is not None:
+        return said
     m = re.fullmatch(r"Input should be ('.*')", p.message)
     if m and p.path[-2:-1] == ("frr",):  # a key of a router's raw FRR lines
         return f"'{field}' is not an FRR daemon netrig runs (expected {m.group(1)})"
@@ -352,6 +361,40 @@ def _reword(p: Problem, data: Any, keys: Callable[[Key, Any], list[str]] | None 
     what = _KINDS.get(p.path[0]) if node_kind or (field == "kind" and p.path[:1] != ("nodes",)) else None
     what = what or _CHOICES.get(field, "allowed")
     return f"{_show(value)} is not {what} (expected {m.group(1)})"
+
+
+# Why a key has the bound it has (by key and "low" or "high"), said after the bound.
+_WHY = {("repeat", "low"): "a scenario runs at least once",
+        ("repeat", "high"): "1000 repetitions of a point is the most netrig runs",
+        ("parallel", "low"): "a flow has at least one stream",
+        ("count", "low"): "copies of a flow; 0 leaves it out",
+        ("prefix_len", "low"): "a lab's subnets are /8 to /30",
+        ("prefix_len", "high"): "a lab's subnets are /8 to /30"}
+# pydantic's complaints about a number's bounds and a scalar's type, in netrig's words.
+_BOUNDS = ((r"greater than or equal to (\S+)", "is below {}", "low"),
+           (r"greater than (\S+)", "is not above {}", "low"),
+           (r"less than or equal to (\S+)", "is above {}", "high"),
+           (r"less than (\S+)", "is not below {}", "high"))
+_TYPES = (("a valid integer", "is not a whole number"), ("a valid number", "is not a number"),
+          ("a finite number", "is not a finite number"), ("a valid boolean", "is not true or false"),
+          ("a valid string", "is not text (quote it)"))
+
+
+def _bounds_and_types(message: str, value: Any, field: str) -> str | None:
+    """`repeat: 0 is below 1: a scenario runs at least once` for pydantic's "Input should
+    be greater than or equal to 1" (any bound: ge, gt, le, lt), `'x' is not a whole
+    number` for its int, float, bool and str complaints; None for any other message."""
+    rest = message.removeprefix("Input should be ")
+    if rest == message or isinstance(value, (dict, list)):
+        return None
+    for pattern, said, end in _BOUNDS:
+        if m := re.fullmatch(pattern, rest):
+            why = f": {_WHY[field, end]}" if (field, end) in _WHY else ""
+            return f"{_show(value)} {said.format(m.group(1))}{why}"
+    for start, said in _TYPES:
+        if rest.startswith(start):
+            return f"{'nothing' if value is None else _show(value)} {said}"
+    return None
 
 
 def _one_line(message: str) -> str:

@@ -225,6 +225,9 @@ def load(out: Path) -> Results:
     is refused). A refused scenario.yaml, runs/ or run.json is left out and said in
     Results.refused."""
     meta = read_meta(out)
+    if meta is None and not out.exists():
+        raise NotResults(f"{out}: no such directory (give one netrig run made, e.g. "
+                         "results/004-bufferbloat/20261123-101500)")
     if meta is None:
         raise NotResults(f"{out}: not a netrig results directory (it has no meta.json; "
                          "`netrig run` writes one)")

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from netrig import safefs, units
+from netrig.errors import Terminated
 from netrig.exp.execute.executor import Executor, Local
 from netrig.exp.execute.monitors import (  # noqa: F401 (route_changes, queue_rows: tests use them from here)
     _IfaceMonitor,
@@ -29,19 +30,16 @@ from netrig.exp.record import files as rec
 from netrig.exp.spec.model import Scenario
 
 
-class Interrupted(KeyboardInterrupt):
-    pass
-
-
 def on_sigterm(signum, frame):
-    raise Interrupted()
+    raise Terminated()
 
 
 def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = True,
         argv: list[str] | None = None, allow_foreign: bool = False,
         executor: Executor | None = None) -> tuple[Path, str]:
     """Runs what is not yet done in `out`; returns (out, status) with status one of
-    "complete", "interrupted" or "failed" (some runs failed; the rest are kept).
+    "complete", "interrupted" (Ctrl-C), "terminated" (SIGTERM; meta.json says
+    "interrupted" for both) or "failed" (some runs failed; the rest are kept).
     Refuses (safefs.ForeignDir) an `out` another user owns unless `allow_foreign`.
     The `executor` runs them: this machine (executor.Local, the default), or a Dask
     cluster's workers (cluster.Campaign, reached and checked), each run's files written
@@ -77,7 +75,13 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
         meta["path"] = spec.path.model_dump(mode="json", exclude_none=True) if spec.path else None
         meta["clocks"] = spec.clocks
     rec.write_json(out / "meta.json", meta, out)
-    old = signal.signal(signal.SIGTERM, on_sigterm) if threading.current_thread() is threading.main_thread() else None
+    termed: list[int] = []  # (a run turns the Terminated it meets into KeyboardInterrupt)
+
+    def on_term(signum, frame):
+        termed.append(signum)
+        on_sigterm(signum, frame)
+
+    old = signal.signal(signal.SIGTERM, on_term) if threading.current_thread() is threading.main_thread() else None
     tally = Tally(out)
     try:
         with Display(scenario.runs, scenario.estimate_s(), progress,
@@ -103,4 +107,4 @@ def run(scenario: Scenario, out: Path, resume: bool = False, progress: bool = Tr
         meta["status"] = tally.status
         meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         rec.write_json(out / "meta.json", meta, out)
-    return out, tally.status
+    return out, "terminated" if termed and tally.status == "interrupted" else tally.status
