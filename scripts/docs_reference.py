@@ -283,6 +283,11 @@ def _validated(model: type[BaseModel]) -> dict[str, tuple[str, str]]:
             unit, rng = "whole seconds (10s)", f"{cells['lo']} .. {cells['hi']} s"
         elif "seconds_not_negative" in names and "hi" in cells:
             unit, rng = "whole milliseconds (50ms)", f"0 .. {cells['hi']} ms"
+        elif "KEYS" in names:  # read as a link key reads it (GeModel: as `loss`)
+            from netrig.link import spec
+            key = next(c for c in f.__code__.co_consts if isinstance(c, str) and c in spec.KEYS)
+            unit = f"as the link key `{key}`: " + ("percent (1%)" if spec.KEYS[key].kind == "fraction"
+                                                  else spec.KEYS[key].unit)
         else:
             for fn, (u, r) in _UNITS.items():
                 if fn in names:
@@ -370,8 +375,18 @@ def documented_models() -> list[type[BaseModel]]:
     """Every model whose keys the reference lists (the test checks DOCS against them)."""
     from netrig.exp.spec.model import EventSpec, FlowSpec, MonitorSpec, ScenarioFile
     from netrig.remote.hosts import HostSpec, PathSpec
-    from netrig.topo.model import (Addressing, Bgp, BgpTimers, Defaults, GeModel, NodeSpec, Ospf,
-                                   OspfTimers, Routing, TopologyFile)
+    from netrig.topo.model import (
+        Addressing,
+        Bgp,
+        BgpTimers,
+        Defaults,
+        GeModel,
+        NodeSpec,
+        Ospf,
+        OspfTimers,
+        Routing,
+        TopologyFile,
+    )
     return [TopologyFile, Addressing, Defaults, NodeSpec, Ospf, Bgp, Routing, OspfTimers,
             BgpTimers, _link_model(), GeModel, ScenarioFile, FlowSpec, MonitorSpec, EventSpec,
             HostSpec, PathSpec]
@@ -390,8 +405,18 @@ def link_only_keys() -> list[str]:
 
 def topology_page() -> str:
     from netrig.link import spec
-    from netrig.topo.model import (Addressing, Bgp, BgpTimers, Defaults, GeModel, NodeSpec, Ospf,
-                                   OspfTimers, Routing, TopologyFile)
+    from netrig.topo.model import (
+        Addressing,
+        Bgp,
+        BgpTimers,
+        Defaults,
+        GeModel,
+        NodeSpec,
+        Ospf,
+        OspfTimers,
+        Routing,
+        TopologyFile,
+    )
     shaping = set(spec.KEYS)
     return "\n".join([
         GENERATED, "# Topology file keys\n",
@@ -421,8 +446,17 @@ def topology_page() -> str:
 
 
 def scenario_page() -> str:
-    from netrig.exp.spec.model import (COMMON, EVENT_ACTIONS, MAX_POINTS, TAKES, TOOL_LACKS,
-                                       EventSpec, FlowSpec, MonitorSpec, ScenarioFile)
+    from netrig.exp.spec.model import (
+        COMMON,
+        EVENT_ACTIONS,
+        MAX_POINTS,
+        TAKES,
+        TOOL_LACKS,
+        EventSpec,
+        FlowSpec,
+        MonitorSpec,
+        ScenarioFile,
+    )
     from netrig.remote.hosts import HostSpec, PathSpec
 
     def kinds(key: str) -> str:
@@ -465,6 +499,10 @@ def _si(value: Any, unit: str) -> str:
         return ""
     if isinstance(value, bool):
         return str(value).lower()
+    if value == 0:
+        return "0"
+    if isinstance(value, bool):
+        return str(value).lower()
     if unit == "ns" and isinstance(value, (int, float)):
         for name, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
             if value >= scale:
@@ -482,7 +520,7 @@ def _si(value: Any, unit: str) -> str:
 def _link_row(k: dict[str, Any]) -> list[str]:
     unit = {"ns": "duration (10ms)", "bit/s": "bit/s (30Mbit)", "bytes": "packets (100p) or bytes (64KB)"
             }.get(k["unit"], "") or {"fraction": "percent (1%)", "bool": "true/false",
-                                     "choice": " \\| ".join(code(c) for c in k.get("choices", ()))
+                                     "choice": ", ".join(f"`{c}`" for c in k.get("choices", ()))
                                      }.get(k["kind"], k["unit"] or k["kind"])
     rng = ""
     if k.get("min") is not None and k.get("max") is not None:
@@ -504,8 +542,8 @@ def link_page() -> str:
            "`netrig link set` and a scenario's `links.NAME.KEY` take them too. A key at its "
            "neutral value (`loss: 0%`, `delay: 0ms`, `aqm: droptail`) turns its stage off.\n",
            table(["key", "unit", "range", "default", "what"], [_link_row(k) for k in schema["keys"]]),
-           f"A queue limit is {q['packets']['min']:g} .. {q['packets']['max']:g} packets or "
-           f"{q['bytes']['min']:g} .. {q['bytes']['max']:g} bytes.\n",
+           f"A queue limit is {q['packets']['min']:,.0f} .. {q['packets']['max']:,.0f} packets or "
+           f"{q['bytes']['min']:,.0f} .. {q['bytes']['max']:,.0f} bytes.\n",
            "## Rules between keys\n",
            table(["key", "rule", "other", "why"],
                  [[code(r["key"]), r["kind"], code(r["other"]), md(r["why"])] for r in schema["rules"]]),
