@@ -7,8 +7,9 @@ so they cannot drift from it: a MkDocs hook (mkdocs.yml `hooks:`) that adds
 - topology.md, scenario.md: every key of a topology and a scenario file, from their
   pydantic models (netrig.topo.model, netrig.exp.spec.model, netrig.remote.hosts): type,
   unit and range (from the fields' constraints and the unit each validator reads the
-  value with), default, and a line saying what it is (DOCS below: a key without one,
-  or a line for a key that is gone, fails tests/unit/test_docs.py).
+  value with), default, and a line saying what it is (DOCS: a key without one,
+  or a line for a key that is gone, fails tests/unit/test_docs.py; the lines are in
+  scripts/docs_keys.py).
 - link.md: every link key and queue discipline, from netrig-link's schema
   (python/netrig/link/schema.json, the printed copy of netrig_core::link::schema).
 - perf.md: netrig-perf's options, from `netrig-perf --help` (clap's table).
@@ -21,6 +22,7 @@ an installed netrig.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import subprocess
@@ -128,135 +130,17 @@ def cli_page() -> str:
 
 # ------------------------------------------------------------- the files' pydantic models
 
-# What each key is, one line, by MODEL.key (the file's spelling). Units, ranges and
-# defaults are read from the code; only this line is written by hand, and
-# tests/unit/test_docs.py fails when a key lacks one or one names a key that is gone.
-DOCS: dict[str, str] = {
-    # topology file
-    "TopologyFile.name": "the lab's name (also its prefix when `prefix` is not given)",
-    "TopologyFile.prefix": "the lab's prefix: every namespace is PREFIX-NODE; 1-15 of a-z, 0-9, _",
-    "TopologyFile.backend": "how links are shaped: netrig-link in user space, or the kernel's tc qdiscs",
-    "TopologyFile.addressing": "where addresses come from (below)",
-    "TopologyFile.defaults": "`defaults: {link: {...}}`: link keys every link starts from",
-    "TopologyFile.routing": "the routing protocols' timers for the whole lab (below)",
-    "TopologyFile.nodes": "NAME: host | switch | router, or NAME: {kind: router, ospf: ..., bgp: ..., frr: ...}",
-    "TopologyFile.links": "each link: `[a, b]` (a plain veth) or a mapping of the link keys below",
-    "Addressing.pool": "the pool each L2 segment's subnet is taken from",
-    "Addressing.prefix_len": "the length of each segment's subnet",
-    "Addressing.loopbacks": "where each OSPF/BGP router's /32 loopback (its router ID) comes from",
-    "Defaults.link": "link keys (both directions) every link starts from",
-    "NodeSpec.kind": "what the node is",
-    "NodeSpec.ospf": "the router runs OSPF: `{area: N}` or `true` (area 0)",
-    "NodeSpec.bgp": "the router runs BGP in this AS: `65001` or `{as: 65001}`",
-    "NodeSpec.frr": "raw FRR lines per daemon (zebra, ospfd, bgpd, staticd), appended to netrig's",
-    "Ospf.area": "the router's OSPF area (a link's `area` overrides it)",
-    "Bgp.as": "the router's AS number",
-    "Routing.ospf": "OSPF's timers (below)",
-    "Routing.bgp": "BGP's timers (below)",
-    "OspfTimers.hello": "hello interval",
-    "OspfTimers.dead": "dead interval (4 x hello when not given)",
-    "OspfTimers.spf_delay": "wait before an SPF run",
-    "OspfTimers.spf_hold": "least time between SPF runs",
-    "OspfTimers.spf_max_hold": "most time between SPF runs as they back off",
-    "OspfTimers.lsa_interval": "MinLSInterval (FRR's is 5 s; give 5s for FRR's behaviour)",
-    "OspfTimers.reference_bandwidth": "an interface's cost is this / its rate (at least 1) when its link gives no cost",
-    "BgpTimers.keepalive": "keepalive interval",
-    "BgpTimers.hold": "hold time (0, or at least 3 s and above keepalive)",
-    "BgpTimers.connect_retry": "wait before retrying a session (FRR's own is 120 s)",
-    "BgpTimers.advertisement_interval": "MRAI (FRR's unless given)",
-    "LinkSpec.a": "one end (a node's name); `a_to_b` is traffic from it",
-    "LinkSpec.b": "the other end",
-    "LinkSpec.name": "the link's name (`links.NAME` in sweeps, `netrig link set NAME`); else `a-b`",
-    "LinkSpec.addr_a": "a's address on this link, with its prefix length (else planned)",
-    "LinkSpec.addr_b": "b's address on this link, with its prefix length (else planned)",
-    "LinkSpec.a_to_b": "link keys for the direction a → b only (they win over the link's)",
-    "LinkSpec.b_to_a": "link keys for the direction b → a only",
-    "LinkSpec.emulated": "carried by netrig-link even when unshaped, so it can be shaped live",
-    "LinkSpec.cost": "OSPF cost at both ends (else reference_bandwidth / rate)",
-    "LinkSpec.area": "OSPF area of this link (else the routers')",
-    "GeModel.p": "chance to go from the good state to the bad",
-    "GeModel.r": "chance to go from the bad state to the good",
-    "GeModel.loss_good": "loss in the good state",
-    "GeModel.loss_bad": "loss in the bad state",
-    # scenario file
-    "ScenarioFile.name": "the experiment's name (results/NAME/...); else the file's",
-    "ScenarioFile.description": "free text, shown in the report",
-    "ScenarioFile.topology": "the lab: a topology inline, or a topology file's path (from the scenario's directory)",
-    "ScenarioFile.hosts": "real machines over SSH instead of a lab (see below)",
-    "ScenarioFile.path": "with hosts: what you know of the path between them (theory's input)",
-    "ScenarioFile.clocks": "with hosts: synced (NTP/PTP) shows one-way delays",
-    "ScenarioFile.duration": "each flow's duration unless it gives its own (or bytes)",
-    "ScenarioFile.interval": "flows' and monitors' report interval",
-    "ScenarioFile.settle": "pause between runs",
-    "ScenarioFile.repeat": "runs per sweep point (mean and 95 % CI in the report)",
-    "ScenarioFile.seed": "run k uses seed + k for the link emulator's randomness",
-    "ScenarioFile.tolerance": "how far from theory a flow may be before it is flagged",
-    "ScenarioFile.flows": "NAME: a flow (below)",
-    "ScenarioFile.monitors": "a list of monitors (below)",
-    "ScenarioFile.sweep": "KEY: [values...]: the cross product of these lists; KEY is a path (flows.NAME.KEY, links.NAME.KEY, ...)",
-    "ScenarioFile.quick": "the keys `--quick` changes (e.g. {duration: 5s, repeat: 1})",
-    "ScenarioFile.events": "a list of events during the run (below)",
-    "FlowSpec.kind": "what the flow is",
-    "FlowSpec.from": "the node it starts on (a command's node)",
-    "FlowSpec.to": "its peer",
-    "FlowSpec.start": "when it starts, from the flows' start",
-    "FlowSpec.duration": "how long it runs (else the scenario's duration)",
-    "FlowSpec.bytes": "send this much instead of running for a duration",
-    "FlowSpec.cc": "TCP congestion control (cubic, bbr, reno, ...: one this kernel has)",
-    "FlowSpec.window": "socket buffer size, as iperf's -w (TCP's window follows)",
-    "FlowSpec.length": "write / datagram size",
-    "FlowSpec.parallel": "parallel connections (-P)",
-    "FlowSpec.reverse": "the peer sends (-R)",
-    "FlowSpec.rate": "target rate (UDP's offered rate; TCP paced)",
-    "FlowSpec.nodelay": "TCP_NODELAY (-N)",
-    "FlowSpec.mss": "TCP maximum segment size (-M)",
-    "FlowSpec.omit": "the first part of the duration left out of the averages (-O)",
-    "FlowSpec.interval": "time between pings, probes or fetches",
-    "FlowSpec.size": "a ping's or probe's size, a fetch's or web object's size",
-    "FlowSpec.new_conn": "a new connection per fetch (false: keep-alive)",
-    "FlowSpec.http": "a web flow's HTTP version: 1.1 or 2",
-    "FlowSpec.tls": "a web flow over TLS 1.3",
-    "FlowSpec.command": "the command a command flow runs on its node",
-    "FlowSpec.timeout": "a command flow's time limit",
-    "FlowSpec.connect_timeout": "netrig-perf's --connect-timeout; the flow's server waits as long (5 s unless given)",
-    "FlowSpec.tool": "the program that makes a tcp or udp flow",
-    "FlowSpec.count": "run the flow as N copies NAME.1 ... NAME.N (0 leaves it out)",
-    "MonitorSpec.kind": "what it records: a link's queue, a flow's TCP_INFO, a node's interface counters, or a capture",
-    "MonitorSpec.link": "the link (queue, capture): its name or a-b",
-    "MonitorSpec.dir": "the link's direction",
-    "MonitorSpec.flow": "the flow (tcp_info)",
-    "MonitorSpec.node": "the node (iface, capture of an interface)",
-    "MonitorSpec.iface": "the node's interface (e.g. eth0)",
-    "MonitorSpec.interval": "sampling interval",
-    "MonitorSpec.filter": "capture: a BPF filter in tcpdump's syntax",
-    "MonitorSpec.snaplen": "capture: bytes kept of each frame",
-    "MonitorSpec.size": "capture: all its files together (default 1GB)",
-    "MonitorSpec.files": "capture: 1 stops at the size; N is a ring of N files",
-    "MonitorSpec.drops": "capture: netrig-link's dropped frames, commented with the cause (default true)",
-    "EventSpec.at": "when, from the flows' start",
-    "EventSpec.link": "the link it acts on (down, up, carrier, set)",
-    "EventSpec.router": "the router it acts on (stop, start: its FRR daemons)",
-    "EventSpec.node": "the node a command runs on",
-    "EventSpec.down": "the link goes silent (its interfaces stay up)",
-    "EventSpec.up": "the link comes back",
-    "EventSpec.carrier": "both ends' interfaces go down or up",
-    "EventSpec.set": "a live change of link keys, as `netrig link set`",
-    "EventSpec.dir": "a set on one direction only",
-    "EventSpec.stop": "stop the router's FRR daemons",
-    "EventSpec.start": "start them again",
-    "EventSpec.command": "a command run on the node",
-    "EventSpec.timeout": "the command's time limit",
-    "HostSpec.ssh": "[user@]host as ssh takes it (a name from ~/.ssh/config works)",
-    "HostSpec.port": "ssh's port (default: ~/.ssh/config's, else 22)",
-    "HostSpec.key": "a private key file (else the agent's and ssh's own)",
-    "HostSpec.address": "where flows to this host are sent (default: the ssh host)",
-    "HostSpec.perf": "netrig-perf's path there (default: its PATH, else netrig copies its own)",
-    "HostSpec.options": "more `ssh -o KEY=VALUE` (none that run commands, write files or forward here)",
-    "HostSpec.connect_timeout": "ssh's ConnectTimeout (10 s unless given)",
-    "PathSpec.rate": "the path's rate",
-    "PathSpec.rtt": "the path's round-trip time",
-    "PathSpec.loss": "the path's loss",
-}
+def _sibling(name: str) -> Any:
+    """A module beside this one (MkDocs loads a hook by its path, not as a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# What each key is, one line (scripts/docs_keys.py); units, ranges and defaults come from
+# the code.
+DOCS: dict[str, str] = _sibling("docs_keys").DOCS
 
 # What a validator's reading of a value means, by the units function it calls.
 _UNITS = {
@@ -361,7 +245,7 @@ def keys_table(model: type[BaseModel], skip: set[str] = frozenset(),
                 f">= {lo}" if lo is not None else f"<= {hi}")
         doc = DOCS.get(f"{model.__name__}.{key}")
         if doc is None:
-            raise ReferenceError(f"{model.__name__}.{key}: no line in scripts/docs_reference.py DOCS")
+            raise ReferenceError(f"{model.__name__}.{key}: no line in scripts/docs_keys.py DOCS (what the key is)")
         row = [md(unit) or _type(info.annotation), md(rng), _field_default(info), md(doc)]
         row.insert(0, code(key))
         if extra:
