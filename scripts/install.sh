@@ -94,5 +94,5 @@ python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "maturin>=1.5,<2"
 echo "== build and install netrig (release build of the Rust binaries)"
-.venv/bin/pip install -q ".[test]"
+.venv/bin/pip install -q ".[test,docs]"
 .venv/bin/netrig version

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: the Python linter (ruff), the layer and size checks, Rust unit tests (cargo test) and the pytest suite (unit tests, and
+# Runs every test: the Python linter (ruff), the layer and size checks, the documentation's
+# strict build, Rust unit tests (cargo test) and the pytest suite (unit tests, and
 # integration tests with real traffic on loopback against netrig-perf and iperf3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,10 @@ if [ -n "$big" ]; then
     echo "$big"
     exit 1
 fi
+echo "== docs: mkdocs build --strict (the reference generated from the code; offline)"
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
 echo "== cargo test"
 cargo test --workspace --quiet 2>&1 | grep -v '^$'
 if [ $# -gt 0 ]; then  # the tests asked for, as asked
