@@ -10,11 +10,12 @@ from netrig.cli.base import Adder
 
 def explain(args: argparse.Namespace) -> int:
     from netrig import units
+    from netrig.exp.spec.examples import find
     from netrig.theory import analyse, explain_text
     from netrig.topo.load import load
     from netrig.topo.plan import make_plan
 
-    plan = make_plan(load(args.file))
+    plan = make_plan(load(find(args.file, "topology file")))
     window = units.size_bytes(args.window) if args.window else None
     loss = units.fraction(args.loss) if args.loss else None
     report = analyse(plan, args.src, args.dst, window=window, loss=loss, flows=args.flows or None)
@@ -23,10 +24,11 @@ def explain(args: argparse.Namespace) -> int:
 
 
 def graph(args: argparse.Namespace) -> int:
+    from netrig.exp.spec.examples import find
     from netrig.exp.spec.scenario import drawable
     from netrig.topo.graph import graph_command
 
-    out = graph_command(args.file, args.out, args.format, scenario=drawable)
+    out = graph_command(find(args.file, "topology or scenario file"), args.out, args.format, scenario=drawable)
     print(out, end="" if out.endswith("\n") else "\n")
     return 0
 
@@ -36,7 +38,7 @@ def register(cmd: Adder) -> None:
             "what theory expects between two nodes: path, bottleneck, base RTT, BDP, goodput",
             ["netrig explain examples/portfolio.yaml h1 h9",
              "netrig explain examples/portfolio.yaml h1 h9 --window 64KB --loss 1%"])
-    p.add_argument("file", metavar="FILE", help="a topology file (e.g. examples/portfolio.yaml)")
+    p.add_argument("file", metavar="FILE", help="a topology file, or an example's name (e.g. portfolio)")
     p.add_argument("src", metavar="SRC", help="the node sending (e.g. h1)")
     p.add_argument("dst", metavar="DST", help="the node receiving (e.g. h9)")
     p.add_argument("--window", metavar="W", help="TCP window: adds the W/RTT limit (e.g. 64KB)")
@@ -48,7 +50,8 @@ def register(cmd: Adder) -> None:
             "queue and discipline, the bottleneck marked; text for a terminal, or SVG/PNG",
             ["netrig graph examples/portfolio.yaml", "netrig graph examples/004-bufferbloat.yaml -o bb.svg"])
     p.add_argument("file", metavar="FILE",
-                   help="a topology file, or a scenario (e.g. examples/portfolio.yaml)")
+                   help="a topology file, or a scenario, or an example's name "
+                        "(e.g. portfolio)")
     p.add_argument("-o", "--out", metavar="OUT",
                    help="write the drawing here, .svg or .png (e.g. lab.svg); default: text")
     p.add_argument("--format", choices=["text", "svg", "png"],
