@@ -95,7 +95,8 @@ def listing(examples: list[Example], directory: Path = DIR, width: int = 80) -> 
         out += ["" if out else None, *textwrap.wrap(header, width)]
         for e in group:
             room = width - 2 - col
-            about = textwrap.shorten(e.about, room, placeholder="…") if room > 8 else ""
+            about = (textwrap.shorten(e.about, room, placeholder="…", break_on_hyphens=False)
+                     if room > 8 else "")
             out.append(f"  {e.name:<{col}}{about}".rstrip())
     out += ["", f"DIR: {directory}",
             *textwrap.wrap("(copy one to change it: a file's path wins over an example's name)",
