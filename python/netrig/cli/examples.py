@@ -17,7 +17,7 @@ def examples(args: argparse.Namespace) -> int:
 
 def register(cmd: Adder) -> None:
     cmd("examples", examples, "examples",
-        "list the installed examples (scenarios, topologies), one line each",
+        "list the installed examples, one line each",
         ["netrig examples", "netrig run 004-bufferbloat --quick"],
         "Each is named by its file's name (with or without .yaml) wherever a command "
         "takes a scenario or topology file, from any directory; a path that exists wins.")
