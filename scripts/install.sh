@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 # they are installed with services blocked, and disabled and stopped if they started.
 # openssh-client: how a scenario reaches real hosts (hosts:); openssh-server: the tests'
 # stand-in hosts, one sshd per namespace started by the test (the host's own ssh service
-# stays off).
+# stays off). python3-venv: the system Python's venv, which .venv is made with (below).
 APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr nginx curl
-              openssh-client openssh-server)
+              openssh-client openssh-server python3-venv)
 # Mininet 2.3 (and, by its Depends, iperf 2, net-tools, telnet): its examples and their
 # tests run on netrig's Mininet in the test suite. Without its recommended Open vSwitch:
 # netrig's switches are Linux bridges.
@@ -89,10 +89,83 @@ if ! command -v cargo >/dev/null; then
     fi
 fi
 
+# The venv is for every user of the machine: `netrig report`, `analyze`, `graph` and a
+# cluster's head need no root. So its interpreter is one every user can run (a system
+# Python, not one under root's home), and what is installed is readable by all.
+umask 022
+
+# The first directory on the way to $2 (links followed) that other users cannot enter,
+# or $2 itself when they cannot use it as $1 says (r: read, x: run); nothing when they can.
+blocked() {
+    local need=$1 path d bit=1
+    path=$(readlink -f -- "$2") || { echo "$2"; return; }
+    d=$path
+    while [ "$d" != / ]; do
+        d=$(dirname -- "$d")
+        [ $(( 8#$(stat -c %a -- "$d") & 1 )) -ne 0 ] || { echo "$d"; return; }
+    done
+    [ "$need" = r ] && bit=4
+    [ $(( 8#$(stat -c %a -- "$path") & bit )) -ne 0 ] || echo "$path"
+}
+
+# Why the interpreter $1 does not do for the venv (nothing when it does): Python 3.11 or
+# later, and it and its standard library within every user's reach.
+unfit() {
+    local py=$1 where
+    "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+        || { echo "it is not Python 3.11 or later"; return; }
+    where=$(blocked x "$py")
+    [ -z "$where" ] || { echo "other users cannot reach it ($where)"; return; }
+    where=$(blocked r "$("$py" -c 'import os; print(os.__file__)')")
+    [ -z "$where" ] || echo "other users cannot reach its standard library ($where)"
+}
+
 echo "== python: .venv"
-python3 -m venv .venv
+py=
+said=()
+for c in /usr/bin/python3 /usr/local/bin/python3 /usr/bin/python3.13 /usr/bin/python3.12 \
+         /usr/bin/python3.11 "$(command -v python3 || true)"; do
+    [ -n "$c" ] && [ -x "$c" ] || continue
+    why=$(unfit "$c")
+    if [ -z "$why" ] && "$c" -c 'import ensurepip, venv' 2>/dev/null; then
+        py=$c
+        break
+    fi
+    said+=("$c: ${why:-it has no venv module (Debian: apt-get install python3-venv)}")
+done
+copies=
+if [ -z "$py" ]; then
+    py=$(command -v python3) || { echo "netrig needs Python 3.11 or later (python3)" >&2; exit 1; }
+    copies=--copies  # the interpreter copied into .venv/bin: no link into a closed directory
+    echo "   no Python every user can reach was found:"
+    printf '     %s\n' "${said[@]}"
+fi
+if [ -e .venv/pyvenv.cfg ]; then
+    made_from=$(sed -n 's/^executable = //p' .venv/pyvenv.cfg)
+    if [ "$made_from" != "$(readlink -f -- "$py")" ] || [ -n "$(blocked x .venv/bin/python3)" ]; then
+        echo "   .venv was made from ${made_from:-another Python}: made again from $py"
+        rm -rf .venv
+    fi
+fi
+"$py" -m venv $copies .venv
+echo "   .venv's Python is $py ($("$py" -c 'import platform; print(platform.python_version())')${copies:+, copied into .venv/bin})"
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q "maturin>=1.5,<2"
 echo "== build and install netrig (release build of the Rust binaries)"
 .venv/bin/pip install -q ".[test,docs]"
 .venv/bin/netrig version
+
+# Checked as a user with no rights of its own (nobody), where root can switch to it.
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null 2>&1; then
+    here=$PWD
+    if (cd / && runuser -u nobody -- "$here/.venv/bin/python" -c 'import netrig.cli' 2>/dev/null) \
+        && (cd / && runuser -u nobody -- "$here/.venv/bin/netrig" version >/dev/null 2>&1); then
+        echo "   every user can run $here/.venv/bin/netrig (checked as nobody)"
+    else
+        where=$(blocked x "$here/.venv/bin/python3")
+        echo "netrig: other users cannot run $here/.venv/bin/netrig (checked as nobody${where:+;" \
+             "$where is closed to them}); root can. Put the checkout where every user can" \
+             "enter (e.g. /opt/netrig) and give it a Python 3.11+ they can reach (Debian:" \
+             "apt-get install python3 python3-venv), then run scripts/install.sh again" >&2
+    fi
+fi

@@ -15,10 +15,11 @@ from netrig.cli.base import Adder, prefix_arg, the_lab
 
 
 def up(args: argparse.Namespace) -> int:
+    from netrig.exp.spec.examples import find
     from netrig.lab.bringup import bring_up
 
     said = None if args.quiet else lambda m: print(f"  {m}", file=sys.stderr)
-    got = bring_up(args.file, args.prefix, args.wait, args.no_wait, progress=said)
+    got = bring_up(find(args.file, "topology file"), args.prefix, args.wait, args.no_wait, progress=said)
     print(f"lab '{got.state.prefix}' is up ({got.nodes} nodes, {got.links} links) "
           f"in {got.took_s:.2f} s")
     if got.converged_s is not None:

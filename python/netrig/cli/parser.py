@@ -9,16 +9,16 @@ import argparse
 import textwrap
 
 from netrig import suggest
-from netrig.cli import capture, cluster, lab, results, run, tools, top, topology
+from netrig.cli import capture, cluster, examples, lab, results, run, tools, top, topology
 from netrig.cli.base import WIDTH, Adder, Command, Parser
 from netrig.errors import NetrigError
 
 # The commands in the order `netrig help` lists them.
 ORDER = ("perf", "up", "down", "status", "top", "exec", "cli", "pingall", "link", "tc", "capture",
-         "analyze", "clean", "explain", "run", "cluster", "report", "compare", "plot", "graph",
-         "mn", "mininet", "version", "help")
+         "analyze", "clean", "explain", "examples", "run", "cluster", "report", "compare", "plot",
+         "graph", "mn", "mininet", "version", "help")
 
-MODULES = (tools, lab, capture, topology, run, cluster, results, top)
+MODULES = (tools, lab, capture, topology, examples, run, cluster, results, top)
 
 
 def build() -> tuple[argparse.ArgumentParser, dict[str, Command]]:

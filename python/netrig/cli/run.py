@@ -91,13 +91,14 @@ def say(done) -> None:
 def register(cmd: Adder) -> None:
     p = cmd("run", run, "run SCENARIO [--quick] [--set K=V]... [--out DIR] | --resume DIR",
             "run an experiment: every sweep point and repetition on a fresh network; results, "
-            "figures and report", ["netrig run examples/004-bufferbloat.yaml --quick",
+            "figures and report", ["netrig run 004-bufferbloat --quick",
                                    "netrig run examples/003-window.yaml --set repeat=1",
                                    "netrig run --resume results/bufferbloat/20261123-101500"],
             "Results go to results/<scenario>/<time>/ below the current directory (or --out); "
             "at the end the headline table and the report's path are printed.")
     p.add_argument("scenario", nargs="?", metavar="SCENARIO",
-                   help="a scenario file (e.g. examples/004-bufferbloat.yaml)")
+                   help="a scenario file, or an example's name (e.g. 004-bufferbloat; "
+                        "netrig examples lists them)")
     p.add_argument("--quick", action="store_true",
                    help="the scenario's quick: variant (e.g. shorter, one repetition)")
     p.add_argument("--set", action="append", default=[], metavar="K=V",

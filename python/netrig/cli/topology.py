@@ -11,10 +11,11 @@ from netrig.cli.base import Adder
 
 def explain(args: argparse.Namespace) -> int:
     from netrig import units
+    from netrig.exp.spec.examples import find
     from netrig.theory import analyse, explain_text
     from netrig.topo.plan import make_plan
 
-    topo, src, dst, said = explained(args.file, args.src, args.dst)
+    topo, src, dst, said = explained(str(find(args.file, "topology or scenario file")), args.src, args.dst)
     plan = make_plan(topo)
     window = units.size_bytes(args.window) if args.window else None
     loss = units.fraction(args.loss) if args.loss else None
@@ -59,10 +60,11 @@ def explained(file: str, src: str | None, dst: str | None):
 
 
 def graph(args: argparse.Namespace) -> int:
+    from netrig.exp.spec.examples import find
     from netrig.exp.spec.scenario import drawable
     from netrig.topo.graph import graph_command
 
-    out = graph_command(args.file, args.out, args.format, scenario=drawable)
+    out = graph_command(find(args.file, "topology or scenario file"), args.out, args.format, scenario=drawable)
     print(out, end="" if out.endswith("\n") else "\n")
     return 0
 
@@ -76,7 +78,7 @@ def register(cmd: Adder) -> None:
             "FILE is a topology file, or a scenario (its topology at its first sweep point, "
             "as graph draws it); of a scenario, SRC and DST default to its first flow's ends.")
     p.add_argument("file", metavar="FILE",
-                   help="a topology file or a scenario (e.g. examples/portfolio.yaml)")
+                   help="a topology file or a scenario, or an example's name (e.g. portfolio)")
     p.add_argument("src", metavar="SRC", nargs="?",
                    help="the node sending (e.g. h1; a scenario's: its first flow's sender)")
     p.add_argument("dst", metavar="DST", nargs="?",
@@ -90,7 +92,8 @@ def register(cmd: Adder) -> None:
             "queue and discipline, the bottleneck marked; text for a terminal, or SVG/PNG",
             ["netrig graph examples/portfolio.yaml", "netrig graph examples/004-bufferbloat.yaml -o bb.svg"])
     p.add_argument("file", metavar="FILE",
-                   help="a topology file, or a scenario (e.g. examples/portfolio.yaml)")
+                   help="a topology file, or a scenario, or an example's name "
+                        "(e.g. portfolio)")
     p.add_argument("-o", "--out", metavar="OUT",
                    help="write the drawing here, .svg or .png (e.g. lab.svg); default: text")
     p.add_argument("--format", choices=["text", "svg", "png"],

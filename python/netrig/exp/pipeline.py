@@ -43,16 +43,18 @@ class ReportError(NetrigError):
 
 def load(scenario: str | None, quick: bool = False, sets: list[str] | None = None,
          resume: Path | None = None) -> Scenario:
-    """The scenario of `netrig run SCENARIO [--quick] [--set K=V]...`, or with `resume`
+    """The scenario of `netrig run SCENARIO [--quick] [--set K=V]...` (a file, or an
+    installed example's name: netrig.exp.spec.examples), or with `resume`
     the one saved in that results directory (meta.json and scenario.yaml through safefs)."""
     from netrig.exp.record import files as rec
+    from netrig.exp.spec import examples
     from netrig.exp.spec.scenario import load_scenario
 
     if resume is not None:
         return rec.load_scenario_of(resume)
     if not scenario:
         raise NetrigError("netrig run SCENARIO (or --resume DIR)")
-    return load_scenario(scenario, quick=quick, sets=sets or [])
+    return load_scenario(examples.find(scenario), quick=quick, sets=sets or [])
 
 
 def open_campaign(address: str, cert: str | None, scenario: Scenario) -> Campaign:
