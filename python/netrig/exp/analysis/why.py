@@ -314,7 +314,7 @@ def ack_queue(ev: Evidence) -> str | None:
     slow = [q for q in ev.ack_queues if q.sojourn_ms and q.sojourn_ms >= ACK_WAIT * ev.base_rtt_ms]
     if not slow:
         return None
-    where = "; ".join(f"{q.where}{_filled_by(ev, q)} a mean of {ms(q.sojourn_ms)}, up to "
+    where = "; ".join(f"{q.where} a mean of {ms(q.sojourn_ms)}, up to "
                       f"{q.packets_max} packets" for q in slow)
     fillers = list(dict.fromkeys(n for q in slow for n in ev.crossing.get(q.where, [])
                                  if not n.startswith(f"{ev.flow}'s")))
@@ -336,8 +336,8 @@ def queue_measured(ev: Evidence) -> str | None:
         return None
     held = ", ".join(f"{ms(q.sojourn_ms)} on {q.where}{_filled_by(ev, q)}" for q in carry)
     rest = [q for q in ev.queues if q.sojourn_ms is not None and q not in carry]
-    also = (f" (the other queues of its path held packets {ms(max(q.sojourn_ms or 0.0 for q in rest))} "
-            "at most)" if rest else "")
+    also = (f"; its other queues held packets {ms(max(q.sojourn_ms or 0.0 for q in rest))} at most"
+            if rest else "")
     ratio = f"; measured is {num(mean / ev.here)} × that" if mean else ""
     those = "that queue" if len(carry) == 1 else "those queues"
     return (f"The queue monitor measured a mean sojourn of {held}{also}: for {those} theory's "
