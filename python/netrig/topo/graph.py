@@ -338,7 +338,7 @@ def _draw_flows(ax, paths: Mapping[str, list[Hop]], xy: dict[str, tuple[float, f
     for k, (name, hops) in enumerate(paths.items()):
         if not hops:
             continue
-        off = -0.16 * (k + 1)
+        off = -0.07 * (k + 1)
         pts = [xy[hops[0].frm]] + [xy[h.to] for h in hops]
         colour = FLOW_COLOURS[k % len(FLOW_COLOURS)]
         xs = [p[0] for p in pts]

@@ -396,19 +396,22 @@ def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) ->
                 continue
             b = r.bottleneck
             rate = b.rate_bps or 0.0
-            if b.link not in seen:
+            # on a flow's throughput, its own bottleneck and expectation (`of`: the flow)
+            mine = name if q == "throughput" else None
+            if q == "throughput" or b.link not in seen:
                 seen.add(b.link)
-                out.append(Ref(f"link rate of {b.frm}→{b.to} {rate / 1e6:.4g} Mbit/s", rate / 1e6, ":"))
+                out.append(Ref(f"link rate of {b.frm}→{b.to} {rate / 1e6:.4g} Mbit/s", rate / 1e6, ":",
+                               mine))
             if q == "throughput" and r.tcp_goodput_bps and f["kind"] == "tcp":
                 out.append(Ref(f"TCP goodput there {r.tcp_goodput_bps / 1e6:.4g} Mbit/s",
-                               r.tcp_goodput_bps / 1e6, "--"))
+                               r.tcp_goodput_bps / 1e6, "--", mine))
             e = f.get("expected") or {}
             v = e.get("value")
             if q == "throughput" and e.get("metric") == "throughput_bps" and is_number(v) and \
                     not math.isclose(v, r.tcp_goodput_bps or 0.0, rel_tol=1e-3):
                 limit = f", limited by its {e['limit']}" if e.get("limit") else ""
                 out.append(Ref(f"{name} expected {v / 1e6:.4g} Mbit/s{limit}",
-                               v / 1e6, "-."))
+                               v / 1e6, "-.", mine))
     elif q in ("cwnd", "tcp_rtt"):
         for name, f in flows.items():
             r = _report(th, run, name, f) if f["kind"] == "tcp" else None
@@ -477,9 +480,9 @@ def _rtt_refs(base: float, queue_s: float | None, target: float | None, aqm: str
 
 
 def _unique(refs_: Iterable[Ref]) -> list[Ref]:
-    seen: dict[str, Ref] = {}
+    seen: dict[tuple[str, str | None], Ref] = {}
     for r in refs_:
-        seen.setdefault(r.label, r)
+        seen.setdefault((r.label, r.of), r)
     return list(seen.values())
 
 

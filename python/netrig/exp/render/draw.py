@@ -120,9 +120,12 @@ def figure(plan_draw: Callable[[Any], None], title: str, panels: list[str] | Non
         high = fig.get_size_inches()[1]
         if rows > 18 and high < SIZE[1] + 0.17 * (rows - 18):  # a tall legend: the axes keep their size
             fig.set_size_inches(SIZE[0], SIZE[1] + 0.17 * (rows - 18))
-        axes[0].legend(handles, labels,
-                       fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                       borderaxespad=0.0, frameon=False)
+        if panels:  # beside the panels, not stretching the first one
+            fig.legend(handles, labels, fontsize="small", loc="outside right upper", frameon=False)
+        else:
+            axes[0].legend(handles, labels,
+                           fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                           borderaxespad=0.0, frameon=False)
     return fig
 
 

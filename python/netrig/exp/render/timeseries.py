@@ -57,7 +57,9 @@ def _timeseries(res: Results) -> list[_Plan]:
                         continue
                     drawn = {tr.label.split(":")[0] for _, _, tr in lines}  # "bulk: delivered by ..."
                     run = dict(runs)[i]
-                    panels.append((i, lines, [(ref, None, "k") for ref in rs if ref.of in (None, *group)],
+                    owners = {x.split(":")[0].split(" #")[0] for x in group}  # `bulk: delivered by`
+                    panels.append((i, lines, [(ref, None, "k") for ref in rs
+                                              if ref.of in (None, *group, *owners)],
                                    [(m, "0.25") for m in series.marks(run, drawn)]))
                 if not panels:
                     continue
