@@ -17,7 +17,8 @@ APT_PACKAGES=(iperf3 iputils-ping iproute2 tcpdump tshark ethtool chromium frr n
 # Mininet 2.3 (and, by its Depends, iperf 2, net-tools, telnet): its examples and their
 # tests run on netrig's Mininet in the test suite. Without its recommended Open vSwitch:
 # netrig's switches are Linux bridges.
-APT_NO_RECOMMENDS=(mininet vlan)  # vlan: vconfig, which Mininet's vlanhost example runs
+APT_NO_RECOMMENDS=(mininet vlan graphviz)  # vlan: vconfig, which Mininet's vlanhost example runs
+# graphviz: dot lays out the topology drawings (netrig graph, the report's topology).
 # Packages whose service netrig never wants running: PACKAGE or PACKAGE:SERVICE.
 SERVICES=(frr nginx openssh-server:ssh)
 POLICY=${NETRIG_POLICY_RC_D:-/usr/sbin/policy-rc.d}  # (overridden only by a dry run)

@@ -125,7 +125,8 @@ def test_every_flagged_row_says_why(tmp_path):
     assert "It retransmitted 3.3 % of its segments" in bulk
     assert "s0→h2: 101 by pie's decision" in bulk
     assert "released 1.8 % of its packets more than 1 ms late" in bulk
-    assert ("The queue monitor measured a mean sojourn of 29.6 ms on s0→h2: for that queue "
+    assert ("The queue monitor measured a mean sojourn of 29.6 ms on s0→h2 (filled by bulk's data): "
+            "for that queue "
             "theory's RTT is 21 + that = 50.6 ms; measured is 1.36 × that.") in rtt
 
 

@@ -17,20 +17,24 @@ default) and the discipline; one label when both directions agree. `flows` (name
 in `bottlenecks`, else the slowest rated hop of each flow's path, else the slowest
 rated link of the topology) is drawn thick and labelled as such.
 
-The layout is deterministic, with no graph library: columns by breadth-first distance
-from the first host in file order (hosts on the first host's own switch stay in its
-column, other leaf hosts go one column beyond their neighbour), rows in file order.
+The drawing's layout is Graphviz's `dot` (Debian's graphviz package, run as a command:
+`layout`): a layered layout made for networks of this size, left to right from the first
+host, that orders each layer to cross as few links as it can and makes room for every
+link's label; the same topology gives the same drawing. The text (`text`) lists nodes by
+hops from the first host (`columns`), which needs no layout.
 """
 
 from __future__ import annotations
 
 import io
-import math
+import shutil
+import subprocess
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from netrig import units
+from netrig.errors import NetrigError
 from netrig.link.spec import Direction
 from netrig.topo.model import Link, Topology
 from netrig.topo.plan import Hop, Plan, make_plan, path
@@ -105,47 +109,104 @@ def find_bottlenecks(topo: Topology, paths: Mapping[str, list[Hop]]) -> list[str
 
 
 # Layout.
-def layout(topo: Topology) -> dict[str, tuple[int, int]]:
-    """node -> (column, row): columns by breadth-first distance from the first host of
-    each connected part, rows in file order within a column; parts stacked."""
+class LayoutError(NetrigError):
+    """Graphviz's dot is missing or refused the graph."""
+
+
+DOT_TIMEOUT_S = 20
+
+
+def columns(topo: Topology) -> dict[str, int]:
+    """node -> hops from the first host of its connected part (breadth first; the
+    first host in file order), for the text listing."""
     adj: dict[str, list[str]] = {n: [] for n in topo.nodes}
     for l in topo.links:
         adj[l.a].append(l.b)
         adj[l.b].append(l.a)
     col: dict[str, int] = {}
-    part: dict[str, int] = {}
-    order = [n for n, k in topo.nodes.items() if k == "host"] + list(topo.nodes)
-    for start in order:
+    for start in [n for n, k in topo.nodes.items() if k == "host"] + list(topo.nodes):
         if start in col:
             continue
-        k = len(set(part.values()))
-        col[start], part[start], queue = 0, k, [start]
+        col[start], queue = 0, [start]
         while queue:
             n = queue.pop(0)
             for m in adj[n]:
                 if m not in col:
-                    col[m], part[m] = col[n] + 1, k
+                    col[m] = col[n] + 1
                     queue.append(m)
-        first = start
-        access = [link_label(l) for l in topo.links_of(first)]
-        for n in [x for x in topo.nodes if part.get(x) == k]:
-            nb = adj[n]
-            if topo.nodes[n] == "host" and n != first and len(nb) == 1:
-                # beside the first host when it hangs off the same node by a like link
-                c = col[nb[0]]
-                alike = c == 1 and first in adj[nb[0]] and \
-                    [link_label(l) for l in topo.links_of(n)] == access
-                col[n] = 0 if alike else c + 1
-    pos: dict[str, tuple[int, int]] = {}
-    top = 0
-    for k in sorted(set(part.values())):
-        members = [n for n in topo.nodes if part[n] == k]
-        rows: dict[int, int] = {}
-        for n in members:
-            pos[n] = (col[n], top + rows.get(col[n], 0))
-            rows[col[n]] = rows.get(col[n], 0) + 1
-        top += max(rows.values())
-    return pos
+    return col
+
+
+def dot_source(topo: Topology) -> str:
+    """The topology as Graphviz's dot reads it: left to right, every node a box of the
+    drawn marker's size, every link with its label's text (so dot leaves room for it)."""
+    def q(x: str) -> str:
+        return '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    lines = ["graph netrig {", "  rankdir=LR; ranksep=1.3; nodesep=0.5; splines=line;",
+             "  node [shape=box, fixedsize=true, width=0.55, height=0.55, fontsize=9];",
+             "  edge [fontsize=7];"]
+    lines += [f"  {q(n)};" for n in topo.nodes]
+    col = columns(topo)
+    for l in topo.links:
+        label = "\\n".join(textwrap.fill(x, 30).replace("\n", "\\n") for x in _label_lines(l))
+        a, b = (l.a, l.b) if col[l.a] <= col[l.b] else (l.b, l.a)  # dot ranks tail before head
+        lines.append(f"  {q(a)} -- {q(b)} [label={q(label)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def layout(topo: Topology) -> dict[str, tuple[float, float]]:
+    """node -> (x, y) in inches, as Graphviz's dot lays the topology out (`dot -Tplain`):
+    LayoutError, saying how to install it, when dot is not there."""
+    return placed(topo)[0]
+
+
+def placed(topo: Topology) -> tuple[dict[str, tuple[float, float]], dict[int, tuple[float, float]]]:
+    """layout's nodes, and where dot put each link's label (by the link's index)."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise LayoutError("drawing a topology needs Graphviz's dot, which is not installed: "
+                          "apt-get install graphviz (scripts/install.sh does)")
+    try:
+        p = subprocess.run([exe, "-Tplain"], input=dot_source(topo), capture_output=True, text=True,
+                           timeout=DOT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise LayoutError(f"Graphviz's dot did not lay the topology out: {e}") from e
+    if p.returncode != 0:
+        raise LayoutError(f"Graphviz's dot refused the topology: {p.stderr.strip()[:300]}")
+    return parse_plain(p.stdout, topo)
+
+
+def parse_plain(out: str, topo: Topology) -> tuple[dict[str, tuple[float, float]],
+                                                   dict[int, tuple[float, float]]]:
+    """Node positions from dot's plain output (`node NAME X Y ...` lines), and each
+    link's label position (`edge TAIL HEAD N X1 Y1 ... LABEL XL YL ...`, in the links'
+    order)."""
+    import shlex
+
+    pos: dict[str, tuple[float, float]] = {}
+    labels: dict[int, tuple[float, float]] = {}
+    edges = []
+    for line in out.splitlines():
+        parts = shlex.split(line) if line.startswith(("node ", "edge ")) else []
+        if parts and parts[0] == "node":
+            pos[parts[1]] = (float(parts[2]), float(parts[3]))
+        elif parts:
+            n = int(parts[3])
+            rest = parts[4 + 2 * n:]
+            pts = [(float(parts[4 + 2 * j]), float(parts[5 + 2 * j])) for j in range(n)]
+            edges.append(((parts[1], parts[2]), (float(rest[1]), float(rest[2])) if len(rest) >= 5 else None,
+                          pts))
+    missing = [n for n in topo.nodes if n not in pos]
+    if missing:
+        raise LayoutError(f"Graphviz's dot placed no {', '.join(missing)}")
+    for i, l in enumerate(topo.links):
+        k = next((j for j, (ends, _, _) in enumerate(edges) if set(ends) == {l.a, l.b}), None)
+        if k is not None:
+            _, at, _ = edges.pop(k)
+            if at is not None:
+                labels[i] = at
+    return pos, labels
 
 
 # Text.
@@ -160,10 +221,10 @@ def text(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
     counts = ", ".join(f"{n} {k}{'es' if k == 'switch' and n != 1 else 's' if n != 1 else ''}"
                        for k, n in kinds.items() if n)
     out = [f"{title or topo.name}: {counts}, {len(topo.links)} link{'s' * (len(topo.links) != 1)}"]
-    pos = layout(topo)
+    col = columns(topo)
     out.append("nodes, by hops from the first host:")
-    for c in sorted({p[0] for p in pos.values()}):
-        names = " ".join(f"{n}({topo.nodes[n][0]})" for n in topo.nodes if pos[n][0] == c)
+    for c in sorted(set(col.values())):
+        names = " ".join(f"{n}({topo.nodes[n][0]})" for n in topo.nodes if col[n] == c)
         out += _wrap(f"{c:>3}  ", names, width)
     out.append("links (rate, delay, queue, discipline; h host, s switch, r router):")
     names = {l.name: f"{l.name} {l.a}-{l.b}" if l.name != f"{l.a}-{l.b}" else l.name
@@ -216,22 +277,21 @@ def draw(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
 
     paths = flow_paths(plan or make_plan(topo), flows) if flows else {}
     slow = list(bottlenecks) if bottlenecks is not None else find_bottlenecks(topo, paths)
-    pos = layout(topo)
-    cols = max((p[0] for p in pos.values()), default=0) + 1
-    rows = max((p[1] for p in pos.values()), default=0) + 1
-    xy = {n: (c * 3.2, -r * 1.6) for n, (c, r) in pos.items()}
-    fig_w = min(max(6.0, cols * 2.6), 16.0)
-    fig_h = min(max(2.4, rows * 1.25 + 0.3 * len(paths) + 1.2), 14.0)
+    xy, label_at = placed(topo)
+    span_x = max(p[0] for p in xy.values()) - min(p[0] for p in xy.values())
+    span_y = max(p[1] for p in xy.values()) - min(p[1] for p in xy.values())
+    fig_w = min(max(6.0, span_x + 2.5), 16.0)
+    fig_h = min(max(2.4, span_y + 0.3 * len(paths) + 1.8), 14.0)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "netrig"}):
         fig, ax = plt.subplots(figsize=(fig_w, fig_h))
         try:
-            _draw_links(ax, topo, xy, slow)
+            _draw_links(ax, topo, xy, slow, label_at)
             _draw_flows(ax, paths, xy)
             _draw_nodes(ax, topo, xy)
             ax.set_axis_off()
             xs, ys = [p[0] for p in xy.values()], [p[1] for p in xy.values()]
-            ax.set_xlim(min(xs) - 1.0, max(xs) + 1.0)
-            ax.set_ylim(min(ys) - 0.4 - 0.2 * len(paths), max(ys) + 1.1)
+            ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+            ax.set_ylim(min(ys) - 0.35 - 0.12 * len(paths), max(ys) + 0.75)
             if paths or slow:
                 ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(paths) + 1),
                           fontsize=8, frameon=False)
@@ -246,9 +306,16 @@ def draw(topo: Topology, plan: Plan | None = None, flows: Flows | None = None,
     return data.decode("utf-8") if fmt == "svg" else data
 
 
-def _draw_links(ax, topo: Topology, xy: dict[str, tuple[float, float]], slow: Sequence[str]) -> None:
+def _label_lines(l: Link) -> list[str]:
+    """A link's label as drawn: its name (and BOTTLENECK, by the caller) over what it does."""
+    label = link_label(l)
+    return ([l.name] if label != ["no shaping"] else []) + label
+
+
+def _draw_links(ax, topo: Topology, xy: dict[str, tuple[float, float]], slow: Sequence[str],
+                label_at: Mapping[int, tuple[float, float]]) -> None:
     seen_slow = False
-    for l in topo.links:
+    for i, l in enumerate(topo.links):
         (x0, y0), (x1, y1) = xy[l.a], xy[l.b]
         is_slow = l.name in slow
         ax.plot([x0, x1], [y0, y1], color=BOTTLENECK_COLOUR if is_slow else "#57606a",
@@ -259,14 +326,11 @@ def _draw_links(ax, topo: Topology, xy: dict[str, tuple[float, float]], slow: Se
         shaped = label != ["no shaping"]
         lines = ([f"{l.name}" + (" — BOTTLENECK" if is_slow else "")] if shaped or is_slow else []) \
             + [textwrap.fill(x, 30) for x in label]
-        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
-        if angle > 90 or angle < -90:
-            angle += 180
-        ax.text(mx, my + 0.12, "\n".join(lines), ha="center", va="bottom",
+        # where dot made room for it (it knows every label's size), else above the middle
+        mx, my = label_at.get(i, ((x0 + x1) / 2, (y0 + y1) / 2 + 0.12))
+        ax.text(mx, my, "\n".join(lines), ha="center", va="center",
                 fontsize=6.5 if shaped else 5.5, color=BOTTLENECK_COLOUR if is_slow else
-                ("#1b1f24" if shaped else "#8c959f"), rotation=angle if abs(angle) < 60 else 0,
-                rotation_mode="anchor", zorder=4,
+                ("#1b1f24" if shaped else "#8c959f"), zorder=4,
                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
@@ -274,7 +338,7 @@ def _draw_flows(ax, paths: Mapping[str, list[Hop]], xy: dict[str, tuple[float, f
     for k, (name, hops) in enumerate(paths.items()):
         if not hops:
             continue
-        off = -0.16 * (k + 1)
+        off = -0.07 * (k + 1)
         pts = [xy[hops[0].frm]] + [xy[h.to] for h in hops]
         colour = FLOW_COLOURS[k % len(FLOW_COLOURS)]
         xs = [p[0] for p in pts]

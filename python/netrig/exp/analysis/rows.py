@@ -178,7 +178,22 @@ def evidence(res: Results, point: int, r: Row) -> why.Evidence:
                   first.get("path")), outages=_outages(runs, r.flow),
         timed_out=[(f.get("summary") or {}).get("error", "") for f in entries
                    if (f.get("summary") or {}).get("status") == "timed_out"],
-        runs=len(entries), connect_chance=extra.get("connect_chance"))
+        runs=len(entries), connect_chance=extra.get("connect_chance"), crossing=crossing(runs[0]))
+
+
+def crossing(run: dict[str, Any]) -> dict[str, list[str]]:
+    """Each link direction (`h2→s0`) and the traffic of the run's flows that crosses it,
+    from their recorded hops: a tcp/udp flow's data, a fetch's or web flow's responses
+    (its `back`), then a tcp flow's ACKs (pings are too few to fill a queue)."""
+    out: dict[str, list[str]] = {}
+    for what, way, kinds in (("data", "data", ("tcp", "udp")), ("responses", "back", ("fetch", "web")),
+                             ("ACKs", "acks", ("tcp",))):
+        for name, f in (run.get("flows") or {}).items():
+            if f.get("kind") not in kinds:
+                continue
+            for h in (f.get("hops") or {}).get(way) or []:
+                out.setdefault(f"{h.get('from')}→{h.get('to')}", []).append(f"{name}'s {what}")
+    return out
 
 
 def _outages(runs: list[dict[str, Any]], flow: str) -> list[tuple[str, float, float, str]]:

@@ -2,7 +2,9 @@
 reference lines beside each: what the time-series figures and `netrig plot` draw.
 
     throughput  a tcp/udp flow's rate over time: what its bottleneck link DELIVERED
-                (netrig-link's 10 ms stats samples, averaged in 100 ms bins) when the
+                (netrig-link's 10 ms stats samples, averaged in bins wide enough that
+                one packet more or less moves a bin's rate by at most 2 %: `bin_for`)
+                when the
                 run recorded that link direction and the flow is the only bulk flow on
                 it; else what the receiver counted per report interval; else (older
                 results) what the sender wrote, said so in the label
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from netrig.errors import NetrigError
@@ -38,7 +40,25 @@ from netrig.topo.plan import Plan, make_plan
 
 BULK = ("tcp", "udp")
 RTT_KINDS = ("ping", "probe")
-BIN_S = 0.1  # delivered rate: 10 ms samples averaged over 100 ms
+BIN_S = 0.1  # delivered rate: 10 ms samples averaged over 100 ms (at least)
+WITHIN = 0.02  # a rate bin holds enough packets that one more or less moves it by at most this
+NICE_BINS = (0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0)  # s: the widths a rate is binned in
+FRAME_BYTES = 1514  # a full-size Ethernet frame (MTU 1500 + 14), before a link's overhead
+
+
+def bin_for(rate_bps: float | None, packet_bytes: float = FRAME_BYTES,
+            within: float = WITHIN) -> tuple[float, float | None]:
+    """The bin (s) a rate series of a `rate_bps` link is averaged in, and its
+    quantisation: a bin holds whole packets, so one packet more or less moves its rate
+    by 8 × packet / (rate × width). The narrowest of NICE_BINS (from BIN_S) that keeps
+    that within `within` (a 1.5 Mbit/s link of 1514-byte frames: 0.5 s, 1.6 %; 100 ms
+    would hold 12–13 packets, ±8 %); the widest when none does, its quantisation then
+    above `within` (a caption says it). Without a rate: BIN_S, quantisation unknown."""
+    if not rate_bps or rate_bps <= 0 or packet_bytes <= 0:
+        return BIN_S, None
+    need = 8 * packet_bytes / (within * rate_bps)
+    width = next((w for w in NICE_BINS if w >= need * (1 - 1e-9)), NICE_BINS[-1])
+    return width, 8 * packet_bytes / (rate_bps * width)
 
 
 @dataclass(frozen=True)
@@ -50,12 +70,15 @@ class Quantity:
 
 QUANTITIES: dict[str, Quantity] = {
     "throughput": Quantity("throughput", "throughput (Mbit/s)",
-                           "Delivered: the bottleneck link's delivered rate (netrig-link's 10 ms "
-                           "samples in 100 ms bins, wire bits, all traffic of that link "
-                           "direction); received: the receiver's report intervals."),
+                            "Delivered: the bottleneck link's delivered rate (netrig-link's 10 ms "
+                           "samples averaged in bins that hold enough packets for ±2 % of the "
+                           "link's rate, wire bits, all traffic of that link direction); "
+                           "received: the receiver's report intervals (merged into such bins "
+                           "when they are shorter)."),
     "delivered": Quantity("delivered rate", "delivered rate (Mbit/s)",
                           "What each recorded link direction delivered (wire bits, all its "
-                          "traffic): netrig-link's 10 ms samples in 100 ms bins."),
+                          "traffic): netrig-link's 10 ms samples averaged in bins that hold "
+                          "enough packets for ±2 % of the link's rate."),
     "cwnd": Quantity("congestion window", "cwnd (KB)",
                      "From TCP_INFO of each of the flow's connections, a line each (segments "
                      "× MSS; 1 KB = 1000 bytes of payload)."),
@@ -78,6 +101,8 @@ class Trace:
     t: list[float]  # s from the run's start
     y: list[float]  # in the quantity's unit; NaN: no sample (a gap)
     steps: bool = False  # report intervals, drawn as steps
+    bin_s: float | None = None  # a rate averaged in bins of this width (bin_for)
+    quant: float | None = None  # one packet's share of a bin's rate (0.016: ±1.6 %)
 
 
 @dataclass(frozen=True)
@@ -235,16 +260,20 @@ def traces(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) 
             rows = res.series(run["run"], name)
             if name in mine:
                 key = mine[name]
-                t, y = binned(links[key], "rate_bps", 1e-6)
-                out.append(Trace(f"{name}: delivered by {res.direction(*key)}", t, y))
+                width, quant = _bin_of(th, run, key)
+                t, y = binned(links[key], "rate_bps", 1e-6, width)
+                out.append(Trace(f"{name}: delivered by {res.direction(*key)}", t, y,
+                                 bin_s=width, quant=quant))
             elif any("recv_bps" in r for r in rows):
-                out.append(Trace(f"{name}: received", *_intervals(rows, "recv_bps", 1e-6), True))
+                out.append(_received(name, rows, _flow_bin(th, run, name, f)))
             elif any("bps" in r for r in rows):
                 out.append(Trace(f"{name}: sent (sender's writes)",
                                  *_intervals(rows, "bps", 1e-6), True))
     elif q == "delivered":
         for key, rows in links.items():
-            out.append(Trace(f"{res.direction(*key)} delivered", *binned(rows, "rate_bps", 1e-6)))
+            width, quant = _bin_of(th, run, key)
+            out.append(Trace(f"{res.direction(*key)} delivered", *binned(rows, "rate_bps", 1e-6, width),
+                             bin_s=width, quant=quant))
     elif q in ("cwnd", "tcp_rtt"):
         col, scale = ("cwnd_bytes", 1e-3) if q == "cwnd" else ("rtt_ms", 1.0)
         for name, f in flows.items():
@@ -278,7 +307,35 @@ def traces(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) 
             out.append(Trace(res.direction(*key), t, y))
     else:
         raise KeyError(q)
-    return [tr if tr.steps else Trace(tr.label, *gaps(tr.t, tr.y), tr.steps) for tr in out if tr.t]
+    return [tr if tr.steps else replace(tr, t=(g := gaps(tr.t, tr.y))[0], y=g[1]) for tr in out if tr.t]
+
+
+def _bin_of(th: Theory, run: dict[str, Any], key: tuple[str, str]) -> tuple[float, float | None]:
+    """bin_for a recorded link direction, from its rate and frame (with its overhead)."""
+    got = th.point(run.get("point", 0))
+    h = _hop(got[1], *key) if got else None
+    return bin_for(h.rate_bps if h else None, FRAME_BYTES + (h.overhead_bytes if h else 0))
+
+
+def _flow_bin(th: Theory, run: dict[str, Any], name: str, f: dict[str, Any]) -> tuple[float, float | None]:
+    """bin_for a flow's bottleneck (BIN_S when theory has none)."""
+    r = _report(th, run, name, f) if f["kind"] in BULK else None
+    b = r.bottleneck if r is not None else None
+    return bin_for(b.rate_bps if b else None, FRAME_BYTES + (b.overhead_bytes if b else 0))
+
+
+def _received(name: str, rows: list[dict[str, Any]], chosen: tuple[float, float | None]) -> Trace:
+    """A receiver's report intervals: as steps when each is at least the bin bin_for
+    chose; else merged into such bins (a 100 ms interval of a slow link holds too few
+    packets to read as a rate)."""
+    width, quant = chosen
+    t, y = _intervals(rows, "recv_bps", 1e-6)
+    steps = sorted(b - a for a, b in zip(t, t[1:]) if b > a)
+    every = steps[len(steps) // 2] if steps else width
+    if every >= width * (1 - 1e-9):
+        return Trace(f"{name}: received", t, y, True, every, quant * width / every if quant else None)
+    bt, by = binned(rows, "recv_bps", 1e-6, width)
+    return Trace(f"{name}: received", bt, by, False, width, quant)
 
 
 def gaps(t: list[float], y: list[float], factor: float = 3.0) -> tuple[list[float], list[float]]:
@@ -339,19 +396,22 @@ def refs(res: Results, run: dict[str, Any], q: str, th: Theory | None = None) ->
                 continue
             b = r.bottleneck
             rate = b.rate_bps or 0.0
-            if b.link not in seen:
+            # on a flow's throughput, its own bottleneck and expectation (`of`: the flow)
+            mine = name if q == "throughput" else None
+            if q == "throughput" or b.link not in seen:
                 seen.add(b.link)
-                out.append(Ref(f"link rate of {b.frm}→{b.to} {rate / 1e6:.4g} Mbit/s", rate / 1e6, ":"))
+                out.append(Ref(f"link rate of {b.frm}→{b.to} {rate / 1e6:.4g} Mbit/s", rate / 1e6, ":",
+                               mine))
             if q == "throughput" and r.tcp_goodput_bps and f["kind"] == "tcp":
                 out.append(Ref(f"TCP goodput there {r.tcp_goodput_bps / 1e6:.4g} Mbit/s",
-                               r.tcp_goodput_bps / 1e6, "--"))
+                               r.tcp_goodput_bps / 1e6, "--", mine))
             e = f.get("expected") or {}
             v = e.get("value")
             if q == "throughput" and e.get("metric") == "throughput_bps" and is_number(v) and \
                     not math.isclose(v, r.tcp_goodput_bps or 0.0, rel_tol=1e-3):
                 limit = f", limited by its {e['limit']}" if e.get("limit") else ""
                 out.append(Ref(f"{name} expected {v / 1e6:.4g} Mbit/s{limit}",
-                               v / 1e6, "-."))
+                               v / 1e6, "-.", mine))
     elif q in ("cwnd", "tcp_rtt"):
         for name, f in flows.items():
             r = _report(th, run, name, f) if f["kind"] == "tcp" else None
@@ -420,9 +480,9 @@ def _rtt_refs(base: float, queue_s: float | None, target: float | None, aqm: str
 
 
 def _unique(refs_: Iterable[Ref]) -> list[Ref]:
-    seen: dict[str, Ref] = {}
+    seen: dict[tuple[str, str | None], Ref] = {}
     for r in refs_:
-        seen.setdefault(r.label, r)
+        seen.setdefault((r.label, r.of), r)
     return list(seen.values())
 
 

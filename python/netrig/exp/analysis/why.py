@@ -111,6 +111,9 @@ class Evidence:
     timed_out: list[str] = field(default_factory=list)  # why, per run that timed out
     runs: int = 0
     connect_chance: float | None = None  # theory's, that the connection is made in time
+    # Each queue's other traffic (`s0→h2`: ["bulk's data", "web's responses"]): the flows
+    # whose data (tcp, udp), responses (fetch, web) or ACKs (tcp) cross it.
+    crossing: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def side(self) -> str:
@@ -120,8 +123,58 @@ class Evidence:
 Rule = Callable[[Evidence], str | None]
 
 
+def num(x: float, sig: int = 3) -> str:
+    """A number for people: `sig` significant digits in plain decimals, never in
+    exponent notation (1234.5 -> "1230", 0.00232 -> "0.00232"), trailing zeros dropped."""
+    if not math.isfinite(x):
+        return "∞" if x > 0 else "-∞" if x < 0 else "not a number"
+    if x == 0:
+        return "0"
+    digits = sig - 1 - math.floor(math.log10(abs(x)))
+    text = f"{round(x, digits):.{max(digits, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def ms(x: float, sig: int = 3) -> str:
+    """A time given in ms, in the unit it reads best in: "807 ms", "8.1 ms", "2.3 µs",
+    "under 1 µs" (a sojourn of a few ns is no delay anyone can see), "0 ms"."""
+    if x <= 0:
+        return "0 ms"
+    if x < 1e-3:
+        return "under 1 µs"
+    if x < 1:
+        return f"{num(x * 1e3, sig)} µs"
+    return f"{num(x, sig)} ms"
+
+
 def _pct(x: float) -> str:
-    return f"{x:.2g} %" if x < 10 else f"{x:.0f} %"
+    return f"{num(x, 2)} %" if x < 10 else f"{x:.0f} %"
+
+
+CARRY_MS = 1.0  # a queue's mean sojourn below this carries no delay worth naming
+CARRY_SHARE = 0.1  # ... nor below this share of the delay measured beyond the base RTT
+
+
+def carrying(ev: Evidence, queues: Iterable[QueueSeen] | None = None) -> list[QueueSeen]:
+    """The queues (of `queues`, else the row's path) whose measured mean sojourn carries
+    the delay: at least CARRY_MS, and at least CARRY_SHARE of what an RTT row measured
+    beyond its base RTT. A queue packets crossed in microseconds is not where they waited."""
+    mean = ev.summary.get(ev.metric)
+    excess = mean - ev.base_rtt_ms if (ev.metric.startswith("rtt_ms") and mean is not None
+                                        and ev.base_rtt_ms is not None) else 0.0
+    least = max(CARRY_MS, CARRY_SHARE * excess)
+    return [q for q in (ev.queues if queues is None else queues)
+            if q.sojourn_ms is not None and q.sojourn_ms >= least]
+
+
+def _filled_by(ev: Evidence, q: QueueSeen) -> str:
+    """` (filled by web's responses)`: the other flows whose traffic crosses q."""
+    names = [n for n in ev.crossing.get(q.where, []) if not n.startswith(f"{ev.flow}'s")]
+    return f" (filled by {_and(names)})" if names else ""
+
+
+def _and(xs: list[str]) -> str:
+    return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}"
 
 
 def late_emulator(ev: Evidence) -> str | None:
@@ -129,7 +182,7 @@ def late_emulator(ev: Evidence) -> str | None:
     if ev.late_share <= linkspec.LATE_SHARE:
         return None
     return (f"The link emulator released {_pct(100 * ev.late_share)} of its packets more than "
-            f"{linkspec.LATE_BUDGET_S * 1e3:g} ms late (the worst {ev.late_worst_ms:.3g} ms): "
+            f"{linkspec.LATE_BUDGET_S * 1e3:g} ms late (the worst {ms(ev.late_worst_ms)}): "
             "the host was too busy for exact delays and rates, which moves every number of this "
             "run; run it again on a quieter host.")
 
@@ -166,7 +219,7 @@ def delayed_acks(ev: Evidence) -> str | None:
     if ev.kind != "tcp" or not ev.limit.startswith("window") or ev.side != "below":
         return None
     w = ev.window_bytes
-    segs = f" of {w / MSS:.3g} segments ({w / 1e3:.4g} KB)" if w else ""
+    segs = f" of {num(w / MSS)} segments ({num(w / 1e3, 4)} KB)" if w else ""
     return (f"Its window{segs} limits it: W/RTT assumes each segment is acknowledged one RTT "
             "after it left, but Linux's receiver delays ACKs (one per two segments, up to 40 ms "
             "for a lone one), so a window's last segments wait and it sends less than W/RTT.")
@@ -180,13 +233,17 @@ def cubic_unfair(ev: Evidence) -> str | None:
     jain = f"; Jain's index over the flows was {ev.jain:.3f}" if ev.jain is not None else ""
     return (f"CUBIC beside {', '.join(tcp)}: its window grows with the cube of the time since its "
             f"last loss, so flows that start or lose at different moments converge to equal shares "
-            f"only over many loss epochs, and a {ev.run_s:.3g} s run need not see them meet"
+            f"only over many loss epochs, and a {num(ev.run_s)} s run need not see them meet"
             f"{jain}.")
 
 
 def fifo_not_fair(ev: Evidence) -> str | None:
-    """A FIFO (drop-tail) queue shared with TCP: not max-min fair to the others."""
-    fifo = [q for q in ev.queues if q.aqm == "droptail" and q.rate_bps]
+    """A FIFO (drop-tail) queue shared with TCP: not max-min fair to the others. Only a
+    queue that did hold the flow's packets (its sojourn carries the delay: `carrying`) or
+    dropped them arriving full."""
+    held = carrying(ev)
+    fifo = [q for q in ev.queues if q.aqm == "droptail" and q.rate_bps
+            and (q in held or q.overflow > 0)]
     tcp = [n for n, k in ev.others if k == "tcp"]
     hurt = (ev.kind == "udp" and (ev.side == "below" or ev.summary.get("loss_pct", 0) > 0)) or \
         (ev.kind in ("ping", "probe", "fetch", "web") and ev.side == "above")
@@ -208,10 +265,10 @@ def pie_low_rate(ev: Evidence) -> str | None:
         tx = FRAME_BYTES * 8 / q.rate_bps
         if tx < PIE_STEP_SHARE * q.target_s:
             continue
-        held = f" (it held the queue at {q.sojourn_ms:.3g} ms on average)" if q.sojourn_ms else ""
-        return (f"PIE at {q.rate_bps / 1e6:.3g} Mbit/s on {q.where}: one packet takes "
-                f"{tx * 1e3:.2g} ms to send, {tx / q.target_s:.0%} of its "
-                f"{q.target_s * 1e3:.3g} ms target, so its delay estimate moves a packet at a "
+        held = f" (it held the queue at {ms(q.sojourn_ms)} on average)" if q.sojourn_ms else ""
+        return (f"PIE at {num(q.rate_bps / 1e6)} Mbit/s on {q.where}: one packet takes "
+                f"{ms(tx * 1e3, 2)} to send, {tx / q.target_s:.0%} of its "
+                f"{ms(q.target_s * 1e3)} target, so its delay estimate moves a packet at a "
                 "time and its drop probability in jumps: the queue swings between empty (the link "
                 f"idles, throughput falls) and several packets (delay above the target){held}."
                 ).replace("%", " %")
@@ -231,9 +288,9 @@ def slow_start(ev: Evidence) -> str | None:
     counted = max(0.0, t - ev.omit_s)
     if counted < SLOW_START_SHARE * max(ev.run_s - ev.omit_s, 1e-9):
         return None
-    return (f"Slow start: from {IW} segments it needs about {rounds} RTTs ({t:.2g} s) to reach the "
-            f"path's BDP of {bdp / 1e3:.3g} KB, {counted / (ev.run_s - ev.omit_s):.0%} of the "
-            f"{ev.run_s - ev.omit_s:.3g} s its mean counts (omit: {ev.omit_s:g} s)."
+    return (f"Slow start: from {IW} segments it needs about {rounds} RTTs ({num(t, 2)} s) to reach the "
+            f"path's BDP of {num(bdp / 1e3)} KB, {counted / (ev.run_s - ev.omit_s):.0%} of the "
+            f"{num(ev.run_s - ev.omit_s)} s its mean counts (omit: {num(ev.omit_s)} s)."
             ).replace("%", " %")
 
 
@@ -257,12 +314,15 @@ def ack_queue(ev: Evidence) -> str | None:
     slow = [q for q in ev.ack_queues if q.sojourn_ms and q.sojourn_ms >= ACK_WAIT * ev.base_rtt_ms]
     if not slow:
         return None
-    where = "; ".join(f"{q.where} a mean of {q.sojourn_ms:.3g} ms, up to {q.packets_max} packets"
-                      for q in slow)
-    beside = [n for n, _ in ev.others]
-    by = f" (what {', '.join(beside)} sent that way)" if beside else ""
+    where = "; ".join(f"{q.where} a mean of {ms(q.sojourn_ms)}, up to "
+                      f"{q.packets_max} packets" for q in slow)
+    fillers = list(dict.fromkeys(n for q in slow for n in ev.crossing.get(q.where, [])
+                                 if not n.startswith(f"{ev.flow}'s")))
+    beside = [n for n, _ in ev.others]  # a record without hops: the flows beside it
+    by = (f": {_and(fillers)} filled that queue" if fillers else
+          f" (what {', '.join(beside)} sent that way)" if beside and not ev.crossing else "")
     return (f"Its ACKs waited in a queue on their way back{by}: {where}, against a base RTT "
-            f"of {ev.base_rtt_ms:.3g} ms. ACKs that come late and in bunches leave the sender "
+            f"of {ms(ev.base_rtt_ms)}. ACKs that come late and in bunches leave the sender "
             "idle, then bursting; theory's share assumes a free way back.")
 
 
@@ -271,11 +331,17 @@ def queue_measured(ev: Evidence) -> str | None:
     if ev.here is None or ev.kind not in ("ping", "probe") or not ev.versus.flag:
         return None
     mean = ev.summary.get(ev.metric)
-    held = ", ".join(f"{q.sojourn_ms:.3g} ms on {q.where}" for q in ev.queues
-                     if q.sojourn_ms is not None)
-    ratio = f"; measured is {mean / ev.here:.3g} × that" if mean else ""
-    return (f"The queue monitor measured a mean sojourn of {held}: for that queue theory's RTT is "
-            f"{ev.base_rtt_ms:.4g} + that = {ev.here:.4g} ms{ratio}.")
+    carry = carrying(ev)
+    if not carry or ev.base_rtt_ms is None:
+        return None
+    held = ", ".join(f"{ms(q.sojourn_ms)} on {q.where}{_filled_by(ev, q)}" for q in carry)
+    rest = [q for q in ev.queues if q.sojourn_ms is not None and q not in carry]
+    also = (f"; its other queues held packets {ms(max(q.sojourn_ms or 0.0 for q in rest))} at most"
+            if rest else "")
+    ratio = f"; measured is {num(mean / ev.here)} × that" if mean else ""
+    those = "that queue" if len(carry) == 1 else "those queues"
+    return (f"The queue monitor measured a mean sojourn of {held}{also}: for {those} theory's "
+            f"RTT is {num(ev.base_rtt_ms, 4)} + that = {num(ev.here, 4)} ms{ratio}.")
 
 
 def path_differs(flow: str, rec: dict[str, Any] | None) -> str | None:
@@ -305,13 +371,13 @@ def event_outage(ev: Evidence) -> str | None:
     cut = sum(o for _, _, o, _ in ev.outages)
     if not ev.versus.flag or not ev.run_s or cut < 0.05 * ev.run_s:
         return None
-    parts = [f"{what} at {at:g} s cut it off for {o:.3g} s" + (f" (theory: {th})" if th else "")
+    parts = [f"{what} at {num(at)} s cut it off for {num(o)} s" + (f" (theory: {th})" if th else "")
              for what, at, o, th in ev.outages if o > 0]
     up = ev.run_s - cut
     rate = ev.summary.get("throughput_bps") if ev.metric == "throughput_bps" else None
-    while_up = (f"; over the {up:.3g} s its path was up it averaged {rate * ev.run_s / up / 1e6:.4g} Mbit/s"
+    while_up = (f"; over the {num(up)} s its path was up it averaged {num(rate * ev.run_s / up / 1e6, 4)} Mbit/s"
                 if rate and up > 0 else "")
-    return (f"Events stopped it for {cut:.3g} s of its {ev.run_s:.3g} s: {'; '.join(parts)}{while_up}. "
+    return (f"Events stopped it for {num(cut)} s of its {num(ev.run_s)} s: {'; '.join(parts)}{while_up}. "
             "Theory's value holds only while the path is up.")
 
 

@@ -84,29 +84,112 @@ class _Plan:
     title: str
     caption: str
     kind: str
-    draw: Callable[[Axes], None]
+    draw: Callable[[Any], None]  # an Axes; with `panels`, the list of them
     marks: list[series.Mark] = field(default_factory=list)
+    panels: list[str] = field(default_factory=list)  # one axes each, sharing x, top to bottom
 
 
-def figure(plan_draw: Callable[[Axes], None], title: str) -> MplFigure:
-    """A figure of one axes as every netrig figure looks: title, grid, the legend
-    outside the axes on the right (off the data)."""
-    fig = MplFigure(figsize=SIZE, layout="constrained")
-    ax = fig.add_subplot()
-    plan_draw(ax)
-    ax.set_title(title, fontsize=10.5)
-    ax.grid(True, alpha=0.35)
-    ax.set_axisbelow(True)
-    handles, labels = ax.get_legend_handles_labels()
+PANEL_HEIGHT = 1.55  # inches of each panel of a figure of several
+
+
+def figure(plan_draw: Callable[[Any], None], title: str, panels: list[str] | None = None) -> MplFigure:
+    """A figure as every netrig figure looks: title, grid, the legend outside the axes
+    on the right (off the data), each label once (unique_legend). With `panels` (their
+    titles), one axes per panel sharing the x axis, top to bottom, and plan_draw is
+    given the list of them."""
+    n = len(panels or []) or 1
+    fig = MplFigure(figsize=(SIZE[0], max(SIZE[1], 0.9 + PANEL_HEIGHT * n)) if panels else SIZE,
+                    layout="constrained")
+    axes = list(fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0])
+    plan_draw(axes if panels else axes[0])
+    if panels:
+        fig.suptitle(title, fontsize=10.5)
+        for ax, name in zip(axes, panels, strict=True):
+            ax.set_title(name, fontsize=8.5, loc="left")
+            ax.label_outer()  # the time axis named once, at the bottom
+    else:
+        axes[0].set_title(title, fontsize=10.5)
+    for ax in axes:
+        ax.grid(True, alpha=0.35)
+        ax.set_axisbelow(True)
+    got = [hl for ax in axes for hl in zip(*ax.get_legend_handles_labels(), strict=True)]
+    handles, labels = unique_legend([h for h, _ in got], [t for _, t in got])
     if handles:
         labels = [textwrap.fill(t, 34, subsequent_indent="  ") for t in labels]
         rows = sum(t.count("\n") + 1 for t in labels)
-        if rows > 18:  # a tall legend: a taller figure, so the axes keep their size
+        high = fig.get_size_inches()[1]
+        if rows > 18 and high < SIZE[1] + 0.17 * (rows - 18):  # a tall legend: the axes keep their size
             fig.set_size_inches(SIZE[0], SIZE[1] + 0.17 * (rows - 18))
-        ax.legend(handles, labels,
-                  fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  borderaxespad=0.0, frameon=False)
+        if panels:  # beside the panels, not stretching the first one
+            fig.legend(handles, labels, fontsize="small", loc="outside right upper", frameon=False)
+        else:
+            axes[0].legend(handles, labels,
+                           fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                           borderaxespad=0.0, frameon=False)
     return fig
+
+
+def unique_legend(handles: list[Any], labels: list[str]) -> tuple[list[Any], list[str]]:
+    """A legend's entries, each label once (the first handle drawn with it: a reference
+    every run shares is named once); matplotlib's hidden labels (`_...`) left out."""
+    seen: dict[str, Any] = {}
+    for h, t in zip(handles, labels, strict=True):
+        if t and not t.startswith("_"):
+            seen.setdefault(t, h)
+    return list(seen.values()), list(seen)
+
+
+def merge_refs(refs: list[tuple[Any, str | None, str]]) -> list[tuple[str, float, Any, str]]:
+    """Theory's references of several runs, each value drawn and named once: (label,
+    value, line style, colour). One every run has is black and named plainly; one a
+    few runs share is dark grey, named with those runs; one a single run has keeps its
+    run's colour and name. `refs`: (series.Ref, the run's name or None, its colour)."""
+    values: dict[tuple[str, float], list[tuple[str | None, str, Any]]] = {}
+    for ref, who, color in refs:
+        values.setdefault((ref.label, ref.value), []).append((who, color, ref.style))
+    everyone = {who for _, who, _ in refs}
+    out = []
+    for (label, value), whose in values.items():
+        names = list(dict.fromkeys(who for who, _, _ in whose if who))
+        style = whose[0][2]
+        if {who for who, _, _ in whose} == everyone or not names:
+            out.append((label, value, style, "k"))
+        elif len(names) == 1:
+            out.append((f"{label} ({names[0]})", value, style, whose[0][1]))
+        else:
+            out.append((f"{label} ({'; '.join(names)})", value, style, "0.35"))
+    return out
+
+
+OFF_SCALE = 1.5  # a reference beyond this many times the data's top is named at the axis edge
+
+
+def off_scale(values: list[float], top: float, factor: float = OFF_SCALE) -> list[bool]:
+    """Which reference values lie so far beyond the data (more than `factor` × its top)
+    that an axis stretched to them would squash it into its bottom: those are named at
+    the axis edge instead (edge_notes). None is, when the data has no positive top."""
+    if not (math.isfinite(top) and top > 0):
+        return [False] * len(values)
+    return [math.isfinite(v) and v > factor * top for v in values]
+
+
+def data_top(ys: Iterable[Iterable[float]]) -> float:
+    """The highest finite value of the series (0 when none has one)."""
+    return max((y for s in ys for y in s if math.isfinite(y)), default=0.0)
+
+
+def edge_notes(ax: Axes, notes: list[tuple[str, str]], along: str = "y") -> None:
+    """References off the axis, each named at its far edge with an arrow pointing off it
+    ("queue limit of s0→h2 100 packets ↑"), in the reference's colour, stacked."""
+    for k, (text, color) in enumerate(notes):
+        if along == "y":
+            ax.annotate(f"{text} ↑", xy=(0.99, 0.98 - 0.085 * k), xycoords="axes fraction",
+                        ha="right", va="top", fontsize=7, color=color, zorder=6,
+                        bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1.0})
+        else:
+            ax.annotate(f"{text} →", xy=(0.99, 0.04 + 0.085 * k), xycoords="axes fraction",
+                        ha="right", va="bottom", fontsize=7, color=color, zorder=6,
+                        bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1.0})
 
 
 def save(fig: MplFigure, root: Path, stem: Path, formats: Iterable[str]) -> list[Path]:

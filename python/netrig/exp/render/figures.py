@@ -41,6 +41,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import NullFormatter
 
 from netrig import safefs
+from netrig.exp.analysis import series
 from netrig.exp.analysis.differ import labelled
 from netrig.exp.analysis.results import Results, load
 from netrig.exp.analysis.stats import is_number, mean_ci
@@ -64,8 +65,12 @@ from netrig.exp.render.draw import (
     _once,
     _Plan,
     _save,
+    data_top,
+    edge_notes,
     figure,
     formats_of,
+    merge_refs,
+    off_scale,
 )
 from netrig.exp.render.timeseries import _timeseries, compare_timeseries
 from netrig.exp.spec.model import LOAD_KINDS, overlaps
@@ -104,7 +109,7 @@ def _render(plans: list[_Plan], out: Path, formats: Iterable[str] | None = None)
     done.omitted = max(0, len(plans) - MAX_FIGURES)
     stems: set[str] = set()
     for plan in plans[:MAX_FIGURES]:
-        fig = figure(plan.draw, plan.title)
+        fig = figure(plan.draw, plan.title, plan.panels)
         stem, k = re.sub(r"[^A-Za-z0-9_.=-]+", "_", plan.name), 1
         while (stem if k == 1 else f"{stem}-{k}") in stems:
             k += 1
@@ -168,7 +173,8 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
                             label=" ".join(s for s in (name, group) if s) or "measured")
                 if si == 0:
                     _theory_line(ax, xs, [res.theory(p, flow, m) for p in pts], info.scale, color,
-                                 f"theory {group}".strip(), ":" if compare else "--")
+                                 f"theory {group}".strip(), ":" if compare else "--",
+                                 list(colors).index(group))
                 _time_outs(ax, res, flow, [(x, p, len(res.values(p, flow, m))) for x, p in zip(xs, pts)])
         ax.set_xlabel(x.label)
         ax.set_ylabel(info.axis)
@@ -189,7 +195,8 @@ def _curve_plan(sets: list[tuple[str, Results]], flow: str, m: str, x: Axis) -> 
                  + (f"{sets[0][0]} solid, then " + ", ".join(
                      f"{n} {_STYLE_WORDS[i % len(_STYLES)]}" for i, (n, _) in enumerate(sets) if i)
                     + f"; theory (from {sets[0][0]}) dotted." if compare else
-                    "Theory dashed, its range (when it predicts one) shaded."),
+                    "Theory dashed with hollow markers, drawn over the measured curves; its range "
+                    "(when it predicts one) outlined and hatched, each curve's hatch its own."),
                  "sweep", draw)
 
 
@@ -207,15 +214,30 @@ def _time_outs(ax: Axes, res: Results, flow: str, at: list[tuple[float, int, int
                     xytext=(0, 10), ha="center", fontsize=8, color="tab:red")
 
 
+_THEORY_MARKS = ("o", "s", "D", "^", "v", "p")  # hollow, each group's, shrinking: nested, all seen
+_RANGE_HATCHES = ("//", "\\\\", "||", "--", "..", "xx")
+
+
 def _theory_line(ax: Axes, xs: list[float], theory: list[tuple[float | None, float | None]],
-                 scale: float, color: str, label: str, style: str) -> None:
+                 scale: float, color: str, label: str, style: str, k: int = 0) -> None:
+    """Theory's values of one curve (the k-th) dashed, above the measured curves (zorder):
+    hollow markers of the curve's own shape and size, so that two curves' markers at
+    one point nest and both show; a range tinted under everything and outlined and
+    hatched above the measured lines, each curve's hatch its own, so that a narrow range
+    (PIE's) shows over a wide one (drop-tail's)."""
     lo = [v * scale if is_number(v) else math.nan for v, _ in theory]
     if all(math.isnan(v) for v in lo):
         return
-    ax.plot(xs, lo, ls=style, color=color, marker="x", alpha=0.8, label=label)
+    ax.plot(xs, lo, ls=style, color=color, marker=_THEORY_MARKS[k % len(_THEORY_MARKS)],
+            ms=max(11 - 2.5 * (k % 3), 5), mfc="none", mew=1.6, lw=1.4, alpha=0.95, zorder=4,
+            label=label)
     hi = [h * scale if is_number(h) else math.nan for _, h in theory]
     if any(not math.isnan(h) for h in hi):
-        ax.fill_between(xs, lo, hi, color=color, alpha=0.15, lw=0, label=f"{label} range")
+        ax.fill_between(xs, lo, hi, color=color, alpha=0.1, lw=0, zorder=0.8)
+        ax.fill_between(xs, lo, hi, facecolor="none", edgecolor=color, alpha=0.35, lw=0,
+                        hatch=_RANGE_HATCHES[k % len(_RANGE_HATCHES)], zorder=3.5,
+                        label=f"{label} range")
+        ax.plot(xs, hi, ls="-", color=color, lw=1.0, alpha=0.9, zorder=3.6)
 
 
 def _bar_plan(sets: list[tuple[str, Results]], flow: str, m: str, key: str) -> _Plan:
@@ -324,38 +346,80 @@ def _fairness(res: Results) -> list[_Plan]:
 
 # CDFs.
 def _cdfs(res: Results) -> list[_Plan]:
+    th = series.Theory(res)
     plans = []
     for flow, f in res.flows().items():
         if f["kind"] not in (*RTT_KINDS, "fetch", "web"):
             continue
         col, scale, what = ("rtt_ms", 1.0, "RTT") if f["kind"] in RTT_KINDS else \
             ("fetch_s", 1e3, "fetch time")
+        m = (f.get("expected") or {}).get("metric")
         for chunk in _chunks(res.points):
-            lines = []
+            lines, refs = [], []
             for p in chunk:
                 xs = sorted(r[col] * scale for run in res.runs_of(p["index"])
                             if flow in run.get("flows", {})
                             for r in res.series(run["run"], flow) if is_number(r.get(col)))
                 if xs:
-                    lines.append((res.label(p["index"]) or flow, _color(p["index"]), xs))
+                    who, color = res.label(p["index"]) or flow, _color(p["index"])
+                    lines.append((who, color, xs))
+                    refs += [(ref, who, color) for ref in _cdf_refs(res, th, p["index"], flow, f, m)]
             if lines:
                 plans.append(_Plan(f"cdf-{flow}-p{chunk[0]['index']:03d}", f"{flow}: CDF of {what}",
                                    f"Distribution of {flow}'s {what} (ms): every sample of every "
-                                   "repetition of a point pooled, one line per point.", "cdf",
-                                   _cdf(lines, f"{what} (ms)")))
+                                   "repetition of a point pooled, one line per point. Theory's "
+                                   "values as vertical lines (a value every point shares in black, "
+                                   "named once; else in its point's colour); one far beyond the "
+                                   "samples named at the right edge (→).", "cdf",
+                                   _cdf(lines, f"{what} (ms)", refs)))
     return plans
 
 
-def _cdf(lines: list[tuple[str, str, list[float]]], xlabel: str) -> Callable[[Axes], None]:
+def _cdf_refs(res: Results, th: series.Theory, point: int, flow: str, f: dict[str, Any],
+              m: str | None) -> list[series.Ref]:
+    """Theory's values for a CDF, in ms: an RTT's idle RTT, full-queue RTT and idle RTT
+    + the AQM's target (series.refs); a fetch's time on an idle path and with the queue."""
+    run = res.first_run(point)
+    if run is None:
+        return []
+    if f["kind"] in RTT_KINDS:
+        return [r for r in series.refs(res, run, "rtt", th)]
+    lo, hi = res.theory(point, flow, m) if m else (None, None)
+    if not is_number(lo):
+        return []
+    out = [series.Ref(f"theory, idle path {lo * 1e3:.4g} ms", lo * 1e3, ":")]
+    if is_number(hi):
+        out.append(series.Ref(f"theory, with the queue up to {hi * 1e3:.4g} ms", hi * 1e3, "--"))
+    return out
+
+
+def _cdf(lines: list[tuple[str, str, list[float]]], xlabel: str,
+         refs: list[tuple[series.Ref, str | None, str]] | None = None) -> Callable[[Axes], None]:
     def draw(ax: Axes) -> None:
         for label, color, xs in lines:
             ax.step(xs, [(k + 1) / len(xs) for k in range(len(xs))], where="post", color=color,
-                    label=f"{label} (n={len(xs)})")
+                    label=f"{label} (n={len(xs)})", zorder=2)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction of samples ≤ x")
         ax.set_ylim(0, 1.02)
-        positive = [x for _, _, xs in lines for x in xs if x > 0]
+        top = data_top(xs for _, _, xs in lines)
+        drawn = vertical_refs(ax, refs or [], top)
+        positive = [x for _, _, xs in lines for x in xs if x > 0] + [v for v in drawn if v > 0]
         if positive and max(positive) / min(positive) > 100:
             ax.set_xscale("log")
 
     return draw
+
+
+def vertical_refs(ax: Axes, refs: list[tuple[series.Ref, str | None, str]], top: float) -> list[float]:
+    """Theory's values as vertical lines above the data, each once (one every point
+    shares in black, without a point's name); one beyond off_scale of the data's `top`
+    named at the right edge instead. Returns the values drawn."""
+    drawn = merge_refs(refs)
+    far = off_scale([v for _, v, _, _ in drawn], top)
+    for (label, value, style, color), off in zip(drawn, far, strict=True):
+        if not off:
+            ax.axvline(value, color=color, ls=style, lw=1.1, alpha=0.85, zorder=3, label=label)
+    edge_notes(ax, [(label, color) for (label, _, _, color), off in zip(drawn, far, strict=True) if off],
+               along="x")
+    return [v for (_, v, _, _), off in zip(drawn, far, strict=True) if not off]

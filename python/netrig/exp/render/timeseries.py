@@ -5,6 +5,7 @@ lines; one directory's runs, or two directories' runs side by side.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,14 +13,24 @@ from matplotlib.axes import Axes
 
 from netrig.exp.analysis import series
 from netrig.exp.analysis.results import Results
-from netrig.exp.render.draw import _chunks, _color, _from_zero, _Plan
+from netrig.exp.render.draw import (
+    _chunks,
+    _color,
+    _Plan,
+    data_top,
+    edge_notes,
+    merge_refs,
+    off_scale,
+)
 
 
 # Time series.
 def _timeseries(res: Results) -> list[_Plan]:
     """One figure per quantity for a single point (a line per flow or link direction);
-    with several points, one per quantity and flow (a line per point). Theory's
-    references (series.refs) on each, labelled in the legend."""
+    with several points, one per quantity and flow, a panel per point (sharing the time
+    axis, each with its own references and events) rather than the points' lines
+    overlaid. Theory's references (series.refs) on each, named once in the legend; one
+    far above the data named at the axis edge instead (draw_refs)."""
     th = series.Theory(res)
     plans = []
     for chunk in _chunks([p["index"] for p in res.points if res.first_run(p["index"])]):
@@ -33,36 +44,74 @@ def _timeseries(res: Results) -> list[_Plan]:
             info = series.QUANTITIES[q]
             items = list(dict.fromkeys(tr.label for _, trs, _ in per_run for tr in trs
                                        if q not in ("queue", "sojourn") or tr.label in queued))
-            # a flow's connections (`bulk #2`) share its figure when there are several points:
-            # each point's in its colour, named once
+            # a flow's connections (`bulk #2`) share its figure when there are several points
             flow_of = {x: x.split(" #")[0] for x in items}
             groups = [items] if one else [[x for x in items if flow_of[x] == f]
                                           for f in dict.fromkeys(flow_of.values())]
             for group in groups:
-                named: set[int] = set()
-                lines = [(tr.label if one else _named_once(named, i, res.label(i) or flow_of[tr.label]),
-                          _color(items.index(tr.label) if one else i), tr)
-                         for i, trs, _ in per_run for tr in trs if tr.label in group]
-                if not lines:
+                panels = []  # (point, its lines, its references, its events)
+                for i, trs, rs in per_run:
+                    lines = [(tr.label, _color(group.index(tr.label)), tr) for tr in trs
+                             if tr.label in group]
+                    if not lines:
+                        continue
+                    drawn = {tr.label.split(":")[0] for _, _, tr in lines}  # "bulk: delivered by ..."
+                    run = dict(runs)[i]
+                    owners = {x.split(":")[0].split(" #")[0] for x in group}  # `bulk: delivered by`
+                    panels.append((i, lines, [(ref, None, "k") for ref in rs
+                                              if ref.of in (None, *group, *owners)],
+                                   [(m, "0.25") for m in series.marks(run, drawn)]))
+                if not panels:
                     continue
-                refs = [(ref, None if one else res.label(i), _color(i) if not one else "k")
-                        for i, _, rs in per_run for ref in rs if ref.of in (None, *group)]
                 of = ", ".join(dict.fromkeys(flow_of[x] for x in group))
                 where = f" ({res.label(chunk[0])})" if one and res.label(chunk[0]) else ""
-                every = "the point" if one else "each point, one line per point"
-                drawn = {tr.label.split(":")[0] for _, _, tr in lines}  # "bulk: delivered by ..."
-                shown = [(m, "0.25" if one else _color(i)) for i, run in runs
-                         for m in series.marks(run, drawn)]
-                plans.append(_Plan(
-                    f"ts-{q}-{'all' if one else flow_of[group[0]].split(':')[0]}-p{chunk[0]:03d}",
-                    f"{info.what} of {of}{where}",
-                    f"{info.what[0].upper()}{info.what[1:]} of {of} against time since the run's "
-                    f"start, in the first repetition of {every}. {info.how} Theory's references "
-                    "dashed or dotted, named in the legend." + (MARKS_CAPTION if shown else ""),
-                    "timeseries", _lines(lines, refs, info.ylabel, shown), [m for m, _ in shown]))
+                every = "the point" if one else "each point, a panel per point"
+                shown = [m for *_, ms in panels for m, _ in ms]
+                trs = [tr for _, lines, _, _ in panels for _, _, tr in lines]
+                caption = (f"{info.what[0].upper()}{info.what[1:]} of {of} against time since the run's "
+                           f"start, in the first repetition of {every}. {info.how}{bins_caption(trs)} "
+                           "Theory's references dashed or dotted, named in the legend; one far above "
+                           "the data is named at the top edge (↑) instead of stretching the axis."
+                           + (MARKS_CAPTION if shown else ""))
+                name = f"ts-{q}-{'all' if one else flow_of[group[0]].split(':')[0]}-p{chunk[0]:03d}"
+                if one:
+                    _, lines, refs, marks_ = panels[0]
+                    draw = _lines(lines, refs, info.ylabel, marks_)
+                    plans.append(_Plan(name, f"{info.what} of {of}{where}", caption, "timeseries",
+                                       draw, [m for m, _ in marks_]))
+                else:
+                    plans.append(_Plan(name, f"{info.what} of {of}, a panel per point", caption,
+                                       "timeseries", _panels(panels, info.ylabel),
+                                       [m for m, _ in shown], [res.label(i) or f"point {i}" for i, *_ in panels]))
         if not one:
             plans += _connections(res, got["cwnd"])
     return plans
+
+
+def bins_caption(trs: list[series.Trace]) -> str:
+    """What the rate bins are, in words: their width and the quantisation one packet
+    more or less gives a bin (said plainly when it is above series.WITHIN)."""
+    said = []
+    for width, quant in dict.fromkeys((tr.bin_s, tr.quant) for tr in trs if tr.bin_s):
+        if quant is None:
+            said.append(f"{width:g} s bins")
+        elif quant > series.WITHIN * (1 + 1e-9):
+            said.append(f"{width:g} s bins, in which one packet more or less moves the rate by "
+                        f"±{100 * quant:.2g} % (above ±{100 * series.WITHIN:g} %: a slow link)")
+        else:
+            said.append(f"{width:g} s bins, in which one packet more or less moves the rate by "
+                        f"±{100 * quant:.2g} %")
+    return f" Rates averaged in {'; '.join(said)}." if said else ""
+
+
+def _panels(panels: list[tuple[int, list[tuple[str, str, series.Trace]],
+                               list[tuple[series.Ref, str | None, str]], list[tuple[series.Mark, str]]]],
+            ylabel: str) -> Callable[[list[Axes]], None]:
+    """Each point on its own axes (a figure's panel): its lines, references and events."""
+    def draw(axes: list[Axes]) -> None:
+        for ax, (_, lines, refs, shown) in zip(axes, panels, strict=True):
+            _lines(lines, refs, ylabel, shown)(ax)
+    return draw
 
 
 def _connections(res: Results, per_run: list[tuple[int, list[series.Trace], list[series.Ref]]]) -> list[_Plan]:
@@ -78,10 +127,9 @@ def _connections(res: Results, per_run: list[tuple[int, list[series.Trace], list
                 by_flow.setdefault(tr.label.split(" #")[0], []).append(tr)
         for flow, conns in by_flow.items():
             lines = [(tr.label, _color(k), tr) for k, tr in enumerate(conns)]
-            top = max((y for tr in conns for y in tr.y if y == y), default=0.0)
             # references far above every line (a full drop-tail queue an AQM never lets
-            # build) would squash them: left to the flow's shared figure
-            mine = [(r, None, "k") for r in refs if r.of in (None, flow) and r.value <= 2 * top]
+            # build) are named at the top edge (draw_refs)
+            mine = [(r, None, "k") for r in refs if r.of in (None, flow)]
             where = f" ({res.label(i)})" if res.label(i) else ""
             plans.append(_Plan(
                 f"ts-cwnd-{flow}-connections-p{i:03d}", f"congestion window of each connection of {flow}{where}",
@@ -89,14 +137,6 @@ def _connections(res: Results, per_run: list[tuple[int, list[series.Trace], list
                 f"the run's start, in the first repetition of the point. {info.how} Theory's references "
                 "dashed or dotted, named in the legend.", "timeseries", _lines(lines, mine, info.ylabel)))
     return plans
-
-
-def _named_once(named: set[int], point: int, label: str) -> str:
-    """A point's legend label for its first line; matplotlib leaves out the rest."""
-    if point in named:
-        return f"_{label}"
-    named.add(point)
-    return label
 
 
 MARKS_CAPTION = (" Each event of the scenario is a vertical line at the time it happened, "
@@ -114,10 +154,9 @@ def _lines(lines: list[tuple[str, str, series.Trace]],
         for label, color, tr in lines:
             ax.plot(tr.t, tr.y, color=color, lw=1.1, label=label,
                     drawstyle="steps-pre" if tr.steps else "default")
-        draw_refs(ax, refs)
+        draw_refs(ax, refs, data_top(tr.y for _, _, tr in lines))
         ax.set_xlabel("time (s)")
         ax.set_ylabel(ylabel)
-        _from_zero(ax)
         draw_marks(ax, shown or [])
 
     return draw
@@ -166,19 +205,19 @@ def draw_marks(ax: Axes, shown: list[tuple[series.Mark, str]]) -> None:
                 bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1.0})
 
 
-def draw_refs(ax: Axes, refs: list[tuple[series.Ref, str | None, str]]) -> None:
+def draw_refs(ax: Axes, refs: list[tuple[series.Ref, str | None, str]], top: float) -> None:
     """Theory's horizontal lines, each once (a value all runs share is drawn once,
-    without a run's name)."""
-    values: dict[tuple[str, float, str], list[tuple[str | None, str]]] = {}
-    for ref, who, color in refs:
-        values.setdefault((ref.label, ref.value, ref.style), []).append((who, color))
-    everyone = {who for _, who, _ in refs}
-    for (label, value, style), whose in values.items():
-        if {who for who, _ in whose} == everyone:
-            ax.axhline(value, color="k", ls=style, lw=1.0, alpha=0.7, label=label)
-            continue
-        for who, color in whose:
-            ax.axhline(value, color=color, ls=style, lw=1.0, alpha=0.7, label=f"{label} ({who})")
+    without a run's name), above the data; one far above the data's `top` (off_scale)
+    is named at the top edge instead of stretching the axis, which runs from 0 to a
+    little above the data and the references drawn."""
+    drawn = merge_refs(refs)
+    far = off_scale([v for _, v, _, _ in drawn], top)
+    for (label, value, style, color), off in zip(drawn, far, strict=True):
+        if not off:
+            ax.axhline(value, color=color, ls=style, lw=1.1, alpha=0.8, label=label, zorder=3)
+    edge_notes(ax, [(label, color) for (label, _, _, color), off in zip(drawn, far, strict=True) if off])
+    high = max([top, *(v for (_, v, _, _), off in zip(drawn, far, strict=True) if not off)])
+    ax.set_ylim(0, high * 1.1 if math.isfinite(high) and high > 0 else 1.0)
 
 
 def draw_runs(items: list[tuple[str, Results, dict[str, Any]]], q: str) -> Callable[[Axes], None]:
@@ -196,11 +235,9 @@ def draw_runs(items: list[tuple[str, Results, dict[str, Any]]], q: str) -> Calla
                         drawstyle="steps-pre" if tr.steps else "default")
                 k += 1
             refs += [(ref, who, _color(k - 1)) for ref in series.refs(res, run, q, th)]
-        draw_refs(ax, refs)
+        draw_refs(ax, refs, data_top(line.get_ydata() for line in ax.get_lines()))
         ax.set_xlabel("time (s)")
         ax.set_ylabel(info.ylabel)
-        top = ax.dataLim.y1
-        ax.set_ylim(0, top * 1.1 if top == top and top > 0 else 1.0)
         draw_marks(ax, [(m, "0.25") for _, _, run in items for m in series.marks(run)])
 
     return draw
