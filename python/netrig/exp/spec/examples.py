@@ -39,19 +39,21 @@ class Example:
 
 def find(given: str, what: str = "scenario file") -> str:
     """`given` when it is a path that exists; else the installed example it names (with
-    or without .yaml, no directory); else NoExample, with the nearest example's name.
+    or without .yaml); else NoExample, with the nearest example's name (a missing path
+    that is not an example's is given back: its reader says it does not exist).
     `what` names what the command takes ("topology file")."""
     if len(given) > MAX_NAME or "\0" in given:
         raise NoExample(f"no {what} or example named {given[:60]!r}…: a name has at most "
                         f"{MAX_NAME} characters ('netrig examples' lists them)")
     if Path(given).exists():
         return given
-    if "/" not in given:
-        for candidate in (DIR / given, DIR / f"{given}.yaml"):
-            if candidate.suffix == ".yaml" and candidate.is_file():
-                return str(candidate)
     stem = Path(given).name.removesuffix(".yaml")
     names = [e.name for e in listed() if e.kind != "mininet"]
+    if "/" in given:  # a path: an example's, from elsewhere, or its reader says what is wrong
+        return _refuse(given, what, suggest.did_you_mean(stem, names)) if stem in names else given
+    for candidate in (DIR / given, DIR / f"{given}.yaml"):
+        if candidate.suffix == ".yaml" and candidate.is_file():
+            return str(candidate)
     return _refuse(given, what, suggest.did_you_mean(stem, names))
 
 
