@@ -44,7 +44,7 @@ def test_pingall_matrix_exec_without_dashes_and_link_set_by_name(tmp_path):
         ping = netrig("exec", "--prefix", prefix, "a", "ping", "-c", "2", "-i", "0.2", "b")
         assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
         s = netrig("link", "set", "La", "delay=20ms", "--prefix", prefix)
-        assert s.returncode == 0 and s.stdout.strip() == "link La: set delay=20ms", s.stdout + s.stderr
+        assert s.returncode == 0 and s.stdout.strip() == "link La: set delay=20ms on a→s and s→a", s.stdout + s.stderr
         st = json.loads(netrig("status", "--prefix", prefix, "--json").stdout)
         la = next(x for x in st["links"] if x["name"] == "La")
         assert la["a_to_b"]["delay"] == "20ms", la

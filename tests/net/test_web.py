@@ -159,7 +159,7 @@ def test_a_run_stopped_mid_way_leaves_no_nginx(tmp_path):
     assert nginx_of(lab)  # it runs now, and is found by its lab's directory
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err[-2000:]
+    assert p.returncode == 143, err[-2000:]  # SIGTERM
     assert nginx_of(lab) == []
     assert not Path(f"/run/netrig/labs/{lab}").exists()
     page = json.loads((out / "runs" / "p000-r00" / "run.json").read_text())["flows"]["page"]["summary"]
