@@ -48,6 +48,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("test markers disagree with their directories:\n  " + "\n  ".join(wrong))
 
 
+# Figures in PNG only while testing (every netrig this session starts inherits it): SVG
+# beside each PNG is the default for users, and test_figures checks it on its own; drawing
+# every figure twice doubled the time reports take in tests.
+os.environ.setdefault("NETRIG_FIGURE_FORMATS", "png")
+
+
 @pytest.fixture(autouse=True)
 def _pure_tests_stay_off_the_network(request: pytest.FixtureRequest) -> Iterator[None]:
     """Arms netguard's Guard around each test that is not marked net; a violation the

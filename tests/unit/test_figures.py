@@ -161,7 +161,8 @@ def test_legends_sit_outside_the_axes(tmp_path, drawn):
             assert box.x0 >= inside.x1, title
 
 
-def test_svg_beside_png_at_print_resolution_and_pdf_on_request(tmp_path):
+def test_svg_beside_png_at_print_resolution_and_pdf_on_request(tmp_path, monkeypatch):
+    monkeypatch.delenv("NETRIG_FIGURE_FORMATS", raising=False)  # (tests draw PNG only: conftest)
     out = make_results(tmp_path / "r")
     drawn = figures.make_figures(out)
     pngs = sorted((out / "figures").glob("*.png"))
