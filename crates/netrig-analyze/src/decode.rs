@@ -28,6 +28,10 @@ pub struct TcpHeader {
     pub reported_len: u32,
     /// The window-scale option's shift, if the captured header carries one.
     pub wscale: Option<u8>,
+    /// Whether Wireshark gets as far as showing the analysis: it does not when the
+    /// captured bytes end inside the fixed header or inside an option it reads
+    /// (dissect_tcp throws after analysing the segment; see [`options`]).
+    pub shown: bool,
 }
 
 impl TcpHeader {
@@ -105,7 +109,7 @@ pub fn decode(link_type: u32, data: &[u8], orig_len: u32) -> Result<Option<TcpHe
     let ip = &data[off.min(data.len())..];
     Ok(match ethertype {
         0x0800 => ipv4(ip, wire_rest),
-        0x86DD => ipv6(ip),
+        0x86DD => ipv6(ip, wire_rest),
         _ => None,
     })
 }
@@ -119,8 +123,9 @@ fn ipv4(ip: &[u8], wire_rest: usize) -> Option<TcpHeader> {
         return None;
     }
     let mut total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    if total == 0 {
-        // TSO: the length field is left at 0; Wireshark then takes the frame's length.
+    if total == 0 || total > wire_rest {
+        // TSO leaves the length field at 0, and a length beyond the frame cannot hold:
+        // Wireshark then takes the bytes the frame had on the wire.
         total = wire_rest;
     }
     if total < ihl || ip[9] != 6 {
@@ -141,11 +146,15 @@ fn ipv4(ip: &[u8], wire_rest: usize) -> Option<TcpHeader> {
     tcp(&ip[ihl..], src, dst, (total - ihl) as u32)
 }
 
-fn ipv6(ip: &[u8]) -> Option<TcpHeader> {
+fn ipv6(ip: &[u8], wire_rest: usize) -> Option<TcpHeader> {
     if ip.len() < 40 || ip[0] >> 4 != 6 {
         return None;
     }
     let mut left = u16::from_be_bytes([ip[4], ip[5]]) as usize;
+    let on_wire = wire_rest.saturating_sub(40);
+    if left == 0 || left > on_wire {
+        left = on_wire; // as IPv4's length above
+    }
     let mut next = ip[6];
     let mut off = 40;
     loop {
@@ -176,28 +185,15 @@ fn tcp(t: &[u8], src: Addr, dst: Addr, reported_len: u32) -> Option<TcpHeader> {
         return None;
     }
     let hlen = (t[12] >> 4) as u32 * 4;
-    let mut wscale = None;
-    if hlen > 20 && t.len() >= 20 {
-        let opts = &t[20..(hlen as usize).min(t.len())];
-        let mut i = 0;
-        while i < opts.len() {
-            match opts[i] {
-                0 => break,
-                1 => i += 1,
-                kind => {
-                    let Some(&l) = opts.get(i + 1) else { break };
-                    let l = l as usize;
-                    if l < 2 || i + l > opts.len() {
-                        break;
-                    }
-                    if kind == 3 && l == 3 {
-                        wscale = Some(opts[i + 2].min(14));
-                    }
-                    i += l;
-                }
-            }
-        }
-    }
+    // Wireshark reads the checksum and urgent pointer before the options: a header
+    // captured short of 20 bytes throws there, before any option counts.
+    let (wscale, whole) = if t.len() < 20 {
+        (None, false)
+    } else if hlen > 20 {
+        options(t.get(20..).unwrap_or_default(), hlen as usize - 20)
+    } else {
+        (None, true)
+    };
     Some(TcpHeader {
         src,
         dst,
@@ -210,7 +206,51 @@ fn tcp(t: &[u8], src: Addr, dst: Addr, reported_len: u32) -> Option<TcpHeader> {
         hlen,
         reported_len,
         wscale,
+        shown: whole,
     })
+}
+
+/// Walks the options as Wireshark's `tcp_dissect_options` does, over `len` bytes of
+/// which `opts` were captured: stops quietly at a malformed length or at a non-zero
+/// byte after EOL, and "throws" (returns false) when it must read a byte that was not
+/// captured, including any byte of an option it hands to that option's dissector. The
+/// window-scale shift counts only from a whole option of length 3 (capped at 14).
+fn options(opts: &[u8], len: usize) -> (Option<u8>, bool) {
+    let (mut wscale, mut off, mut left, mut eol) = (None, 0usize, len, false);
+    while left > 0 {
+        let Some(&kind) = opts.get(off) else {
+            return (wscale, false);
+        };
+        if eol && kind != 0 {
+            break;
+        }
+        left -= 1;
+        if kind <= 1 {
+            eol |= kind == 0;
+            off += 1;
+            continue;
+        }
+        if left == 0 {
+            break;
+        }
+        let Some(&l) = opts.get(off + 1) else {
+            return (wscale, false);
+        };
+        let l = l as usize;
+        left -= 1;
+        if l < 2 || l - 2 > left {
+            break;
+        }
+        if off + l > opts.len() {
+            return (wscale, false);
+        }
+        if kind == 3 && l == 3 {
+            wscale = Some(opts[off + 2].min(14));
+        }
+        off += l;
+        left -= l - 2;
+    }
+    (wscale, true)
 }
 
 /// Text form of an address (dotted quad for IPv4).

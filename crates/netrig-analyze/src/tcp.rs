@@ -11,11 +11,23 @@
 //! - The out-of-order threshold is the iRTT when known, else 3 ms; a fast retransmission
 //!   needs at least 2 duplicate ACKs and the other side's last packet within 20 ms.
 //! - A spurious retransmission is tested before fast retransmission and out-of-order.
+//! - The duplicate-ACK counter is unsigned: the -1 that an "ACKed unseen segment" leaves
+//!   in it passes the fast retransmission's ">= 2 duplicate ACKs" test.
+//! - "ACKed unseen segment" moves the other side's max-seq-to-be-acked up to its nextseq
+//!   (and flags) only when it was below it; otherwise it flags only when that side has no
+//!   duplicate ACK counted, and marks the counter -1 so the same gap is flagged once.
 //! - ack_rtt is measured against the OLDEST unacked segment ending exactly at the ACK
 //!   (after a retransmission: the original), and a cumulative ACK ending inside no stored
 //!   segment gets none. At most 10000 unacked segments are kept per direction.
 //! - The iRTT is set by the first packet with ACK and without SYN after a SYN, from either
 //!   side, data or not; a SYN stamped at exactly t=0 sets no iRTT.
+//! - A TCP header length below 20 (a bogus data offset) still opens the stream and is
+//!   analysed, but nothing of it is shown, and its SYN/iRTT/window-scale bookkeeping is
+//!   skipped (dissect_tcp returns at the header-length check).
+//! - A header whose captured bytes end before its 20th byte, or inside an option that
+//!   Wireshark reads (a snap length cutting the options), is analysed and its SYN/iRTT
+//!   bookkeeping done, but nothing of it is shown: dissect_tcp throws reading it, after
+//!   the analysis and before it prints it (decode::options walks the options its way).
 //! - A same-ISN SYN is not a new stream (and 4.0.17 does not flag it as reused ports).
 //!
 //! Departures from Wireshark: IP fragments are skipped rather than reassembled; MPTCP's
@@ -342,11 +354,19 @@ impl Analyzer {
         let synack = h.flags & (SYN | ACK);
         // R0.4: a SYN with another ISN starts a new conversation on the same ports.
         {
-            let s = &self.streams[sid as usize];
-            let fwd = &s.flows[dir_of(s)];
-            if synack == SYN && fwd.base_seq_set && h.seq != fwd.base_seq {
-                sid = self.new_stream(h, k);
-                flags |= flag::REUSED_PORTS;
+            let s = &mut self.streams[sid as usize];
+            let d = dir_of(s);
+            let fwd = &mut s.flows[d];
+            if synack == SYN && fwd.base_seq_set {
+                if h.seq != fwd.base_seq {
+                    sid = self.new_stream(h, k);
+                    flags |= flag::REUSED_PORTS;
+                } else {
+                    // The same SYN again: a RST sent with SEQ equal to the ACK it got
+                    // (RFC 793 3.4) may have moved nextseq on; Wireshark puts it back
+                    // (its issue 17616), so the SYN is then a plain retransmission.
+                    fwd.nextseq = fwd.maxseqtobeacked;
+                }
             }
         }
         let s = &mut self.streams[sid as usize];
@@ -363,6 +383,12 @@ impl Analyzer {
         };
         if let Some(seglen) = h.seglen() {
             analyze(s, dir, frame, now, h, seglen, &mut out);
+        }
+        if h.hlen < 20 {
+            // A bogus header length: Wireshark has analysed the segment (its length
+            // counting the header's bytes as payload) but gives up before it shows the
+            // analysis or reads the flags' and options' bookkeeping below.
+            return hidden(out);
         }
         // After the analysis, in dissect_tcp's order: SYN bookkeeping, the iRTT, the
         // first-ACK marker, then the options (window scale) and their check.
@@ -381,6 +407,11 @@ impl Analyzer {
         if let Some(ws) = h.wscale {
             s.flows[dir].win_scale = ws as i8;
         }
+        if !h.shown {
+            // The captured bytes end inside the header: dissect_tcp throws before it
+            // shows the analysis and before it checks the SYN's window scaling.
+            return hidden(out);
+        }
         if h.flags & SYN != 0 {
             let rev = 1 - dir;
             if s.flows[dir].win_scale == -1 {
@@ -391,6 +422,17 @@ impl Analyzer {
             }
         }
         out
+    }
+}
+
+/// A frame whose analysis Wireshark computes but never shows.
+fn hidden(out: FrameResult) -> FrameResult {
+    FrameResult {
+        flags: 0,
+        ack_rtt_ns: None,
+        acks_frame: 0,
+        dupack_num: 0,
+        ..out
     }
 }
 
@@ -478,7 +520,7 @@ fn analyze(
         fwd.dupacknum = 0;
     }
     if rev.maxseqtobeacked != 0 && gt(ack, rev.maxseqtobeacked) && th & ACK != 0 {
-        if rev.maxseqtobeacked > rev.nextseq {
+        if lt(rev.maxseqtobeacked, rev.nextseq) {
             rev.maxseqtobeacked = rev.nextseq;
             f |= flag::ACK_LOST_PACKET;
         } else {
@@ -504,7 +546,8 @@ fn analyze(
             break 'rtx;
         }
         if not_advanced
-            && rev.dupacknum >= 2
+            // guint32 in Wireshark: the -1 an ACK of unseen data leaves counts as >= 2.
+            && rev.dupacknum as u32 >= 2
             && rev.lastack == seq
             && delta(now, rev.lastacktime) < FAST_RTX_WINDOW_NS
         {
