@@ -352,4 +352,39 @@ mod tests {
         let f = ipv4_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 3, 4, ACK, 5, 10);
         assert_eq!(decode(1, &f[..14 + 20 + 10], 100).unwrap(), None);
     }
+
+    #[test]
+    fn options_are_walked_as_wireshark_walks_them() {
+        // MSS, NOP, window scale 7, SACK-permitted, timestamps: 20 bytes.
+        let o = [2, 4, 5, 0xb4, 1, 3, 3, 7, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+        assert_eq!(options(&o, 20), (Some(7), true));
+        // Captured up to the window scale: it counts, and the cut timestamps throw.
+        assert_eq!(options(&o[..10], 20), (Some(7), false));
+        // Cut inside the window scale option itself: neither.
+        assert_eq!(options(&o[..7], 20), (None, false));
+        // A shift above 14 is taken as 14; a non-zero byte after EOL ends the walk.
+        assert_eq!(options(&[3, 3, 20, 0, 9, 9, 9, 9], 8), (Some(14), true));
+        // A length past the header's end stops quietly, before any read past it.
+        assert_eq!(options(&[1, 8, 40], 12), (None, true));
+        // A whole-header check: 20 captured bytes of a 32-byte header is not shown.
+        let f = ipv4_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 3, 4, ACK, 5, 0);
+        let mut g = f.clone();
+        g[14 + 20 + 12] = 0x80; // data offset 32
+        g.extend([1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
+        g[16..18].copy_from_slice(&64u16.to_be_bytes());
+        let h = decode(1, &g, g.len() as u32).unwrap().unwrap();
+        assert!(h.shown);
+        let h = decode(1, &g[..54], g.len() as u32).unwrap().unwrap();
+        assert!(!h.shown);
+        let h = decode(1, &g[..50], g.len() as u32).unwrap().unwrap();
+        assert!(!h.shown, "the checksum and urgent pointer were not captured");
+    }
+
+    #[test]
+    fn an_ip_length_beyond_the_frame_gives_way_to_the_frame() {
+        let mut f = ipv4_tcp([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, 3, 4, ACK, 5, 10);
+        f[16..18].copy_from_slice(&4148u16.to_be_bytes());
+        let h = decode(1, &f, f.len() as u32).unwrap().unwrap();
+        assert_eq!(h.seglen(), Some(10));
+    }
 }

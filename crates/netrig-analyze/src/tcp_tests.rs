@@ -361,3 +361,90 @@ fn the_unacked_list_agrees_with_the_full_walk_when_out_of_order() {
     assert_eq!(q.ack(350), None);
     assert_eq!(q.q[0].seq, 350);
 }
+
+// The rules below were found on real captures (the corpus, tests/corpus/MANIFEST.toml)
+// and checked against tshark 4.0.17 there.
+
+#[test]
+fn an_ack_of_unseen_data_moves_the_bar_up_to_what_was_sent() {
+    let mut s = Sim::new(4001);
+    let (c, sv) = s.handshake(0.0, 20.0);
+    s.c(100.0, c, sv, ACK, 100);
+    assert_eq!(s.c(110.0, c + 200, sv, ACK, 100).flags, LOST_PACKET);
+    assert_eq!(s.s(120.0, sv, c + 300, ACK, 0).flags, ACK_LOST_PACKET);
+    s.s(130.0, sv, c + 300, ACK, 100);
+    s.c(140.0, c + 300, sv + 100, ACK, 0); // the client's ACK moves: its dup count is 0
+    s.c(150.0, c + 300, sv + 100, ACK, 100);
+    // max-seq-to-be-acked went up to 1301 at frame 6, then to 1401: nothing unseen.
+    assert_eq!(s.s(160.0, sv + 100, c + 400, ACK, 0).flags, 0);
+}
+
+#[test]
+fn an_ack_of_unseen_data_leaves_a_count_that_passes_for_two_dup_acks() {
+    let mut s = Sim::new(4002);
+    s.c(0.0, 1000, 0, SYN, 0);
+    s.s(10.0, 5000, 1001, SYN | ACK, 0);
+    s.c(12.0, 1001, 5001, ACK, 0);
+    // Acks server data never seen: the server's dup-ACK counter becomes -1 (unsigned).
+    assert_eq!(s.c(14.0, 1001, 5501, ACK, 100).flags, ACK_LOST_PACKET);
+    // Within 20 ms of the server's last ACK (1001, at 10 ms), resent: "fast".
+    assert_eq!(s.c(16.0, 1001, 5501, ACK, 100).flags, FAST_RETRANSMISSION);
+}
+
+#[test]
+fn the_same_syn_again_puts_nextseq_back() {
+    let mut s = Sim::new(4003);
+    s.c(0.0, 1000, 0, SYN, 0);
+    s.c(100.0, 5000, 0, RST, 0); // an RST whose SEQ moved nextseq to 5000
+    assert_eq!(s.c(1000.0, 1000, 0, SYN, 0).flags, RETRANSMISSION);
+    s.s(1010.0, 7000, 1001, SYN | ACK, 0);
+    s.c(1020.0, 1001, 7001, ACK, 0);
+    // Without the restore, 1001 < 5000 would make this a retransmission.
+    assert_eq!(s.c(1030.0, 1001, 7001, ACK, 100).flags, 0);
+}
+
+fn header(seq: u32, ack: u32, flags: u16, hlen: u32, len: u32, shown: bool) -> TcpHeader {
+    TcpHeader {
+        src: a(C),
+        dst: a(S),
+        sport: 4004,
+        dport: 80,
+        seq,
+        ack,
+        flags,
+        win: 100,
+        hlen,
+        reported_len: hlen + len,
+        wscale: None,
+        shown,
+    }
+}
+
+#[test]
+fn a_header_wireshark_cannot_finish_is_analysed_but_not_shown() {
+    let mut an = Analyzer::new();
+    an.packet(1, 0, &header(1000, 0, ACK, 20, 100, true));
+    // A retransmission cut by the snap length inside its options: counted, not shown.
+    let r = an.packet(2, 5 * MS, &header(1000, 0, ACK, 32, 100, false));
+    assert_eq!(r.flags, 0);
+    // ... but it was analysed: nextseq is still 1100, so this is the next segment.
+    assert_eq!(
+        an.packet(3, 10 * MS, &header(1100, 0, ACK, 20, 100, true)).flags,
+        0
+    );
+    // A bogus data offset (12 bytes): its header bytes count as payload, unseen.
+    let bogus = TcpHeader {
+        reported_len: 120,
+        ..header(1200, 0, ACK, 12, 0, true)
+    };
+    let r = an.packet(4, 20 * MS, &bogus);
+    assert_eq!((r.flags, r.ack_rtt_ns), (0, None));
+    assert_eq!(
+        an.packet(5, 30 * MS, &header(1308, 0, ACK, 20, 10, true)).flags,
+        0
+    );
+    assert_eq!(
+        an.packet(6, 40 * MS, &header(1200, 0, ACK, 20, 10, true)).flags,
+        RETRANSMISSION
+    );
+}
