@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -403,6 +404,44 @@ def test_a_script_command_left_running_is_stopped_first(capsys):
     out = run(net, "nodes\n", capsys)
     assert net["h2"].ints == 1 and not net["h2"].waiting
     assert "stopping h2" in out
+
+
+class Pinging(Node):
+    """ping: a line, then nothing until ^C, which brings its statistics and the prompt.
+    The ^C (SIGINT to this process) comes as the prompt's loop looks at `waiting` again
+    after printing the line: where a stalled host may deliver it."""
+
+    def sendCmd(self, cmd: str) -> None:
+        self.sent.append(cmd)
+        self._waiting, self.looks = True, 0
+        os.write(self._w, b"64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=0.1 ms\n")
+
+    @property
+    def waiting(self) -> bool:
+        self.looks = getattr(self, "looks", 0) + 1
+        if self.looks == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return self._waiting
+
+    @waiting.setter
+    def waiting(self, value: bool) -> None:
+        self._waiting = value
+
+    def sendInt(self) -> None:
+        self.ints += 1
+        os.write(self._w, b"1 packets transmitted, 1 received, 0% packet loss\n\x7f")
+
+
+def test_ctrl_c_reaches_the_command_wherever_the_loop_is(capsys):
+    """The ^C is sent on to the command and its statistics are printed, once; it is not
+    raised at the prompt (which said Interrupt, stopped the command and dropped them)."""
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    net = Net()
+    net.nodes["h1"] = Pinging("h1", "10.0.0.1")
+    out = run(net, "h1 ping h2\n", capsys)
+    assert "0% packet loss" in out and "Interrupt" not in out, out
+    assert net["h1"].ints == 1
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
 
 def test_a_netrig_error_is_said_and_the_prompt_goes_on(capsys):

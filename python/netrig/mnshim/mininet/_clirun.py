@@ -8,12 +8,16 @@ module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
+import signal
 import subprocess
 import termios
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from netrig import suggest
@@ -37,6 +41,32 @@ def strip_comment(line: str) -> str:
     inside a word, `http://x/#top`, stays)."""
     m = re.search(r"(^|\s)#", line)
     return line[: m.start()].rstrip() if m else line
+
+
+@contextlib.contextmanager
+def _interrupts_go_to(node: Any) -> Iterator[None]:
+    """While node's command runs, Ctrl-C is sent on to it (sendInt) by the SIGINT handler
+    itself: at once, wherever the waiting loop is, and nothing it was printing is lost. (As
+    a KeyboardInterrupt, as Mininet has it, a ^C that came as the loop jumped back to
+    `while node.waiting` was raised there, outside the loop's try: it went up to the
+    prompt, which stopped the command and dropped its last words, ping's statistics.)
+    A ^C once the command has ended is dropped (written to an idle shell it would make a
+    stray prompt). Only Python's own handler is replaced, in the main thread; elsewhere,
+    or under a script's own handler, the loop's `except KeyboardInterrupt` remains."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+
+    def forward(_sig: int, _frame: Any) -> None:
+        if node.waiting:
+            node.sendInt()
+
+    signal.signal(signal.SIGINT, forward)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class RunCommands:
@@ -64,6 +94,10 @@ class RunCommands:
     def waitForNode(self, node: Any) -> None:
         """Prints node's output as it comes until its command ends; on a terminal the
         keys typed go to the command (unbuffered) and Ctrl-C interrupts it (sendInt)."""
+        with _interrupts_go_to(node):
+            self._waitForNode(node)
+
+    def _waitForNode(self, node: Any) -> None:
         fd = self.stdin.fileno() if self.isatty() else None
         out = node.stdout.fileno()
         poller = select.poll()

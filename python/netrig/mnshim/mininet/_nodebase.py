@@ -42,6 +42,7 @@ class Node(NodeShell):
         self._stdin = None
         self.master = self.slave = None
         self.waiting = False
+        self._interrupts = 0  # sendInt's and sendCmd's count: a ^C's watch is of one command
         self.readbuf = ""
         self.lastCmd = self.lastPid = None
         self.execed = False

@@ -20,6 +20,7 @@ from typing import Any
 
 from netrig.lab.state import LabError
 
+from mininet._interrupt import Resend
 from mininet.log import debug, error, info, warn
 
 
@@ -163,6 +164,7 @@ class NodeShell:
         if not re.search(r"\w", cmd):
             cmd = "echo -n"
         self.lastCmd = cmd
+        self._interrupts += 1  # a ^C's watch (mininet._interrupt) ends with its command
         if cmd.rstrip().endswith("&"):
             cmd += ' printf "\\001%d\\012" $! '
         self.write(cmd + "\n")
@@ -170,8 +172,18 @@ class NodeShell:
         self.waiting = True
 
     def sendInt(self, intr: str = chr(3)) -> None:
+        """^C to the running command, as Mininet's: chr(3) written to the node's terminal;
+        and, for a command that was starting then, SIGINT once it runs (`mininet._interrupt`)."""
         debug(f"sendInt: writing chr({ord(intr)})\n")
+        self._interrupts += 1
+        shell = self.shell
+        if intr != chr(3) or not self.waiting or shell is None or shell.poll() is not None:
+            self.write(intr)
+            return
+        turn = self._interrupts
+        resend = Resend(shell.pid, lambda: self.waiting and self._interrupts == turn and not self._stopped)
         self.write(intr)
+        resend.start()
 
     def monitor(self, timeoutms: float | None = None, findPid: bool = True) -> str:
         if not self.waitReadable(timeoutms):
