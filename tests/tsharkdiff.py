@@ -97,6 +97,20 @@ def describe(pcap: Path, frames: set[int]) -> str:
     return out
 
 
+def frame_differences(pcap: Path, doc: dict) -> dict[str, set[int]]:
+    """The frames on which netrig and tshark differ, per field ("flags" for any flag,
+    "ack_rtt" for a sample present on one side only or differing by more than 1 µs);
+    fields that agree are left out."""
+    want_sets, want_rtt = tshark_view(pcap)
+    got_sets, got_rtt = netrig_view(doc)
+    out = {f: want_sets[f] ^ got_sets[f] for f in (*FIELDS, "flags") if want_sets[f] != got_sets[f]}
+    rtt = set(want_rtt) ^ set(got_rtt)
+    rtt |= {f for f in set(want_rtt) & set(got_rtt) if abs(want_rtt[f] - got_rtt[f]) > 1e-6}
+    if rtt:
+        out["ack_rtt"] = rtt
+    return out
+
+
 def differences(pcap: Path, doc: dict) -> list[str]:
     """Every way netrig's analysis of `pcap` differs from tshark's; empty if none.
 
