@@ -22,9 +22,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tsharkdiff import TSHARK, differences, frame_differences
-
 from netrig import binary
+from tsharkdiff import TSHARK, differences, frame_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -181,6 +181,9 @@ fn ipv6(ip: &[u8], wire_rest: usize) -> Option<TcpHeader> {
 }
 
 fn tcp(t: &[u8], src: Addr, dst: Addr, reported_len: u32) -> Option<TcpHeader> {
+    // Wireshark's TCP sees only the IP length's bytes: link-layer padding after them
+    // is not header.
+    let t = &t[..t.len().min(reported_len as usize)];
     if t.len() < 16 {
         return None;
     }
