@@ -21,10 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from netrig import binary
 from test_corpus import CAPTURES, DIR, corpus
 from tsharkdiff import TSHARK, differences
-
-from netrig import binary
 
 SOURCE = "ndpi-capture.pcap"
 MAC_A, MAC_B = b"\x02\x00\x00\x00\x00\x01", b"\x02\x00\x00\x00\x00\x02"
