@@ -2,8 +2,10 @@
 //! epan/dissectors/packet-tcp.c, and the parts of `dissect_tcp` around it), rule for rule,
 //! so that the flags agree frame for frame with `tshark -Y tcp.analysis.*`.
 //!
-//! Where this departs from a "correct" TCP analysis, it does so on purpose, because
-//! Wireshark does (see /tmp/research16.md, rules R0-R11, and the tests in `tcp_tests.rs`):
+//! The rules below were read from Wireshark 4.0.17's source and checked against tshark
+//! 4.0.17 on hand-built captures (tests/fixtures/pcap, `tcp_tests.rs`) and on 125
+//! real-world captures (tests/corpus/MANIFEST.toml). Where this departs from a "correct"
+//! TCP analysis, it does so on purpose, because Wireshark does:
 //! - `nextseq == 0` means "unknown": a flow whose sequence really reaches 0 loses its
 //!   lost-segment and out-of-order tests, and keep-alive compares with 0xFFFFFFFF.
 //! - Time deltas are unsigned: a packet stamped before the one it is compared with gives
@@ -28,10 +30,13 @@
 //!   Wireshark reads (a snap length cutting the options), is analysed and its SYN/iRTT
 //!   bookkeeping done, but nothing of it is shown: dissect_tcp throws reading it, after
 //!   the analysis and before it prints it (decode::options walks the options its way).
-//! - A same-ISN SYN is not a new stream (and 4.0.17 does not flag it as reused ports).
+//! - A same-ISN SYN is not a new stream (and 4.0.17 does not flag it as reused ports); it
+//!   sets nextseq back to max-seq-to-be-acked (Wireshark issue 17616).
 //!
 //! Departures from Wireshark: IP fragments are skipped rather than reassembled; MPTCP's
-//! tolerance of duplicate ACKs is not modelled.
+//! tolerance of duplicate ACKs is not modelled; an application dissector that opens a
+//! new conversation on a TCP connection's addresses (VNC's heuristic does) splits it
+//! into two tcp.streams in Wireshark and not here.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
