@@ -1,11 +1,22 @@
-//! Turning per-frame analysis results into the report: counts per stream and direction,
-//! ack_rtt summaries, flagged frames, and the time series (throughput, goodput, and the
-//! tcptrace "Stevens" points). Built as typed data first, rendered to JSON once.
+//! Turning per-frame analysis results into the report: per stream and direction the
+//! counts of each flag, and the numbers beside them (retransmission ratios, goodput and
+//! throughput, the ack_rtt distribution, time in zero window, where the losses
+//! cluster); the flagged frames (`--frames`) and the time series (`--series`: throughput,
+//! goodput, and the tcptrace "Stevens" points). Built as typed data first, rendered to
+//! JSON once.
 //!
-//! Memory follows the file's size, except for the throughput bins, which follow its
-//! span of time: they are capped at [`MAX_SERIES_BINS`] over the whole report, and a
-//! frame that would need more is refused by name ([`SeriesTooLong`]) rather than
-//! allocated (two packets stamped 136 years apart asked for 343 GB in bins of 0.1 s).
+//! Memory follows the number of streams, not of frames, except where asked for
+//! (`--frames`, `--series`): ack_rtt samples and loss times are kept exactly up to a cap
+//! per direction and summarised in fixed bins past it ([`dist`], [`losses`]). The
+//! throughput bins follow the file's span of time: they are capped at
+//! [`MAX_SERIES_BINS`] over the whole report, and a frame that would need more is
+//! refused by name ([`SeriesTooLong`]) rather than allocated (two packets stamped 136
+//! years apart asked for 343 GB in bins of 0.1 s).
+
+pub mod dist;
+pub mod losses;
+pub mod numbers;
+mod series;
 
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
@@ -13,6 +24,16 @@ use serde_json::{json, Map, Value};
 
 use crate::decode::{addr_to_string, TcpHeader, ACK, SYN};
 use crate::tcp::{flag, FrameResult, Stream, FIELDS};
+use dist::Dist;
+use losses::LossTimes;
+use numbers::{DataSpan, ZeroWindow};
+use series::Series;
+pub use series::{AckPoints, DirSeries, SegmentPoints, SeriesOut, Throughput};
+
+/// The frames `tcp.analysis.retransmission` matches (fast and spurious included).
+const RETRANSMITTED: u32 = flag::RETRANSMISSION | flag::FAST_RETRANSMISSION | flag::SPURIOUS_RETRANSMISSION;
+/// A loss event: a retransmission as above, or `tcp.analysis.lost_segment`.
+const LOSS: u32 = RETRANSMITTED | flag::LOST_PACKET;
 
 /// Counts for a stream or one of its directions. `fields[i]` counts the frames matching
 /// `tcp.analysis.FIELDS[i]`.
@@ -24,6 +45,10 @@ pub struct Counts {
     /// Frames with any analysis flag (`tcp.analysis.flags`).
     pub flagged: u64,
     pub fields: [u64; FIELDS.len()],
+    /// Frames with payload that `tcp.analysis.retransmission` matches (a retransmitted
+    /// SYN or FIN without payload is in `fields` but not here), and their payload bytes.
+    pub retransmitted_data_packets: u64,
+    pub retransmitted_payload_bytes: u64,
 }
 
 impl Counts {
@@ -32,6 +57,10 @@ impl Counts {
         if seglen > 0 {
             self.data_packets += 1;
             self.payload_bytes += seglen as u64;
+            if flags & RETRANSMITTED != 0 {
+                self.retransmitted_data_packets += 1;
+                self.retransmitted_payload_bytes += seglen as u64;
+            }
         }
         if flags != 0 {
             self.flagged += 1;
@@ -51,8 +80,15 @@ impl Counts {
         for (a, b) in self.fields.iter_mut().zip(o.fields) {
             *a += b;
         }
+        self.retransmitted_data_packets += o.retransmitted_data_packets;
+        self.retransmitted_payload_bytes += o.retransmitted_payload_bytes;
     }
 
+    /// The counts, and the retransmission ratios by tshark's definition:
+    /// `retransmission_ratio_packets` = frames with payload matching
+    /// `tcp.analysis.retransmission` (fast and spurious included) over frames with payload
+    /// (`retransmitted_data_packets / data_packets`), and `retransmission_ratio_bytes` =
+    /// their payload bytes over all payload bytes; null without data.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("packets".into(), self.packets.into());
@@ -62,29 +98,25 @@ impl Counts {
         for (i, (name, _)) in FIELDS.iter().enumerate() {
             m.insert((*name).into(), self.fields[i].into());
         }
+        let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
+        m.insert(
+            "retransmitted_data_packets".into(),
+            self.retransmitted_data_packets.into(),
+        );
+        m.insert(
+            "retransmitted_payload_bytes".into(),
+            self.retransmitted_payload_bytes.into(),
+        );
+        m.insert(
+            "retransmission_ratio_packets".into(),
+            ratio(self.retransmitted_data_packets, self.data_packets).into(),
+        );
+        m.insert(
+            "retransmission_ratio_bytes".into(),
+            ratio(self.retransmitted_payload_bytes, self.payload_bytes).into(),
+        );
         Value::Object(m)
     }
-}
-
-/// n, min, mean, p50, p90, p99, max and sum of RTT samples, in seconds.
-pub fn rtt_summary(samples: &mut [i64]) -> Value {
-    if samples.is_empty() {
-        return json!({"n": 0});
-    }
-    samples.sort_unstable();
-    let n = samples.len();
-    let sum: i128 = samples.iter().map(|&x| x as i128).sum();
-    let pct = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1] as f64 / 1e9;
-    json!({
-        "n": n,
-        "min_s": samples[0] as f64 / 1e9,
-        "mean_s": sum as f64 / n as f64 / 1e9,
-        "p50_s": pct(0.50),
-        "p90_s": pct(0.90),
-        "p99_s": pct(0.99),
-        "max_s": samples[n - 1] as f64 / 1e9,
-        "sum_s": sum as f64 / 1e9,
-    })
 }
 
 /// Unwraps a 32-bit relative sequence number to the 64-bit value nearest `last`.
@@ -98,47 +130,22 @@ fn unwrap(last: i64, rel: u32) -> i64 {
     v
 }
 
-/// The time series of one direction's data.
+/// What one direction of a stream adds up to: the frames it sent, the ack_rtt of its
+/// data (from the other side's ACKs), its data's span, its own zero windows, its losses.
 #[derive(Debug, Default)]
-struct Series {
-    bytes: Vec<u64>,
-    new_bytes: Vec<u64>,
-    /// Stevens points: time (s since the file's first packet), relative start and end.
-    seg_t: Vec<f64>,
-    seg_start: Vec<i64>,
-    seg_end: Vec<i64>,
-    seg_kind: Vec<&'static str>,
-    ack_t: Vec<f64>,
-    ack: Vec<i64>,
-    window_edge: Vec<i64>,
-    last_seq: i64,
-    last_ack: i64,
-    /// The highest sequence end seen (raw), for goodput.
-    highest: Option<u32>,
-}
-
-/// The kind a Stevens point is drawn as.
-fn kind(flags: u32) -> &'static str {
-    if flags & flag::FAST_RETRANSMISSION != 0 {
-        "fast_retransmission"
-    } else if flags & flag::SPURIOUS_RETRANSMISSION != 0 {
-        "spurious_retransmission"
-    } else if flags & flag::RETRANSMISSION != 0 {
-        "retransmission"
-    } else if flags & flag::OUT_OF_ORDER != 0 {
-        "out_of_order"
-    } else if flags & flag::LOST_PACKET != 0 {
-        "after_gap"
-    } else {
-        "new"
-    }
+struct DirStats {
+    counts: Counts,
+    rtt: Dist,
+    span: DataSpan,
+    zero_window: ZeroWindow,
+    losses: LossTimes,
 }
 
 #[derive(Debug, Default)]
 struct StreamStats {
-    dirs: [Counts; 2],
-    /// ack_rtt samples (ns) for each direction's data (from the other side's ACKs).
-    rtt: [Vec<i64>; 2],
+    dirs: [DirStats; 2],
+    /// Both directions' loss events.
+    losses: LossTimes,
     first_frame: u64,
     first_ns: i64,
     last_ns: i64,
@@ -199,6 +206,8 @@ impl std::fmt::Display for SeriesTooLong {
 pub struct Collector {
     opts: Options,
     t0: Option<i64>,
+    /// The latest packet time seen: the capture's end, where an open zero window stops.
+    t_end: Option<i64>,
     stats: Vec<StreamStats>,
     /// Throughput bins held, over every stream and direction.
     bins: u64,
@@ -209,14 +218,17 @@ impl Collector {
         Collector {
             opts,
             t0: None,
+            t_end: None,
             stats: Vec::new(),
             bins: 0,
         }
     }
 
-    /// The file's first packet time: series and frame times count from it.
-    pub fn set_origin(&mut self, t0: i64) {
-        self.t0.get_or_insert(t0);
+    /// Called with every packet of the file, TCP or not: the first one's time is the
+    /// origin series and frame times count from, the latest is the capture's end.
+    pub fn set_origin(&mut self, ts: i64) {
+        self.t0.get_or_insert(ts);
+        self.t_end = Some(self.t_end.map_or(ts, |e| e.max(ts)));
     }
 
     /// Counts one analysed frame; refuses one whose throughput bin lies past the cap.
@@ -238,12 +250,22 @@ impl Collector {
                 st.series = Some(Default::default());
             }
         }
+        self.t_end = Some(self.t_end.map_or(now, |e| e.max(now)));
         let st = &mut self.stats[sid];
         st.last_ns = now;
         let seglen = h.seglen().unwrap_or(0);
-        st.dirs[r.dir].add(seglen, r.flags);
+        let d = &mut st.dirs[r.dir];
+        d.counts.add(seglen, r.flags);
+        if seglen > 0 {
+            d.span.add(now, h.seq, seglen);
+        }
+        d.zero_window.add(now, r.flags & flag::ZERO_WINDOW != 0, h.win);
+        if r.flags & LOSS != 0 {
+            d.losses.add(now, st.first_ns);
+            st.losses.add(now, st.first_ns);
+        }
         if let Some(rtt) = r.ack_rtt_ns {
-            st.rtt[1 - r.dir].push(rtt);
+            st.dirs[1 - r.dir].rtt.add(rtt);
         }
         if self.opts.frames && (r.flags != 0 || r.ack_rtt_ns.is_some()) {
             st.frames.push((frame, r.dir, r.flags, r.ack_rtt_ns));
@@ -269,50 +291,19 @@ impl Collector {
                     });
                 }
                 self.bins = bins;
-                s.bytes.resize(bin as usize + 1, 0);
-                s.new_bytes.resize(bin as usize + 1, 0);
+                s.grow(bin as usize);
             }
-            let bin = bin as usize;
-            s.bytes[bin] += seglen as u64;
-            let end = h.seq.wrapping_add(seglen);
-            let new = match s.highest {
-                None => seglen,
-                Some(hi) if (end.wrapping_sub(hi) as i32) > 0 => {
-                    if (h.seq.wrapping_sub(hi) as i32) > 0 {
-                        seglen
-                    } else {
-                        end.wrapping_sub(hi)
-                    }
-                }
-                Some(_) => 0,
-            };
-            if new > 0 {
-                s.highest = Some(end);
-            }
-            s.new_bytes[bin] += new as u64;
-            if let Some(base) = stream.base_seq(r.dir) {
-                let start = unwrap(s.last_seq, h.seq.wrapping_sub(base));
-                s.last_seq = start;
-                s.seg_t.push(t);
-                s.seg_start.push(start);
-                s.seg_end.push(start + seglen as i64);
-                s.seg_kind.push(kind(r.flags));
-            }
+            s.data(bin as usize, t, h.seq, seglen, r.flags, stream.base_seq(r.dir));
         }
         if h.flags & ACK != 0 {
             let data_dir = 1 - r.dir;
             if let Some(base) = stream.base_seq(data_dir) {
-                let s = &mut series[data_dir];
-                let ack = unwrap(s.last_ack, h.ack.wrapping_sub(base));
-                s.last_ack = ack;
                 let shift = if h.flags & SYN != 0 {
                     0
                 } else {
                     stream.window_shift(r.dir).unwrap_or(0)
                 };
-                s.ack_t.push(t);
-                s.ack.push(ack);
-                s.window_edge.push(ack + ((h.win as i64) << shift));
+                series[data_dir].ack(t, h.ack, base, h.win, shift);
             }
         }
         Ok(())
@@ -321,26 +312,36 @@ impl Collector {
     /// The streams' part of the report, and the totals over all streams.
     pub fn finish(mut self, streams: &[Stream]) -> (Vec<StreamOut>, Value) {
         let t0 = self.t0.unwrap_or(0);
+        let t_end = self.t_end.unwrap_or(0);
         let secs = |ns: i64| ns.saturating_sub(t0) as f64 / 1e9;
         let mut total = Counts::default();
-        let mut all_rtt = Vec::new();
+        let mut all_rtt = Dist::default();
         let mut out = Vec::new();
         let interval = self.opts.series_interval_ns;
         for (sid, st) in self.stats.iter_mut().enumerate() {
             let s = &streams[sid];
             let end = |i: usize| format!("{}:{}", addr_to_string(&s.ends[i].0), s.ends[i].1);
             let mut both = Counts::default();
-            both.merge(&st.dirs[0]);
-            both.merge(&st.dirs[1]);
-            total.merge(&both);
-            let mut rtt_both: Vec<i64> = st.rtt[0].iter().chain(&st.rtt[1]).copied().collect();
-            all_rtt.extend_from_slice(&rtt_both);
+            let mut rtt_both = Dist::default();
             let mut dirs = Map::new();
+            let (lo, hi) = (st.first_ns, st.last_ns.max(st.first_ns));
             for (d, name) in [(0, "a_to_b"), (1, "b_to_a")] {
-                let mut c = st.dirs[d].to_json();
-                c["rtt"] = rtt_summary(&mut st.rtt[d]);
+                let ds = &mut st.dirs[d];
+                both.merge(&ds.counts);
+                rtt_both.merge(&ds.rtt);
+                let mut c = ds.counts.to_json();
+                c["rtt"] = ds.rtt.summary();
+                if let (Value::Object(m), Value::Object(span)) =
+                    (&mut c, ds.span.to_json(t0, ds.counts.payload_bytes))
+                {
+                    m.extend(span);
+                }
+                c["zero_window_time"] = ds.zero_window.to_json(t_end);
+                c["losses"] = ds.losses.to_json(t0, lo, hi);
                 dirs.insert(name.into(), c);
             }
+            total.merge(&both);
+            all_rtt.merge(&rtt_both);
             let info = json!({
                 "stream": sid,
                 "a": end(0),
@@ -349,8 +350,9 @@ impl Collector {
                 "start_s": secs(st.first_ns),
                 "end_s": secs(st.last_ns),
                 "counts": both.to_json(),
-                "rtt": rtt_summary(&mut rtt_both),
+                "rtt": rtt_both.summary(),
                 "irtt_s": s.irtt_ns().map(|x| x as f64 / 1e9),
+                "losses": st.losses.to_json(t0, lo, hi),
                 "directions": dirs,
             });
             let Value::Object(info) = info else {
@@ -378,7 +380,7 @@ impl Collector {
             out.push(StreamOut { info, frames, series });
         }
         let mut t = total.to_json();
-        t["rtt"] = rtt_summary(&mut all_rtt);
+        t["rtt"] = all_rtt.summary();
         (out, t)
     }
 }
@@ -421,85 +423,5 @@ impl Serialize for FlagNames {
     }
 }
 
-#[derive(Debug, Serialize)]
-pub struct SeriesOut {
-    pub interval_s: f64,
-    pub a_to_b: DirSeries,
-    pub b_to_a: DirSeries,
-}
-
-#[derive(Debug, Serialize)]
-pub struct DirSeries {
-    pub throughput: Throughput,
-    pub segments: SegmentPoints,
-    pub acks: AckPoints,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Throughput {
-    pub t_s: Vec<f64>,
-    pub bps: Vec<f64>,
-    pub goodput_bps: Vec<f64>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct SegmentPoints {
-    pub t_s: Vec<f64>,
-    pub start: Vec<i64>,
-    pub end: Vec<i64>,
-    pub kind: Vec<&'static str>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct AckPoints {
-    pub t_s: Vec<f64>,
-    pub ack: Vec<i64>,
-    pub window_edge: Vec<i64>,
-}
-
-impl DirSeries {
-    fn new(s: Series, iv: i64) -> DirSeries {
-        let per_s = 8.0 * 1e9 / iv as f64;
-        DirSeries {
-            throughput: Throughput {
-                t_s: (0..s.bytes.len()).map(|i| i as f64 * iv as f64 / 1e9).collect(),
-                bps: s.bytes.iter().map(|&b| b as f64 * per_s).collect(),
-                goodput_bps: s.new_bytes.iter().map(|&b| b as f64 * per_s).collect(),
-            },
-            segments: SegmentPoints {
-                t_s: s.seg_t,
-                start: s.seg_start,
-                end: s.seg_end,
-                kind: s.seg_kind,
-            },
-            acks: AckPoints {
-                t_s: s.ack_t,
-                ack: s.ack,
-                window_edge: s.window_edge,
-            },
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let mut v: Vec<i64> = (1..=100).map(|x| x * 1_000_000).collect();
-        let s = rtt_summary(&mut v);
-        assert_eq!(s["n"], 100);
-        assert_eq!(s["p50_s"], 0.05);
-        assert_eq!(s["p99_s"], 0.099);
-        assert_eq!(s["max_s"], 0.1);
-        assert_eq!(s["sum_s"], 5.05);
-    }
-
-    #[test]
-    fn unwrap_follows_the_sequence_past_4gb() {
-        assert_eq!(unwrap(0xFFFF_FF00, 0x10), 0x1_0000_0010);
-        assert_eq!(unwrap(0x1_0000_0010, 0xFFFF_FF00), 0xFFFF_FF00);
-        assert_eq!(unwrap(5, 3), 3);
-    }
-}
+mod tests;
