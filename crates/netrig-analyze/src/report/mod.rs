@@ -22,7 +22,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::decode::{addr_to_string, TcpHeader, ACK, SYN};
+use crate::decode::{addr_to_string, TcpHeader, ACK, FIN, RST, SYN};
 use crate::tcp::{flag, FrameResult, Stream, FIELDS};
 use dist::Dist;
 use losses::LossTimes;
@@ -146,6 +146,9 @@ struct StreamStats {
     dirs: [DirStats; 2],
     /// Both directions' loss events.
     losses: LossTimes,
+    /// Each side has sent a FIN; some side has sent a RST.
+    fin: [bool; 2],
+    reset: bool,
     first_frame: u64,
     first_ns: i64,
     last_ns: i64,
@@ -259,9 +262,18 @@ impl Collector {
         if seglen > 0 {
             d.span.add(now, h.seq, seglen);
         }
-        d.zero_window.add(now, r.flags & flag::ZERO_WINDOW != 0, h.win);
+        // A window closed after the other side's FIN or a RST holds no data back.
+        let zero = r.flags & flag::ZERO_WINDOW != 0 && !st.fin[1 - r.dir] && !st.reset;
+        d.zero_window.add(now, zero, h.win);
+        if h.flags & FIN != 0 {
+            st.fin[r.dir] = true;
+        }
+        if h.flags & RST != 0 {
+            st.reset = true;
+            st.dirs.iter_mut().for_each(|d| d.zero_window.close(now));
+        }
         if r.flags & LOSS != 0 {
-            d.losses.add(now, st.first_ns);
+            st.dirs[r.dir].losses.add(now, st.first_ns);
             st.losses.add(now, st.first_ns);
         }
         if let Some(rtt) = r.ack_rtt_ns {

@@ -75,7 +75,9 @@ impl DataSpan {
 
 /// How long one side's receive window stood at zero: from a frame it sent that
 /// `tcp.analysis.zero_window` matches (window 0, not SYN, FIN or RST) to its next frame
-/// advertising a non-zero window, or to the capture's end (then `open`).
+/// advertising a non-zero window, or a RST, or the capture's end (then `open`). The
+/// collector starts none after the other side's FIN or a RST: no data waits then (a
+/// last ACK with window 0 after both FINs is common, and is no stall).
 #[derive(Debug, Default, Clone)]
 pub struct ZeroWindow {
     open_since: Option<i64>,
@@ -97,7 +99,8 @@ impl ZeroWindow {
         }
     }
 
-    fn close(&mut self, now: i64) {
+    /// Ends an open episode at `now`.
+    pub fn close(&mut self, now: i64) {
         if let Some(t) = self.open_since.take() {
             let d = now.saturating_sub(t).max(0);
             self.total_ns = self.total_ns.saturating_add(d);

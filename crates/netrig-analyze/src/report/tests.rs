@@ -5,7 +5,7 @@ use super::dist::{Dist, EXACT_CAP, RELATIVE_ERROR};
 use super::losses::{LossTimes, FINE_BINS};
 use super::numbers::{DataSpan, ZeroWindow};
 use super::*;
-use crate::decode::{Addr, FIN};
+use crate::decode::{Addr, FIN, RST};
 use crate::tcp::Analyzer;
 
 const MS: i64 = 1_000_000;
@@ -391,4 +391,37 @@ fn a_fin_is_not_data_and_closes_no_window() {
         (Some(10), Some(1))
     );
     assert!(a["goodput_bps"].is_null()); // one data segment: no duration
+}
+
+#[test]
+fn a_window_closed_after_the_other_sides_fin_is_no_stall_and_a_rst_ends_one() {
+    // As the last frame of skype.pcap's stream 67 (nDPI's tests): S's last ACK, after
+    // C's FIN, advertises 0; tshark flags it, and 53 s to the capture's end is no stall.
+    let mut s = Sim::new();
+    s.pkt(0, true, 1, 1, ACK, 100, 10);
+    s.pkt(10, true, 11, 1, ACK | FIN, 100, 0);
+    assert_eq!(s.pkt(20, false, 1, 12, ACK, 0, 0), flag::ZERO_WINDOW);
+    s.col.set_origin(1000 * MS);
+    let (streams, _) = s.finish();
+    let b = &streams[0].info["directions"]["b_to_a"];
+    assert_eq!(
+        (
+            b["zero_window"].as_u64(),
+            b["zero_window_time"]["episodes"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    // S closes its window at 10 ms, C resets at 30 ms: 20 ms, ended by the RST.
+    let mut s = Sim::new();
+    s.pkt(0, true, 1, 1, ACK, 100, 10);
+    s.pkt(10, false, 1, 11, ACK, 0, 0);
+    s.pkt(30, true, 11, 1, ACK | RST, 0, 0);
+    s.pkt(40, false, 1, 11, ACK, 0, 0); // after the RST: none
+    s.col.set_origin(1000 * MS);
+    let (streams, _) = s.finish();
+    let z = &streams[0].info["directions"]["b_to_a"]["zero_window_time"];
+    assert_eq!(
+        *z,
+        json!({"episodes": 1, "total_s": 0.02, "longest_s": 0.02, "open": false})
+    );
 }
