@@ -143,3 +143,24 @@ def test_a_flows_data_streams_leave_out_its_control_connection_and_other_flows()
     found = capflows.per_flow([(0, None, none), (1, "h2", a), (2, "h1", a)], flows, {"bulk": 5201},
                               lambda n: "10.0.0.2")
     assert set(found) == {"bulk"} and found["bulk"]["capture_monitor"] == 2  # the sender's view
+
+
+def test_a_flows_goodput_and_zero_window_time_add_up_over_its_data_streams():
+    from netrig.capture import flows as capflows
+
+    srv = "10.0.0.2:5201"
+
+    def data(goodput):
+        return {**_dir(100, 1), "goodput_bps": goodput}
+
+    def acks(closed_s):
+        return {**_dir(), "zero_window_time": {"episodes": 1, "total_s": closed_s, "longest_s": closed_s,
+                                               "open": False}}
+
+    a = {"streams": [_stream(0, "10.0.0.1:40001", srv, 1, _dir(3, 1), _dir(2)),
+                     _stream(1, "10.0.0.1:40002", srv, 9, data(4e6), acks(0.25)),
+                     _stream(2, "10.0.0.1:40003", srv, 12, data(5e6), acks(0.5))]}
+    got = capflows.flow_figures(a, srv, reverse=False)
+    assert (got["capture_goodput_bps"], got["capture_zero_window_s"]) == (9e6, 0.75)
+    back = capflows.flow_figures(a, srv, reverse=True)  # the server sent no data
+    assert (back["capture_goodput_bps"], back["capture_zero_window_s"]) == (None, 0.0)

@@ -13,6 +13,9 @@ data connections after it, so a flow's data streams are the later ones. Per flow
     capture_out_of_order, capture_lost_segments   (of the data direction)
     capture_dup_acks, capture_zero_windows        (of the receiver's direction)
     capture_rtt_ms_mean, capture_rtt_n            ack_rtt of the data
+    capture_goodput_bps       bytes delivered once over the data's duration, summed
+                              over the flow's data streams (parallel ones run at once)
+    capture_zero_window_s     time the receiver advertised a zero window, summed
 
 A capture of an emulated link holds the frames the link dropped (commented), so its
 view is the sender's: a dropped segment and its retransmission are both there.
@@ -77,6 +80,7 @@ def flow_figures(analysis: Mapping[str, Any], server: str, reverse: bool) -> dic
         return None
     sums: dict[str, float] = {}
     rtt_n, rtt_sum = 0, 0.0
+    goodput: float | None = None
 
     def add(key: str, v: float) -> None:
         sums[key] = sums.get(key, 0) + v
@@ -90,6 +94,9 @@ def flow_figures(analysis: Mapping[str, Any], server: str, reverse: bool) -> dic
             add(k, fwd.get(k, 0))
         add("duplicate_ack", back.get("duplicate_ack", 0))
         add("zero_window", back.get("zero_window", 0))
+        add("zero_window_s", (back.get("zero_window_time") or {}).get("total_s", 0.0))
+        if fwd.get("goodput_bps") is not None:
+            goodput = (goodput or 0.0) + fwd["goodput_bps"]
         r = fwd.get("rtt") or {}
         if r.get("n"):
             rtt_n += r["n"]
@@ -107,6 +114,8 @@ def flow_figures(analysis: Mapping[str, Any], server: str, reverse: bool) -> dic
         "capture_zero_windows": int(sums["zero_window"]),
         "capture_rtt_n": rtt_n,
         "capture_rtt_ms_mean": 1e3 * rtt_sum / rtt_n if rtt_n else None,
+        "capture_goodput_bps": goodput,
+        "capture_zero_window_s": sums["zero_window_s"],
         "capture_streams": [s["stream"] for s, _ in streams],
     }
 

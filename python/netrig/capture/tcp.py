@@ -5,9 +5,17 @@
 runs the Rust binary (found as every netrig binary is, `netrig._bins`) and returns its
 JSON document (schema `netrig.analyze.tcp/1`): `file` (packets, bytes, link types,
 interfaces, first/last time), `totals` and `streams` (per stream: endpoints, counts of
-every `tcp.analysis.*` flag as tshark matches them, ack_rtt summary, iRTT, per
+every `tcp.analysis.*` flag as tshark matches them, ack_rtt summary, iRTT, losses, per
 direction; `frames` with frames=True; `series` with series=INTERVAL_S). The frame sets
 and ack_rtt agree with tshark 4.0's (tests/net/test_tcp_analysis.py).
+
+Each direction also carries the numbers beside the flags (docs/guides/captures.md):
+`retransmission_ratio_packets` and `_bytes` (frames with payload that
+tcp.analysis.retransmission matches over frames with payload, and their bytes),
+`unique_payload_bytes`, `goodput_bps` and `throughput_bps` over `data_duration_s`,
+`rtt` (n, min, mean, p50, p90, p99, max; `percentiles`: exact, or a histogram within
+`relative_error`), `zero_window_time` (episodes, total_s, longest_s, open) and `losses`
+(events, first_s, last_s, `densest_half`, 20 `bins` over the stream's span).
 
 Owns running the binary and turning its failures into NetrigError subclasses; it does
 not read packets itself nor draw (stevens.py draws).

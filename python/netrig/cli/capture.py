@@ -120,20 +120,25 @@ def register(cmd: Adder) -> None:
     p.add_argument("--no-drops", action="store_true",
                    help="leave out the frames an emulated link dropped (e.g. --no-drops)")
     p.add_argument("--analyze", action="store_true",
-                   help="then print each TCP connection's analysis: retransmissions, dup "
-                        "ACKs, out-of-order, zero windows, RTT (e.g. --analyze)")
+                   help="then print each TCP connection's analysis: retransmission %%, "
+                        "goodput, RTT, zero-window time, losses (e.g. --analyze)")
     p = cmd("analyze", analyze, "analyze FILE... [--json] [--stevens N [-o PNG]]",
-            "Wireshark's TCP analysis of a capture: retransmissions, dup ACKs, out-of-order, "
-            "zero windows, RTT", ["netrig analyze bloat.pcapng",
+            "Wireshark's TCP analysis of a capture: per stream its retransmission %, goodput, "
+            "RTT p50/p99, zero-window time and where its losses cluster",
+            ["netrig analyze bloat.pcapng",
                                   "netrig analyze run.pcap --json | jq .totals",
                                   "netrig analyze bloat.pcapng --stevens 1 -o s1.png"],
             "Counts agree with tshark -Y tcp.analysis.* (Wireshark 4.0) frame for frame; "
-            "netrig-analyze does it some 50 times faster. Several files are one capture (a "
-            "ring's files, oldest first). pcap or pcapng; Ethernet, raw IP, Linux cooked.")
+            "netrig-analyze does it some 50 times faster. One line per stream, in 80 columns "
+            "(the 40 busiest when there are more); --json has every stream and direction. "
+            "Several files are one capture (a ring's files, oldest first). pcap or pcapng; "
+            "Ethernet, raw IP, Linux cooked.")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="a pcap or pcapng file, or a ring's files in order (e.g. cap.pcapng)")
     p.add_argument("--json", action="store_true",
-                   help="the whole analysis as JSON, per stream and direction (e.g. --json)")
+                   help="the whole analysis as JSON, every stream and direction: flag counts, "
+                        "retransmission ratios, goodput, RTT distribution, zero-window time, "
+                        "losses (e.g. --json)")
     p.add_argument("--stevens", type=int, metavar="N",
                    help="draw TCP stream N's time-sequence (Stevens) graph and throughput "
                         "(e.g. --stevens 1)")
