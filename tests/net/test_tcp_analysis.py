@@ -4,7 +4,9 @@ Two hosts joined by netrig-link with loss, reordering, duplication (and all thre
 bounded TCP transfer (netrig-perf, a few MB) across it, and tcpdump on both hosts' veths:
 the sender's capture shows retransmissions and duplicate ACKs, the receiver's shows
 out-of-order and lost segments. For every file, each `tcp.analysis.*` frame set and the
-ack_rtt of every frame must equal tshark's (see tests/tsharkdiff.py)."""
+ack_rtt of every frame must equal tshark's (see tests/tsharkdiff.py), and the numbers
+beside them (goodput, retransmission ratios, ack_rtt percentiles, time in zero window)
+those worked out from tshark's fields (tests/tsharknumbers.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 from netlab import emulated_pair
 from netrig import binary
 from tsharkdiff import TSHARK, differences
+from tsharknumbers import number_differences
 
 pytestmark = pytest.mark.net
 MS = 1_000_000
@@ -134,7 +137,7 @@ def test_flags_and_rtt_equal_tshark_on_a_lossy_transfer(tmp_path, case):
             seen[name] = seen.get(name, 0) + doc["totals"][name]
         shown = {k: v for k, v in doc["totals"].items() if isinstance(v, int) and v and k != "packets"}
         print(f"{case} {side}: {doc['file']['packets']} packets, {shown}, ack_rtt n={doc['totals']['rtt']['n']}")
-        problems += differences(pcap, doc)
+        problems += differences(pcap, doc) + number_differences(pcap, doc)
     assert not problems, "\n".join(problems)
     missing = [n for n in MUST_SHOW[case] if not seen[n]]
     assert not missing, f"{case}: the transfer showed no {missing} ({seen}): the comparison proves little"
@@ -162,12 +165,14 @@ def test_flags_equal_tshark_when_the_receiver_window_closes(tmp_path):
                 srv.wait(timeout=10)
     problems = []
     seen = {"zero_window": 0, "window_full": 0}
+    closed_s = 0.0
     for side, pcap in files.items():
         doc = analyze(pcap)
         for name in seen:
             seen[name] += doc["totals"][name]
         shown = {k: v for k, v in doc["totals"].items() if isinstance(v, int) and v and k != "packets"}
         print(f"window {side}: {doc['file']['packets']} packets, {shown}")
-        problems += differences(pcap, doc)
+        problems += differences(pcap, doc) + number_differences(pcap, doc)
+        closed_s += sum(d["zero_window_time"]["total_s"] for s in doc["streams"] for d in s["directions"].values())
     assert not problems, "\n".join(problems)
-    assert all(seen.values()), f"the window never closed: {seen}"
+    assert all(seen.values()) and closed_s > 0, f"the window never closed: {seen}, {closed_s} s"
