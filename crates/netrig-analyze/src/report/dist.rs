@@ -8,7 +8,7 @@
 //! direction never holds more than ~2,200 buckets (1 ns to 292 years). n, sum, mean,
 //! min and max stay exact either way; the JSON says which the percentiles are.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// The most samples a distribution keeps exactly (32 KiB).
 pub const EXACT_CAP: usize = 4096;
@@ -168,11 +168,11 @@ impl Dist {
 
     /// n, min, mean, p50, p90, p99, max and sum in seconds, and how the percentiles
     /// were found (`"exact"`, or `"histogram"` with its `relative_error`).
-    pub fn summary(&mut self) -> Value {
+    pub fn summary(&mut self) -> Summary {
         if self.n == 0 {
-            return json!({"n": 0});
+            return Summary::default();
         }
-        let (n, s) = (self.n, |ns: f64| ns / 1e9);
+        let (n, s) = (self.n, |ns: f64| Some(ns / 1e9));
         let rank = |p: f64| ((p * n as f64).ceil() as u64).clamp(1, n);
         let (min, max) = (self.min as f64, self.max as f64);
         let pct: Box<dyn Fn(f64) -> f64> = match &self.hist {
@@ -183,20 +183,42 @@ impl Dist {
             }
             Some(h) => Box::new(move |p| h.rank(rank(p)).clamp(min, max)),
         };
-        let mut out = json!({
-            "n": n,
-            "min_s": s(min),
-            "mean_s": s(self.sum as f64 / n as f64),
-            "p50_s": s(pct(0.50)),
-            "p90_s": s(pct(0.90)),
-            "p99_s": s(pct(0.99)),
-            "max_s": s(max),
-            "sum_s": s(self.sum as f64),
-            "percentiles": if self.hist.is_some() { "histogram" } else { "exact" },
-        });
-        if self.hist.is_some() {
-            out["relative_error"] = RELATIVE_ERROR.into();
+        let hist = self.hist.is_some();
+        Summary {
+            n,
+            min_s: s(min),
+            mean_s: s(self.sum as f64 / n as f64),
+            p50_s: s(pct(0.50)),
+            p90_s: s(pct(0.90)),
+            p99_s: s(pct(0.99)),
+            max_s: s(max),
+            sum_s: s(self.sum as f64),
+            percentiles: Some(if hist { "histogram" } else { "exact" }),
+            relative_error: hist.then_some(RELATIVE_ERROR),
         }
-        out
     }
+}
+
+/// A distribution's summary as the report writes it: `{"n": 0}` alone when empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub n: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p50_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p90_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relative_error: Option<f64>,
 }

@@ -9,7 +9,7 @@
 //! goes on, and the densest interval is found to within two bins (the JSON says
 //! `"exact": false` and gives that bin width as `resolution_s`).
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// The bins a stream's span is cut into for `bins.counts`.
 pub const LOSS_BINS: usize = 20;
@@ -163,28 +163,61 @@ impl LossTimes {
         out
     }
 
-    /// The JSON view; times in seconds from `t0` (the capture's first packet), bins over
-    /// the stream's span `[span_start, span_end]`.
-    pub fn to_json(&mut self, t0: i64, span_start: i64, span_end: i64) -> Value {
+    /// The report's view; times in seconds from `t0` (the capture's first packet), bins
+    /// over the stream's span `[span_start, span_end]`.
+    pub fn out(&mut self, t0: i64, span_start: i64, span_end: i64) -> LossesOut {
         let Some(d) = self.densest() else {
-            return json!({"events": 0});
+            return LossesOut::default();
         };
         let s = |ns: i64| (ns as i128 - t0 as i128) as f64 / 1e9;
-        let mut out = json!({
-            "events": self.n,
-            "first_s": s(self.first),
-            "last_s": s(self.last),
-            "densest_half": {"start_s": s(d.start), "end_s": s(d.end), "events": d.events},
-            "bins": {
-                "start_s": s(span_start),
-                "width_s": (span_end as f64 - span_start as f64) / LOSS_BINS as f64 / 1e9,
-                "counts": self.bins(span_start, span_end).to_vec(),
-            },
-            "exact": self.fine.is_none(),
-        });
-        if let Some(f) = &self.fine {
-            out["resolution_s"] = (f.width as f64 / 1e9).into();
+        LossesOut {
+            events: self.n,
+            first_s: Some(s(self.first)),
+            last_s: Some(s(self.last)),
+            densest_half: Some(DensestOut {
+                start_s: s(d.start),
+                end_s: s(d.end),
+                events: d.events,
+            }),
+            bins: Some(BinsOut {
+                start_s: s(span_start),
+                width_s: (span_end as f64 - span_start as f64) / LOSS_BINS as f64 / 1e9,
+                counts: self.bins(span_start, span_end),
+            }),
+            exact: Some(self.fine.is_none()),
+            resolution_s: self.fine.as_ref().map(|f| f.width as f64 / 1e9),
         }
-        out
     }
+}
+
+/// The losses as the report writes them: `{"events": 0}` alone when there are none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LossesOut {
+    pub events: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub densest_half: Option<DensestOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<BinsOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DensestOut {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub events: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BinsOut {
+    pub start_s: f64,
+    pub width_s: f64,
+    pub counts: [u64; LOSS_BINS],
 }

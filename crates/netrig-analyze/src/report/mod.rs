@@ -18,15 +18,15 @@ pub mod losses;
 pub mod numbers;
 mod series;
 
-use serde::ser::{SerializeSeq, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::decode::{addr_to_string, TcpHeader, ACK, FIN, RST, SYN};
 use crate::tcp::{flag, FrameResult, Stream, FIELDS};
-use dist::Dist;
-use losses::LossTimes;
-use numbers::{DataSpan, ZeroWindow};
+use dist::{Dist, Summary};
+use losses::{LossTimes, LossesOut};
+use numbers::{DataSpan, SpanOut, ZeroWindow, ZeroWindowOut};
 use series::Series;
 pub use series::{AckPoints, DirSeries, SegmentPoints, SeriesOut, Throughput};
 
@@ -37,7 +37,7 @@ const LOSS: u32 = RETRANSMITTED | flag::LOST_PACKET;
 
 /// Counts for a stream or one of its directions. `fields[i]` counts the frames matching
 /// `tcp.analysis.FIELDS[i]`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Counts {
     pub packets: u64,
     pub data_packets: u64,
@@ -84,38 +84,39 @@ impl Counts {
         self.retransmitted_payload_bytes += o.retransmitted_payload_bytes;
     }
 
-    /// The counts, and the retransmission ratios by tshark's definition:
-    /// `retransmission_ratio_packets` = frames with payload matching
-    /// `tcp.analysis.retransmission` (fast and spurious included) over frames with payload
-    /// (`retransmitted_data_packets / data_packets`), and `retransmission_ratio_bytes` =
-    /// their payload bytes over all payload bytes; null without data.
+    /// The counts as a JSON object.
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("packets".into(), self.packets.into());
-        m.insert("data_packets".into(), self.data_packets.into());
-        m.insert("payload_bytes".into(), self.payload_bytes.into());
-        m.insert("flagged".into(), self.flagged.into());
-        for (i, (name, _)) in FIELDS.iter().enumerate() {
-            m.insert((*name).into(), self.fields[i].into());
-        }
+        serde_json::to_value(self).expect("counts serialize")
+    }
+}
+
+/// The counts, and the retransmission ratios by tshark's definition:
+/// `retransmission_ratio_packets` = frames with payload matching
+/// `tcp.analysis.retransmission` (fast and spurious included) over frames with payload
+/// (`retransmitted_data_packets / data_packets`), and `retransmission_ratio_bytes` =
+/// their payload bytes over all payload bytes; null without data.
+impl Serialize for Counts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let ratio = |a: u64, b: u64| (b > 0).then(|| a as f64 / b as f64);
-        m.insert(
-            "retransmitted_data_packets".into(),
-            self.retransmitted_data_packets.into(),
-        );
-        m.insert(
-            "retransmitted_payload_bytes".into(),
-            self.retransmitted_payload_bytes.into(),
-        );
-        m.insert(
-            "retransmission_ratio_packets".into(),
-            ratio(self.retransmitted_data_packets, self.data_packets).into(),
-        );
-        m.insert(
-            "retransmission_ratio_bytes".into(),
-            ratio(self.retransmitted_payload_bytes, self.payload_bytes).into(),
-        );
-        Value::Object(m)
+        let mut m = s.serialize_map(Some(8 + FIELDS.len()))?;
+        m.serialize_entry("packets", &self.packets)?;
+        m.serialize_entry("data_packets", &self.data_packets)?;
+        m.serialize_entry("payload_bytes", &self.payload_bytes)?;
+        m.serialize_entry("flagged", &self.flagged)?;
+        for (i, (name, _)) in FIELDS.iter().enumerate() {
+            m.serialize_entry(name, &self.fields[i])?;
+        }
+        m.serialize_entry("retransmitted_data_packets", &self.retransmitted_data_packets)?;
+        m.serialize_entry("retransmitted_payload_bytes", &self.retransmitted_payload_bytes)?;
+        m.serialize_entry(
+            "retransmission_ratio_packets",
+            &ratio(self.retransmitted_data_packets, self.data_packets),
+        )?;
+        m.serialize_entry(
+            "retransmission_ratio_bytes",
+            &ratio(self.retransmitted_payload_bytes, self.payload_bytes),
+        )?;
+        m.end()
     }
 }
 
@@ -328,48 +329,27 @@ impl Collector {
         let secs = |ns: i64| ns.saturating_sub(t0) as f64 / 1e9;
         let mut total = Counts::default();
         let mut all_rtt = Dist::default();
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.stats.len());
         let interval = self.opts.series_interval_ns;
         for (sid, st) in self.stats.iter_mut().enumerate() {
             let s = &streams[sid];
             let end = |i: usize| format!("{}:{}", addr_to_string(&s.ends[i].0), s.ends[i].1);
             let mut both = Counts::default();
             let mut rtt_both = Dist::default();
-            let mut dirs = Map::new();
             let (lo, hi) = (st.first_ns, st.last_ns.max(st.first_ns));
-            for (d, name) in [(0, "a_to_b"), (1, "b_to_a")] {
-                let ds = &mut st.dirs[d];
+            let [a, b] = std::mem::take(&mut st.dirs).map(|mut ds| {
                 both.merge(&ds.counts);
                 rtt_both.merge(&ds.rtt);
-                let mut c = ds.counts.to_json();
-                c["rtt"] = ds.rtt.summary();
-                if let (Value::Object(m), Value::Object(span)) =
-                    (&mut c, ds.span.to_json(t0, ds.counts.payload_bytes))
-                {
-                    m.extend(span);
+                DirOut {
+                    rtt: ds.rtt.summary(),
+                    data: ds.span.out(t0, ds.counts.payload_bytes),
+                    zero_window_time: ds.zero_window.out(t_end),
+                    losses: ds.losses.out(t0, lo, hi),
+                    counts: ds.counts,
                 }
-                c["zero_window_time"] = ds.zero_window.to_json(t_end);
-                c["losses"] = ds.losses.to_json(t0, lo, hi);
-                dirs.insert(name.into(), c);
-            }
+            });
             total.merge(&both);
             all_rtt.merge(&rtt_both);
-            let info = json!({
-                "stream": sid,
-                "a": end(0),
-                "b": end(1),
-                "first_frame": st.first_frame,
-                "start_s": secs(st.first_ns),
-                "end_s": secs(st.last_ns),
-                "counts": both.to_json(),
-                "rtt": rtt_both.summary(),
-                "irtt_s": s.irtt_ns().map(|x| x as f64 / 1e9),
-                "losses": st.losses.to_json(t0, lo, hi),
-                "directions": dirs,
-            });
-            let Value::Object(info) = info else {
-                unreachable!("json! of an object")
-            };
             let frames = self.opts.frames.then(|| {
                 std::mem::take(&mut st.frames)
                     .into_iter()
@@ -389,26 +369,70 @@ impl Collector {
                 }),
                 _ => None,
             };
-            out.push(StreamOut { info, frames, series });
+            out.push(StreamOut {
+                stream: sid,
+                a: end(0),
+                b: end(1),
+                first_frame: st.first_frame,
+                start_s: secs(st.first_ns),
+                end_s: secs(st.last_ns),
+                counts: both,
+                rtt: rtt_both.summary(),
+                irtt_s: s.irtt_ns().map(|x| x as f64 / 1e9),
+                losses: st.losses.out(t0, lo, hi),
+                directions: Directions { a_to_b: a, b_to_a: b },
+                frames,
+                series,
+            });
         }
         let mut t = total.to_json();
-        t["rtt"] = all_rtt.summary();
+        t["rtt"] = serde_json::to_value(all_rtt.summary()).expect("a summary serializes");
         (out, t)
     }
 }
 
 const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 
-/// One stream of the report: its facts and counts, then (if asked) its flagged frames
-/// and its series. Serialized straight to the output (frames and series can be large).
+/// One stream of the report: its facts, counts and numbers, then (if asked) its flagged
+/// frames and its series. Typed, and serialized straight to the output: a capture of a
+/// million streams holds no JSON tree.
 #[derive(Debug, Serialize)]
 pub struct StreamOut {
-    #[serde(flatten)]
-    pub info: Map<String, Value>,
+    pub stream: usize,
+    pub a: String,
+    pub b: String,
+    pub first_frame: u64,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub counts: Counts,
+    pub rtt: Summary,
+    pub irtt_s: Option<f64>,
+    /// Both directions' loss events.
+    pub losses: LossesOut,
+    pub directions: Directions,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<Vec<FrameOut>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<SeriesOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Directions {
+    pub a_to_b: DirOut,
+    pub b_to_a: DirOut,
+}
+
+/// One direction: the frames its side sent (counts and ratios), the ack_rtt of its data,
+/// its data's span and rates, its side's zero windows, its losses.
+#[derive(Debug, Serialize)]
+pub struct DirOut {
+    #[serde(flatten)]
+    pub counts: Counts,
+    pub rtt: Summary,
+    #[serde(flatten)]
+    pub data: SpanOut,
+    pub zero_window_time: ZeroWindowOut,
+    pub losses: LossesOut,
 }
 
 #[derive(Debug, Serialize)]

@@ -3,7 +3,7 @@
 //! window stood closed (time in zero window). Each is kept in a few words per direction,
 //! whatever the file's length.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::unwrap;
 
@@ -52,25 +52,36 @@ impl DataSpan {
         (self.segments > 0).then(|| self.last_ns.saturating_sub(self.first_ns))
     }
 
-    /// `data_start_s`, `data_end_s`, `data_duration_s`, `unique_payload_bytes`,
-    /// `goodput_bps` (unique bytes over the duration) and `throughput_bps` (every payload
-    /// byte, `payload_bytes`, over it); the rates are null when the duration is zero.
-    pub fn to_json(&self, t0: i64, payload_bytes: u64) -> Value {
+    /// The report's view (`t0`: the capture's first packet; `payload_bytes`: every
+    /// payload byte of the direction, for the throughput).
+    pub fn out(&self, t0: i64, payload_bytes: u64) -> SpanOut {
         let s = |ns: i64| (ns as i128 - t0 as i128) as f64 / 1e9;
         let Some(d) = self.duration_ns() else {
-            return json!({"unique_payload_bytes": 0, "data_start_s": null, "data_end_s": null,
-                          "data_duration_s": null, "goodput_bps": null, "throughput_bps": null});
+            return SpanOut::default();
         };
         let rate = |bytes: u64| (d > 0).then(|| bytes as f64 * 8.0 / (d as f64 / 1e9));
-        json!({
-            "unique_payload_bytes": self.unique_bytes(),
-            "data_start_s": s(self.first_ns),
-            "data_end_s": s(self.last_ns),
-            "data_duration_s": d as f64 / 1e9,
-            "goodput_bps": rate(self.unique_bytes()),
-            "throughput_bps": rate(payload_bytes),
-        })
+        SpanOut {
+            unique_payload_bytes: self.unique_bytes(),
+            data_start_s: Some(s(self.first_ns)),
+            data_end_s: Some(s(self.last_ns)),
+            data_duration_s: Some(d as f64 / 1e9),
+            goodput_bps: rate(self.unique_bytes()),
+            throughput_bps: rate(payload_bytes),
+        }
     }
+}
+
+/// A direction's data: `unique_payload_bytes`; the first and last data segment and the
+/// time between; `goodput_bps` (unique bytes over that time) and `throughput_bps` (every
+/// payload byte over it). Null without data; the rates null with one data segment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SpanOut {
+    pub unique_payload_bytes: u64,
+    pub data_start_s: Option<f64>,
+    pub data_end_s: Option<f64>,
+    pub data_duration_s: Option<f64>,
+    pub goodput_bps: Option<f64>,
+    pub throughput_bps: Option<f64>,
 }
 
 /// How long one side's receive window stood at zero: from a frame it sent that
@@ -110,14 +121,22 @@ impl ZeroWindow {
 
     /// `episodes`, `total_s`, `longest_s`, and `open` (the last episode lasted to the
     /// capture's end, `end_ns`, and is counted up to it).
-    pub fn to_json(&mut self, end_ns: i64) -> Value {
+    pub fn out(&mut self, end_ns: i64) -> ZeroWindowOut {
         let open = self.open_since.is_some();
         self.close(end_ns);
-        json!({
-            "episodes": self.episodes,
-            "total_s": self.total_ns as f64 / 1e9,
-            "longest_s": self.longest_ns as f64 / 1e9,
-            "open": open,
-        })
+        ZeroWindowOut {
+            episodes: self.episodes,
+            total_s: self.total_ns as f64 / 1e9,
+            longest_s: self.longest_ns as f64 / 1e9,
+            open,
+        }
     }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ZeroWindowOut {
+    pub episodes: u64,
+    pub total_s: f64,
+    pub longest_s: f64,
+    pub open: bool,
 }

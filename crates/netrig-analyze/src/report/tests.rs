@@ -7,8 +7,14 @@ use super::numbers::{DataSpan, ZeroWindow};
 use super::*;
 use crate::decode::{Addr, FIN, RST};
 use crate::tcp::Analyzer;
+use serde_json::json;
 
 const MS: i64 = 1_000_000;
+
+/// What the report writes for `x`.
+fn v<T: Serialize>(x: T) -> Value {
+    serde_json::to_value(x).unwrap()
+}
 
 fn v4(ip: [u8; 4]) -> Addr {
     let mut x = [0u8; 16];
@@ -64,8 +70,9 @@ impl Sim {
         r.flags
     }
 
-    fn finish(self) -> (Vec<StreamOut>, Value) {
-        self.col.finish(&self.an.streams)
+    fn finish(self) -> (Vec<Value>, Value) {
+        let (streams, totals) = self.col.finish(&self.an.streams);
+        (streams.iter().map(v).collect(), totals)
     }
 }
 
@@ -95,7 +102,7 @@ fn transfer() -> Sim {
 #[test]
 fn retransmission_ratio_goodput_and_rtt_of_a_transfer() {
     let (streams, totals) = transfer().finish();
-    let info = &streams[0].info;
+    let info = &streams[0];
     let a = &info["directions"]["a_to_b"];
     assert_eq!(
         (a["packets"].as_u64(), a["data_packets"].as_u64()),
@@ -150,7 +157,7 @@ fn retransmission_ratio_goodput_and_rtt_of_a_transfer() {
 #[test]
 fn zero_window_time_until_the_window_opens_or_the_capture_ends() {
     let (streams, _) = transfer().finish();
-    let d = &streams[0].info["directions"];
+    let d = &streams[0]["directions"];
     // S advertised 0 from 51 to 151 ms (frame 10 is inside that episode), then from
     // 500 ms to the capture's end at 700 ms: 2 episodes, 300 ms, the longest 200 ms.
     let z = &d["b_to_a"]["zero_window_time"];
@@ -168,7 +175,7 @@ fn zero_window_time_until_the_window_opens_or_the_capture_ends() {
 #[test]
 fn the_loss_of_a_transfer_is_placed_in_the_streams_span() {
     let (streams, _) = transfer().finish();
-    let info = &streams[0].info;
+    let info = &streams[0];
     // One loss event, frame 12 at 400 ms; the stream spans 0-500 ms: bins of 25 ms, the
     // event in bin 16.
     let l = &info["losses"];
@@ -196,7 +203,7 @@ fn a_resent_syn_is_a_retransmission_but_not_of_data() {
     s.pkt(0, true, 1000, 0, SYN, 65535, 0);
     assert_eq!(s.pkt(1000, true, 1000, 0, SYN, 65535, 0), flag::RETRANSMISSION);
     let (streams, _) = s.finish();
-    let a = &streams[0].info["directions"]["a_to_b"];
+    let a = &streams[0]["directions"]["a_to_b"];
     assert_eq!(
         (
             a["retransmission"].as_u64(),
@@ -219,7 +226,7 @@ fn unique_bytes_follow_the_sequence_past_4gib() {
     d.add(1000 * MS, seq.wrapping_add(1000), 1000); // the missed ones, late
     d.add(1000 * MS, seq, 1000); // a resend
     assert_eq!(d.unique_bytes(), 3000);
-    let j = d.to_json(0, 4000);
+    let j = v(d.out(0, 4000));
     assert_eq!(
         (j["goodput_bps"].as_f64(), j["throughput_bps"].as_f64()),
         (Some(24000.0), Some(32000.0))
@@ -235,7 +242,7 @@ fn a_zero_window_frame_inside_an_episode_does_not_start_another() {
     z.add(30 * MS, true, 0);
     z.add(40 * MS, false, 512); // open: 30 ms
     z.add(50 * MS, false, 512);
-    let j = z.to_json(1000 * MS);
+    let j = v(z.out(1000 * MS));
     assert_eq!(
         j,
         json!({"episodes": 1, "total_s": 0.03, "longest_s": 0.03, "open": false})
@@ -248,7 +255,7 @@ fn percentiles_are_nearest_rank_while_exact() {
     for x in (1..=100).rev() {
         d.add(x * MS);
     }
-    let s = d.summary();
+    let s = v(d.summary());
     assert_eq!(s["n"], 100);
     assert_eq!(
         (s["p50_s"].as_f64(), s["p90_s"].as_f64()),
@@ -271,7 +278,7 @@ fn past_the_cap_percentiles_are_within_the_stated_error() {
     for i in 0..n {
         d.add((i * 7919 % n + 1) * 1000);
     }
-    let s = d.summary();
+    let s = v(d.summary());
     assert_eq!(s["percentiles"], "histogram");
     assert_eq!(s["relative_error"], RELATIVE_ERROR);
     assert_eq!(
@@ -294,7 +301,7 @@ fn merging_stays_exact_under_the_cap_and_counts_every_sample_past_it() {
     (1..=3).for_each(|x| a.add(x));
     b.add(-5); // a frame stamped before the segment it acks
     a.merge(&b);
-    let s = a.summary();
+    let s = v(a.summary());
     assert_eq!(
         (s["n"].as_u64(), s["min_s"].as_f64(), s["p50_s"].as_f64()),
         (Some(4), Some(-5e-9), Some(1e-9))
@@ -303,7 +310,7 @@ fn merging_stays_exact_under_the_cap_and_counts_every_sample_past_it() {
     let mut big = Dist::default();
     (0..EXACT_CAP as i64).for_each(|x| big.add(1000 + x));
     big.merge(&a); // 4096 + 4 samples: a histogram now
-    let s = big.summary();
+    let s = v(big.summary());
     assert_eq!(
         (s["n"].as_u64(), s["percentiles"].as_str()),
         (Some(EXACT_CAP as u64 + 4), Some("histogram"))
@@ -323,7 +330,7 @@ fn the_densest_half_of_exact_loss_times() {
     for t in [30, 0, 11, 1, 12, 10] {
         l.add(t * MS, 0);
     }
-    let j = l.to_json(0, 0, 40 * MS);
+    let j = v(l.out(0, 0, 40 * MS));
     assert_eq!(
         j["densest_half"],
         json!({"start_s": 0.01, "end_s": 0.012, "events": 3})
@@ -357,7 +364,7 @@ fn past_the_cap_loss_times_are_binned_and_say_so() {
     for i in 0..8000 {
         l.add(5000 * MS + i * 1000, 0);
     }
-    let j = l.to_json(0, 0, 10_000 * MS);
+    let j = v(l.out(0, 0, 10_000 * MS));
     assert_eq!(
         (j["events"].as_u64(), j["exact"].as_bool()),
         (Some(9000), Some(false))
@@ -384,7 +391,7 @@ fn a_fin_is_not_data_and_closes_no_window() {
     s.pkt(0, true, 1, 0, ACK, 0, 10); // mid-stream: data with window 0
     s.pkt(10, true, 11, 0, ACK | FIN, 100, 0); // a FIN with a window: it closes it
     let (streams, _) = s.finish();
-    let a = &streams[0].info["directions"]["a_to_b"];
+    let a = &streams[0]["directions"]["a_to_b"];
     assert_eq!(a["zero_window_time"]["total_s"], 0.01);
     assert_eq!(
         (a["unique_payload_bytes"].as_u64(), a["data_packets"].as_u64()),
@@ -403,7 +410,7 @@ fn a_window_closed_after_the_other_sides_fin_is_no_stall_and_a_rst_ends_one() {
     assert_eq!(s.pkt(20, false, 1, 12, ACK, 0, 0), flag::ZERO_WINDOW);
     s.col.set_origin(1000 * MS);
     let (streams, _) = s.finish();
-    let b = &streams[0].info["directions"]["b_to_a"];
+    let b = &streams[0]["directions"]["b_to_a"];
     assert_eq!(
         (
             b["zero_window"].as_u64(),
@@ -419,7 +426,7 @@ fn a_window_closed_after_the_other_sides_fin_is_no_stall_and_a_rst_ends_one() {
     s.pkt(40, false, 1, 11, ACK, 0, 0); // after the RST: none
     s.col.set_origin(1000 * MS);
     let (streams, _) = s.finish();
-    let z = &streams[0].info["directions"]["b_to_a"]["zero_window_time"];
+    let z = &streams[0]["directions"]["b_to_a"]["zero_window_time"];
     assert_eq!(
         *z,
         json!({"episodes": 1, "total_s": 0.02, "longest_s": 0.02, "open": false})
