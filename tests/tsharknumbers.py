@@ -22,19 +22,27 @@ COLUMNS = ("frame.time_relative", "tcp.stream", "ip.src", "ipv6.src", "tcp.srcpo
 DIRS = ("a_to_b", "b_to_a")
 
 
+def _ns(text: str) -> int:
+    """tshark's seconds ('18884556.996116000', '-0.5') as integer ns: exact, where a float
+    of a time 18 million seconds into a capture is not to the nanosecond."""
+    sign, text = (-1, text[1:]) if text.startswith("-") else (1, text)
+    whole, _, frac = text.partition(".")
+    return sign * (int(whole or 0) * 1_000_000_000 + int((frac + "000000000")[:9]))
+
+
 class _Dir:
     def __init__(self) -> None:
         self.data = self.retx = self.payload = self.retx_bytes = 0
         self.lo: int | None = None
         self.hi = 0
-        self.first = self.last = 0.0
+        self.first = self.last = 0
         self.rtt: list[float] = []
-        self.open: float | None = None
-        self.episodes, self.closed_s = 0, 0.0
+        self.open: int | None = None
+        self.episodes, self.closed_ns = 0, 0
 
-    def close(self, t: float) -> None:
+    def close(self, t: int) -> None:
         if self.open is not None:
-            self.closed_s += max(t - self.open, 0.0)
+            self.closed_ns += max(t - self.open, 0)
             self.open = None
 
 
@@ -46,12 +54,12 @@ def tshark_numbers(pcap: Path) -> dict[int, list[_Dir]]:
     streams: dict[int, list[_Dir]] = {}
     first_end: dict[int, str] = {}
     closed: dict[int, list[bool]] = {}  # FIN from a, FIN from b, RST
-    end = 0.0
+    end = 0
     for line in _run(args).splitlines():
         p = line.split("\t")
         if len(p) != len(COLUMNS):
             continue
-        t = float(p[0])
+        t = _ns(p[0])
         end = max(end, t)
         if not p[1] or p[13] or p[14]:  # not TCP, or a TCP header quoted by an ICMP error
             continue
@@ -104,7 +112,7 @@ def number_differences(pcap: Path, doc: dict[str, Any]) -> list[str]:
     for sid, dirs in want.items():
         for name, x in zip(DIRS, dirs):
             g = got[sid]["directions"][name]
-            dur = x.last - x.first
+            dur = (x.last - x.first) / 1e9
             unique = (x.hi - x.lo) if x.lo is not None else 0
             rtt = sorted(x.rtt)
 
@@ -117,7 +125,7 @@ def number_differences(pcap: Path, doc: dict[str, Any]) -> list[str]:
                 "unique_payload_bytes": unique,
                 "goodput_bps": unique * 8 / dur if x.data and dur > 0 else None,
                 "throughput_bps": x.payload * 8 / dur if x.data and dur > 0 else None,
-                "zero_window_time.episodes": x.episodes, "zero_window_time.total_s": x.closed_s,
+                "zero_window_time.episodes": x.episodes, "zero_window_time.total_s": x.closed_ns / 1e9,
                 "rtt.n": len(rtt),
             }
             if rtt and g["rtt"].get("percentiles") == "exact":
