@@ -261,7 +261,7 @@ impl Collector {
         let d = &mut st.dirs[r.dir];
         d.counts.add(seglen, r.flags);
         if seglen > 0 {
-            d.span.add(now, h.seq, seglen);
+            d.span.add(now, h.seq, seglen, stream.base_seq(r.dir));
         }
         // A window closed after the other side's FIN or a RST holds no data back.
         let zero = r.flags & flag::ZERO_WINDOW != 0 && !st.fin[1 - r.dir] && !st.reset;

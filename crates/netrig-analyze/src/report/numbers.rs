@@ -12,22 +12,35 @@ use super::unwrap;
 /// Unique payload bytes are the highest sequence number reached minus the lowest, over
 /// the segments with payload (sequence numbers unwrapped past 4 GiB): each byte counted
 /// once however often it was sent, and bytes the capture missed but the sender sent
-/// (a "previous segment not captured" gap) counted as delivered.
+/// (a "previous segment not captured" gap) counted as delivered. When the direction's
+/// base sequence number changes (a SYN-ACK with a new ISN on the same ports: Wireshark
+/// keeps the stream and renumbers), a new span starts and the old one's bytes are kept:
+/// two connections' sequence numbers are not one range.
 #[derive(Debug, Default, Clone)]
 pub struct DataSpan {
     first_ns: i64,
     last_ns: i64,
     segments: u64,
-    /// The first data segment's sequence number: unwrapped positions count from it.
+    /// The base sequence number the current span's data was sent under.
+    base: Option<u32>,
+    /// The span's first data segment's sequence number: positions count from it.
     origin: u32,
     last: i64,
     lo: i64,
     hi: i64,
+    /// Unique bytes of the spans before the current one.
+    before: u64,
 }
 
 impl DataSpan {
-    /// A segment of `len` > 0 bytes from `seq`, at `now`.
-    pub fn add(&mut self, now: i64, seq: u32, len: u32) {
+    /// A segment of `len` > 0 bytes from `seq` at `now`, sent under the direction's base
+    /// sequence number `base` (tcp.rs's, Wireshark's relative 0).
+    pub fn add(&mut self, now: i64, seq: u32, len: u32, base: Option<u32>) {
+        if self.segments > 0 && base != self.base {
+            self.before += (self.hi - self.lo) as u64;
+            (self.origin, self.last, self.lo, self.hi) = (seq, 0, 0, len as i64);
+        }
+        self.base = base;
         if self.segments == 0 {
             self.origin = seq;
             (self.first_ns, self.last_ns) = (now, now);
@@ -44,7 +57,7 @@ impl DataSpan {
     }
 
     pub fn unique_bytes(&self) -> u64 {
-        (self.hi - self.lo) as u64
+        self.before + (self.hi - self.lo) as u64
     }
 
     /// First to last data segment, in ns (None without data).

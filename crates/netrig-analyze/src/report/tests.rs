@@ -61,6 +61,7 @@ impl Sim {
             hlen: 20,
             reported_len: 20 + len,
             wscale: None,
+            shown: true,
         };
         let now = t_ms * MS;
         self.col.set_origin(now);
@@ -221,10 +222,11 @@ fn a_resent_syn_is_a_retransmission_but_not_of_data() {
 fn unique_bytes_follow_the_sequence_past_4gib() {
     let mut d = DataSpan::default();
     let seq = 0xFFFF_FC00u32; // 1024 bytes below the wrap
-    d.add(0, seq, 1000);
-    d.add(500 * MS, seq.wrapping_add(2000), 1000); // past the wrap; 1000 bytes missed
-    d.add(1000 * MS, seq.wrapping_add(1000), 1000); // the missed ones, late
-    d.add(1000 * MS, seq, 1000); // a resend
+    let base = Some(seq.wrapping_sub(1));
+    d.add(0, seq, 1000, base);
+    d.add(500 * MS, seq.wrapping_add(2000), 1000, base); // past the wrap; 1000 bytes missed
+    d.add(1000 * MS, seq.wrapping_add(1000), 1000, base); // the missed ones, late
+    d.add(1000 * MS, seq, 1000, base); // a resend
     assert_eq!(d.unique_bytes(), 3000);
     let j = v(d.out(0, 4000));
     assert_eq!(
@@ -430,5 +432,26 @@ fn a_window_closed_after_the_other_sides_fin_is_no_stall_and_a_rst_ends_one() {
     assert_eq!(
         *z,
         json!({"episodes": 1, "total_s": 0.02, "longest_s": 0.02, "open": false})
+    );
+}
+
+#[test]
+fn a_new_isn_on_the_same_ports_starts_a_new_span() {
+    // As ndpi_match_string_subprotocol__error.pcapng (nDPI's tests): S sends 368 bytes,
+    // and an hour later a SYN-ACK with another ISN starts S's second connection on the
+    // same ports (the same tcp.stream): 685 bytes more, not the 1.29 GB between the ISNs.
+    let mut s = Sim::new();
+    s.pkt(0, true, 100, 0, SYN, 65535, 0);
+    s.pkt(10, false, 2_533_501_578, 101, SYN | ACK, 65535, 0);
+    s.pkt(20, false, 2_533_501_579, 101, ACK, 65535, 368);
+    let r = s.pkt(3_600_000, false, 3_820_447_205, 5000, SYN | ACK, 65535, 0);
+    assert_eq!(r & flag::REUSED_PORTS, flag::REUSED_PORTS);
+    s.pkt(3_600_010, false, 3_820_447_206, 5000, ACK, 65535, 685);
+    let (streams, _) = s.finish();
+    assert_eq!(streams.len(), 1);
+    let b = &streams[0]["directions"]["b_to_a"];
+    assert_eq!(
+        (b["unique_payload_bytes"].as_u64(), b["payload_bytes"].as_u64()),
+        (Some(1053), Some(1053))
     );
 }
