@@ -75,6 +75,7 @@ impl Sim {
             hlen: 20,
             reported_len: 20 + len,
             wscale,
+            have_seglen: true,
         };
         self.an.packet(self.frame, (t_ms * MS as f64).round() as i64, &h)
     }
