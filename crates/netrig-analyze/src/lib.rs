@@ -68,6 +68,9 @@ pub fn analyze_reader<R: std::io::Read>(
     let (mut first, mut last) = (None::<i64>, None::<i64>);
     let mut links: Vec<u32> = Vec::new();
     let mut checked: Vec<bool> = Vec::new();
+    // Frames of a link type netrig-analyze cannot decode: (link type, frames).
+    let mut undecoded: Vec<(u32, u64)> = Vec::new();
+    let mut found: Vec<decode::TcpHeader> = Vec::new();
     while let Some(p) = rd.next_packet()? {
         packets += 1;
         wire_bytes += p.orig_len as u64;
@@ -77,23 +80,10 @@ pub fn analyze_reader<R: std::io::Read>(
         if opts.interface.is_some_and(|i| i != p.iface) {
             continue;
         }
-        let (frame, ts, iface, offset) = (p.frame, p.ts_ns, p.iface, p.offset);
+        let (frame, ts, iface) = (p.frame, p.ts_ns, p.iface);
         let link = p.link_type;
-        let decoded = match decode::decode(link, p.data, p.orig_len) {
-            Ok(d) => d,
-            Err(decode::UnsupportedLink(lt)) => {
-                let declared = rd.interfaces()[iface].declared_at;
-                return Err(CaptureError::Format {
-                    path: path.into(),
-                    offset,
-                    what: format!(
-                        "frame {frame} is on interface {iface} of link type {lt} (declared at byte offset \
-                         {declared}), which netrig-analyze cannot decode (it reads Ethernet 1, BSD loopback 0, \
-                         raw IP 101/228/229, Linux cooked 113 and 276); pick another with --interface"
-                    ),
-                });
-            }
-        };
+        found.clear();
+        let decodable = decode::decode_all(link, p.data, p.orig_len, &mut found).is_ok();
         if checked.len() <= iface {
             checked.resize(iface + 1, false);
         }
@@ -103,10 +93,20 @@ pub fn analyze_reader<R: std::io::Read>(
                 links.push(link);
             }
         }
-        if let Some(h) = decoded {
+        if !decodable {
+            // Counted and named in the report; the rest of the file is still analysed.
+            match undecoded.iter_mut().find(|(lt, _)| *lt == link) {
+                Some((_, n)) => *n += 1,
+                None => undecoded.push((link, 1)),
+            }
+            continue;
+        }
+        if !found.is_empty() {
             tcp_packets += 1;
-            let r = an.packet(frame, ts, &h);
-            col.add(frame, ts, &h, &r, &an.streams[r.stream as usize])
+        }
+        for h in &found {
+            let r = an.packet(frame, ts, h);
+            col.add(frame, ts, h, &r, &an.streams[r.stream as usize])
                 .map_err(|e| CaptureError::Request {
                     path: path.into(),
                     what: e.to_string(),
@@ -148,6 +148,11 @@ pub fn analyze_reader<R: std::io::Read>(
             "wire_bytes": wire_bytes,
             "tcp_packets": tcp_packets,
             "link_types": links,
+            "undecoded_frames": undecoded.iter().map(|(_, n)| n).sum::<u64>(),
+            "undecoded_link_types": undecoded
+                .iter()
+                .map(|&(lt, n)| json!({"link_type": lt, "name": decode::link_type_name(lt), "frames": n}))
+                .collect::<Vec<_>>(),
             "interfaces": interfaces,
             "first_epoch_s": secs(first),
             "last_epoch_s": secs(last),
