@@ -1,15 +1,21 @@
 //! Reading capture files: classic pcap (µs and ns magic, either byte order) and pcapng
 //! (SHB, IDB, EPB, SPB and the obsolete PB, either byte order, `if_tsresol`,
-//! `if_tsoffset`, several sections).
+//! `if_tsoffset`, several sections), either of them gzip-compressed (`.pcap.gz`, as
+//! tshark reads them: recognised by the gzip magic 1f 8b, not by the name; concatenated
+//! gzip members are one stream).
 //!
 //! The file is read in large chunks into one buffer and each packet is handed out as a
-//! slice of it: no allocation per packet. Frames are numbered as Wireshark numbers them,
+//! slice of it: no allocation per packet. A compressed file is inflated as it is read,
+//! into the same buffer: memory stays bounded by the largest record (`MAX_RECORD`),
+//! whatever the file inflates to. Frames are numbered as Wireshark numbers them,
 //! 1-based over every packet block of the file, whatever its interface or contents.
 //! Any structural fault (a wrong magic, a record cut short, a block whose two lengths
 //! differ) is an error naming the file and the byte offset where the fault starts.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Cursor, Read};
+
+use flate2::read::MultiGzDecoder;
 
 /// How large a record or block may claim to be before the file is called corrupt.
 const MAX_RECORD: usize = 64 << 20;
@@ -82,9 +88,72 @@ pub enum Format {
     Pcapng,
 }
 
+/// A source that counts the bytes read from it (a compressed file's own size).
+pub struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// The first bytes read to tell gzip from the rest, then the rest of the source.
+type Sniffed<R> = io::Chain<Cursor<Vec<u8>>, Counted<R>>;
+
+/// A capture's bytes: as stored, or inflated from gzip.
+pub enum Input<R: Read> {
+    Plain(Sniffed<R>),
+    Gzip(Box<MultiGzDecoder<Sniffed<R>>>),
+}
+
+impl<R: Read> Input<R> {
+    /// Reads the first two bytes of `src` and picks the decoder they call for.
+    fn sniff(src: R) -> io::Result<Input<R>> {
+        let mut src = Counted { inner: src, bytes: 0 };
+        let mut head = [0u8; 2];
+        let mut got = 0;
+        while got < 2 {
+            match src.read(&mut head[got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let rest = Cursor::new(head[..got].to_vec()).chain(src);
+        Ok(if head[..got] == [0x1F, 0x8B] {
+            Input::Gzip(Box::new(MultiGzDecoder::new(rest)))
+        } else {
+            Input::Plain(rest)
+        })
+    }
+
+    /// Bytes read from the source itself (compressed bytes for a gzip file).
+    fn source_bytes(&self) -> u64 {
+        match self {
+            Input::Plain(c) => c.get_ref().1.bytes,
+            Input::Gzip(g) => g.get_ref().get_ref().1.bytes,
+        }
+    }
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Plain(c) => c.read(buf),
+            Input::Gzip(g) => g.read(buf),
+        }
+    }
+}
+
 pub struct Reader<R: Read = File> {
     path: String,
-    src: R,
+    src: Input<R>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -97,6 +166,7 @@ pub struct Reader<R: Read = File> {
     /// pcapng: index in `interfaces` of the current section's interface 0.
     section_base: usize,
     frame: u64,
+    /// Bytes of the capture read so far (inflated, for a gzip file).
     pub bytes_read: u64,
 }
 
@@ -132,8 +202,13 @@ const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
 const PCAPNG_BOM: u32 = 0x1A2B_3C4D;
 
 impl<R: Read> Reader<R> {
-    /// Reads the file header (pcap) or the first section header (pcapng).
+    /// Reads the file header (pcap) or the first section header (pcapng), inflating a
+    /// gzip-compressed source.
     pub fn new(path: &str, src: R) -> Result<Self, CaptureError> {
+        let src = Input::sniff(src).map_err(|source| CaptureError::Io {
+            path: path.into(),
+            source,
+        })?;
         let mut r = Reader {
             path: path.into(),
             src,
@@ -203,15 +278,30 @@ impl<R: Read> Reader<R> {
         &self.path
     }
 
+    /// Whether the file is gzip-compressed.
+    pub fn gzip(&self) -> bool {
+        matches!(self.src, Input::Gzip(_))
+    }
+
+    /// Bytes read from the file itself (its compressed bytes, for a gzip file).
+    pub fn file_bytes(&self) -> u64 {
+        self.src.source_bytes()
+    }
+
     pub fn interfaces(&self) -> &[Interface] {
         &self.interfaces
     }
 
     fn err(&self, offset: u64, what: &str) -> CaptureError {
+        let what = if self.gzip() {
+            format!("{what} (offsets count the decompressed bytes)")
+        } else {
+            what.into()
+        };
         CaptureError::Format {
             path: self.path.clone(),
             offset,
-            what: what.into(),
+            what,
         }
     }
 
@@ -243,6 +333,26 @@ impl<R: Read> Reader<R> {
                     self.bytes_read += k as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if self.gzip()
+                        && matches!(
+                            e.kind(),
+                            io::ErrorKind::InvalidData
+                                | io::ErrorKind::InvalidInput
+                                | io::ErrorKind::UnexpectedEof
+                        ) =>
+                {
+                    // A corrupt or truncated gzip stream: say so, and where.
+                    return Err(CaptureError::Format {
+                        path: self.path.clone(),
+                        offset: self.src.source_bytes(),
+                        what: format!(
+                            "the gzip-compressed data is damaged ({e}) after {} bytes of capture \
+                             were inflated (the offset counts the compressed bytes)",
+                            self.bytes_read
+                        ),
+                    });
+                }
                 Err(source) => {
                     return Err(CaptureError::Io {
                         path: self.path.clone(),
@@ -667,6 +777,77 @@ mod tests {
         let mut r = Reader::new("x.pcapng", &v[..]).unwrap();
         let e = r.next_packet().unwrap_err().to_string();
         assert!(e.contains("pcapng block (type 0x6) cut short"), "{e}");
+    }
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn a_gzip_capture_is_read_as_its_contents_whatever_its_name() {
+        // Two gzip members back to back (as `cat a.gz b.gz` makes) are one stream.
+        let mut v = pcap_header(0xA1B2C3D4, false, 1);
+        record(&mut v, false, 2, 5, b"abc");
+        let mut more = Vec::new();
+        record(&mut more, false, 3, 0, b"de");
+        let (first, second) = (gz(&v), gz(&more));
+        let file: Vec<u8> = [first.clone(), second].concat();
+        let mut r = Reader::new("capture.bin", &file[..]).unwrap();
+        assert!(r.gzip());
+        let p = r.next_packet().unwrap().unwrap();
+        assert_eq!((p.frame, p.ts_ns, p.data), (1, 2_000_005_000, &b"abc"[..]));
+        assert_eq!(r.next_packet().unwrap().unwrap().data, b"de");
+        assert!(r.next_packet().unwrap().is_none());
+        assert_eq!(r.file_bytes(), file.len() as u64);
+        assert_eq!(r.bytes_read, (v.len() + more.len()) as u64);
+        // pcapng too.
+        let ng = gz(&pcapng(true));
+        let mut r = Reader::new("x.pcapng.gz", &ng[..]).unwrap();
+        assert_eq!(r.next_packet().unwrap().unwrap().data, b"xyz");
+        // A damaged stream is refused with a sentence naming the compressed offset.
+        let mut bad = first.clone();
+        let n = bad.len();
+        bad[n - 6] ^= 0xFF; // the CRC
+        let e = all(bad).unwrap_err().to_string();
+        assert!(e.contains("the gzip-compressed data is damaged"), "{e}");
+        let e = all(first[..first.len() / 2].to_vec()).unwrap_err().to_string();
+        assert!(
+            e.contains("gzip-compressed data is damaged") || e.contains("decompressed bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_read_in_bounded_memory() {
+        // 40 MB of records inflated from a few hundred kB: read frame by frame, the buffer never
+        // grows past one CHUNK; a record claiming 2 GB is refused before any allocation.
+        let mut v = pcap_header(0xA1B2C3D4, false, 1);
+        for i in 0..20_000u32 {
+            record(&mut v, false, i, 0, &[0u8; 2000]);
+        }
+        let small = gz(&v);
+        assert!(small.len() < 1_000_000, "{}", small.len());
+        let mut r = Reader::new("bomb.gz", &small[..]).unwrap();
+        let mut n = 0;
+        while let Some(p) = r.next_packet().unwrap() {
+            assert_eq!(p.data.len(), 2000);
+            n += 1;
+        }
+        assert_eq!(n, 20_000);
+        assert!(r.buf.len() <= CHUNK, "{}", r.buf.len());
+        let mut v = pcap_header(0xA1B2C3D4, false, 1);
+        for x in [1u32, 0, 2_000_000_000, 2_000_000_000] {
+            v.extend(x.to_le_bytes());
+        }
+        let e = all(gz(&v)).unwrap_err().to_string();
+        assert!(
+            e.contains("claims 2000000000 captured bytes: corrupt file"),
+            "{e}"
+        );
+        assert!(e.contains("offsets count the decompressed bytes"), "{e}");
     }
 
     #[test]

@@ -143,7 +143,9 @@ pub fn analyze_reader<R: std::io::Read>(
         "file": {
             "path": path,
             "format": format,
-            "file_bytes": rd.bytes_read,
+            "file_bytes": rd.file_bytes(),
+            "compression": rd.gzip().then_some("gzip"),
+            "capture_bytes": rd.bytes_read,
             "packets": packets,
             "wire_bytes": wire_bytes,
             "tcp_packets": tcp_packets,
