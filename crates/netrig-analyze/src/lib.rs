@@ -1,7 +1,9 @@
 //! netrig-analyze: what a capture file says about its TCP flows.
 //!
-//! Owns reading capture files (`capture`: pcap and pcapng), decoding frames down to the
-//! TCP header (`decode`), Wireshark 4.0's TCP sequence analysis reproduced flag for flag
+//! Owns reading capture files (`capture`: pcap and pcapng, gzip-compressed or not),
+//! decoding frames of every common link type and tunnel down to the TCP header
+//! (`decode`; frames of a link type it cannot decode are counted, not refused),
+//! Wireshark 4.0's TCP sequence analysis reproduced flag for flag
 //! (`tcp`), and the report built from it (`report`: counts, ack_rtt, time series).
 //! It does not capture packets, run tshark, or draw anything: the Python side
 //! (`netrig.capture.tcp`, `netrig.capture.stevens`) runs the binary and plots its JSON.

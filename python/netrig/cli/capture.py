@@ -129,7 +129,8 @@ def register(cmd: Adder) -> None:
                                   "netrig analyze bloat.pcapng --stevens 1 -o s1.png"],
             "Counts agree with tshark -Y tcp.analysis.* (Wireshark 4.0) frame for frame; "
             "netrig-analyze does it some 50 times faster. Several files are one capture (a "
-            "ring's files, oldest first). pcap or pcapng; Ethernet, raw IP, Linux cooked.")
+            "ring's files, oldest first). pcap or pcapng, gzip-compressed or not; every common "
+            "link type and tunnel (Ethernet, VLAN, MPLS, PPP, 802.11, GRE, VXLAN...).")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="a pcap or pcapng file, or a ring's files in order (e.g. cap.pcapng)")
     p.add_argument("--json", action="store_true",
