@@ -1,8 +1,8 @@
 //! IPv4, IPv6, the TCP header, and what IP carries to more IP: ICMP errors, GRE, IP-in-IP,
-//! AH, MPLS-in-IP and the UDP tunnels (VXLAN, VXLAN-GPE, Geneve, GTP, GRE- and MPLS-in-
-//! UDP), each as tshark 4.0 reads it (packet-ip.c, packet-ipv6.c, packet-icmp.c,
+//! AH, MPLS-in-IP and the UDP tunnels (VXLAN, VXLAN-GPE, Geneve, GTP, L2TPv2, GRE- and
+//! MPLS-in-UDP), each as tshark 4.0 reads it (packet-ip.c, packet-ipv6.c, packet-icmp.c,
 //! packet-icmpv6.c, packet-gre.c, packet-udp.c, packet-vxlan.c, packet-geneve.c,
-//! packet-gtp.c, packet-ipsec.c).
+//! packet-gtp.c, packet-l2tp.c, packet-ipsec.c).
 
 use super::names::tshark_udp_port;
 use super::{link, Addr, Ctx, TcpHeader, Tvb};
@@ -356,12 +356,50 @@ fn udp(t: Tvb, v6: bool, cx: Ctx, out: &mut Vec<TcpHeader>) {
                 link::mpls(payload, cx, out);
                 true
             }
+            1701 => l2tp(payload, cx, out),
             p => tshark_udp_port(p),
         };
         if taken {
             return;
         }
     }
+}
+
+/// L2TP on UDP 1701: version 2 data messages carry PPP in HDLC framing; control
+/// messages and version 3 (whose payload type the control channel negotiates) carry no
+/// TCP. Any other version is rejected, as tshark's L2TP does. (tshark also follows an
+/// L2TP conversation onto other ports once seen; not modelled.)
+fn l2tp(t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) -> bool {
+    let Some(c) = t.be16(0) else { return false };
+    match c & 0x000F {
+        2 => {}
+        3 => return true,
+        _ => return false,
+    }
+    let mut t = t;
+    let mut idx = 2;
+    if c & 0x4000 != 0 {
+        let Some(len) = t.be16(2) else { return true };
+        idx += 2;
+        t = t.limit(len as usize);
+    }
+    idx += 4; // tunnel and session ids
+    if c & 0x8000 != 0 || t.b.len() < idx {
+        return true;
+    }
+    if c & 0x0800 != 0 {
+        idx += 4; // Ns, Nr
+    }
+    if c & 0x0200 != 0 {
+        let Some(pad) = t.be16(idx) else { return true };
+        idx += 2 + pad as usize;
+    }
+    if idx < t.b.len() {
+        if let Some(ppp) = t.at(idx) {
+            link::ppp_hdlc(ppp, cx, out);
+        }
+    }
+    true
 }
 
 /// VXLAN-GPE (4790): the next protocol in byte 3.

@@ -1,5 +1,5 @@
 //! Link layers down to IP, each as tshark 4.0's dissector reads it (packet-eth.c,
-//! packet-vlan.c, packet-ieee8021ah.c, packet-mpls.c, packet-llc.c, packet-pppoe.c,
+//! packet-cisco-fp-mim.c, packet-vlan.c, packet-ieee8021ah.c, packet-mpls.c, packet-llc.c, packet-pppoe.c,
 //! packet-ppp.c, packet-chdlc.c, packet-null.c, packet-raw.c, packet-sll.c): the
 //! link-type switch, the EtherType table and the layers it reaches. 802.11 and its radio
 //! headers are in `wlan`, IP and tunnels in `ip`.
@@ -41,6 +41,21 @@ pub(crate) fn link(lt: u32, t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) -> Result
 /// Ethernet II or 802.3 (packet-eth.c `dissect_eth_common`).
 pub(crate) fn ethernet(t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) {
     let Some(et) = t.be16(12) else { return };
+    // Cisco FabricPath (tshark's "eth" heuristic, tried before the type): a 16-byte
+    // header (20 with an 802.1ad/Q tag before its type 0x8903), an Ethernet frame, an FCS.
+    let fp = match et {
+        0x8903 => 16,
+        0x88A8 | 0x8100 if t.be16(16) == Some(0x8903) => 20,
+        _ => 0,
+    };
+    if fp > 0 {
+        if let (Some(cx), Some(inner)) = (cx.deeper(), t.at(fp)) {
+            if inner.rep >= 4 {
+                ethernet(inner.limit(inner.rep - 4), cx, out);
+            }
+        }
+        return;
+    }
     let Some(rest) = t.at(14) else { return };
     if et > 1500 {
         if et >= 1536 {

@@ -15,7 +15,8 @@
 //! the first byte says so), Cisco HDLC 104 and 112, PPPoE 51; IEEE 802.11 105 data frames
 //! (QoS, four addresses, HT control, mesh control, A-MSDU, LLC/SNAP and tshark's guesses
 //! for bare Ethernet and EtherType payloads), alone or behind radiotap 127 (its length and
-//! data-pad flag), PPI 192 (any inner link type), AVS 163 and Prism 119.
+//! data-pad flag), PPI 192 (any inner link type), AVS 163 and Prism 119. Cisco
+//! FabricPath frames (tshark's Ethernet heuristic) are followed to the frame inside.
 //!
 //! Tunnels and encapsulations (`ip`): IPv4 and IPv6 (hop-by-hop, routing, destination
 //! options, AH and atomic-fragment headers; jumbograms) in any order and nesting: IP-in-IP
@@ -24,9 +25,9 @@
 //! over UDP as tshark picks the port (the lower port first; a lower port tshark gives
 //! to another protocol wins): VXLAN 4789, VXLAN-GPE 4790, Geneve 6081, GTP 2152 and 2123
 //! (G-PDU with its sequence, N-PDU and extension headers; IPv4, IPv6 or Ethernet guessed
-//! as tshark guesses), GRE-in-UDP 4754, MPLS-in-UDP 6635. Linux's old VXLAN port 8472 is
-//! not decoded: tshark registers only 4789. At most `MAX_DEPTH` network or link headers
-//! are followed in one frame.
+//! as tshark guesses), L2TPv2 1701 (PPP data messages), GRE-in-UDP 4754, MPLS-in-UDP
+//! 6635. Linux's old VXLAN port 8472 is not decoded: tshark registers only 4789. At most
+//! `MAX_DEPTH` network or link headers are followed in one frame.
 //!
 //! ICMP and ICMPv6 errors (types 3, 4, 11, 12 and 1-4) carry the start of the datagram
 //! that caused them; tshark dissects its TCP header with `in_error_pkt` set: it finds or
@@ -46,8 +47,9 @@
 //! tshark reassembles (the segment would appear in the frame that completes them), PPI
 //! A-MPDU aggregates (reassembled across frames), MPLS payloads whose first nibble is 0
 //! (tshark's Ethernet-pseudowire guess depends on its manufacturer database), ERSPAN,
-//! ESP, 802.1ah, Cisco ISL, VJ-compressed PPP, ICMPv6 redirects, and any protocol
-//! tshark reaches only by a heuristic or a conversation set up by another protocol.
+//! ESP and WireGuard (tshark decrypts them only with keys), L2TPv3 sessions, 802.1ah,
+//! Cisco ISL, VJ-compressed PPP, ICMPv6 redirects, and any protocol tshark reaches only
+//! by a heuristic or a conversation set up by another protocol.
 //! Protected (encrypted) 802.11 frames are not decoded, as tshark without keys does not.
 
 mod ip;

@@ -213,3 +213,35 @@ fn nesting_is_bounded() {
     the_seg("ipip14", 1, &nest(14));
     assert_eq!(all(1, &nest(40)), vec![]);
 }
+
+#[test]
+fn l2tp_data_messages_and_fabricpath() {
+    // tshark: tcp.len 10 in an L2TPv2 data message on 1701 (length, sequence and offset
+    // fields present, then PPP with FF 03), nothing in an L2TPv3 one; tcp.len 10 in a
+    // Cisco FabricPath frame (16-byte header, the Ethernet frame, 4 bytes of FCS) and in
+    // one with an 802.1Q tag in front of its type.
+    let ppp = cat(&[&[0xFF, 0x03, 0x00, 0x21], &ip4_seg()]);
+    let mut l2tp = vec![0x4B, 0x02];
+    l2tp.extend(((2 + 2 + 4 + 4 + 4 + ppp.len()) as u16).to_be_bytes());
+    l2tp.extend([0, 1, 0, 2, 0, 0, 0, 0, 0, 2, 0, 0]);
+    l2tp.extend(&ppp);
+    the_seg("l2tp", 1, &over4(17, &udp(1701, 1701, &l2tp)));
+    let mut v3 = l2tp.clone();
+    v3[1] = 0x03;
+    no_seg("l2tpv3", 1, &over4(17, &udp(1701, 1701, &v3)));
+    let inner = eth(0x0800, &ip4_seg());
+    let fp = cat(&[
+        &[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2],
+        &[0x89, 0x03, 0x04, 0x10],
+        &inner,
+        &[0; 4],
+    ]);
+    the_seg("fabricpath", 1, &fp);
+    let fp_q = cat(&[
+        &[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2],
+        &[0x81, 0x00, 0, 5, 0x89, 0x03, 0x04, 0x10],
+        &inner,
+        &[0; 4],
+    ]);
+    the_seg("fabricpath-q", 1, &fp_q);
+}
