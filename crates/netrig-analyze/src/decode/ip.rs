@@ -4,7 +4,7 @@
 //! packet-icmpv6.c, packet-gre.c, packet-udp.c, packet-vxlan.c, packet-geneve.c,
 //! packet-gtp.c, packet-l2tp.c, packet-ipsec.c).
 
-use super::names::tshark_udp_port;
+use super::names::udp_port_keeps;
 use super::{link, Addr, Ctx, TcpHeader, Tvb};
 
 /// The `ip` dissector: IPv4 or IPv6 by the version nibble.
@@ -307,7 +307,8 @@ pub(crate) fn gre_proto(proto: u16, t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) {
 }
 
 /// UDP: the payload, cut to the UDP length, goes to the lower port's protocol, else the
-/// higher's; a port tshark gives to another protocol takes it there (no TCP follows).
+/// higher's; a port tshark gives to another protocol keeps it there (no TCP follows)
+/// unless that protocol gives it back (`names::udp_port_keeps`).
 fn udp(t: Tvb, v6: bool, cx: Ctx, out: &mut Vec<TcpHeader>) {
     let (Some(sport), Some(dport), Some(ulen)) = (t.be16(0), t.be16(2), t.be16(4)) else {
         return;
@@ -357,7 +358,7 @@ fn udp(t: Tvb, v6: bool, cx: Ctx, out: &mut Vec<TcpHeader>) {
                 true
             }
             1701 => l2tp(payload, cx, out),
-            p => tshark_udp_port(p),
+            p => udp_port_keeps(p, high, p == sport && p != dport),
         };
         if taken {
             return;

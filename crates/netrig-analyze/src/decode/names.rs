@@ -2,6 +2,16 @@
 //! libpcap 1.10's pcap-common.c defines them), and the UDP ports tshark 4.0.17 hands to a
 //! protocol by default (`tshark -G decodes`, the udp.port table), which decide, as
 //! tshark's UDP dissector tries the lower port first, whether a tunnel port is reached.
+//!
+//! A registered port's dissector may give a datagram back (a "new-style" dissector that
+//! does not recognise it), and tshark then tries the other port. Which ones do was
+//! measured: every registered port below a tunnel port, as source and as destination,
+//! against each tunnel's own traffic (VXLAN, VXLAN-GPE, Geneve, GTP, GRE- and MPLS-in-UDP)
+//! in tshark 4.0.17, one datagram per file (a conversation one datagram sets up changes
+//! how the next is read). The ports that gave every tunnel back are `GIVES_BACK`; a few
+//! keep some tunnels and give others back (SNMP on 161/162 takes GTP's first byte 0x30
+//! for ASN.1 but gives VXLAN back), and two give them back only as the source port.
+//! Payloads unlike a tunnel's own traffic may be read otherwise.
 
 /// The LINKTYPE_ name of a pcap link type ("USB_LINUX" for 189), or "unknown".
 pub fn link_type_name(link_type: u32) -> &'static str {
@@ -16,6 +26,36 @@ pub fn link_type_name(link_type: u32) -> &'static str {
 pub(crate) fn tshark_udp_port(port: u16) -> bool {
     TSHARK_UDP_PORTS.binary_search(&port).is_ok()
 }
+
+/// Whether tshark's protocol on the lower `port` keeps a datagram meant for the tunnel on
+/// port `tunnel` (rather than giving it back for `tunnel` to be tried); `as_source`:
+/// `port` is the source port only.
+pub(crate) fn udp_port_keeps(port: u16, tunnel: u16, as_source: bool) -> bool {
+    tshark_udp_port(port) && !gives_back(port, tunnel, as_source)
+}
+
+/// The measurement (see the module doc): the protocols that give some tunnels back and
+/// keep others, then those that give every tunnel back.
+fn gives_back(port: u16, tunnel: u16, as_source: bool) -> bool {
+    const GTP: [u16; 2] = [2123, 2152];
+    match port {
+        161 | 162 => !GTP.contains(&tunnel), // SNMP reads GTP's 0x30 as ASN.1
+        177 | 646 | 2055 | 3386 | 3503 | 4739 | 5094 => tunnel != 6635, // MPLS-in-UDP kept
+        269 | 4341 => tunnel == 4790,
+        698 => GTP.contains(&tunnel) || matches!(tunnel, 4789 | 4790),
+        1113 => tunnel == 6081,
+        1985 | 2029 => as_source, // they check the destination port
+        _ => GIVES_BACK.binary_search(&port).is_ok(),
+    }
+}
+
+/// Registered ports whose protocol gave every tunnel's datagram back, either way.
+const GIVES_BACK: [u16; 66] = [
+    88, 473, 502, 539, 573, 623, 654, 699, 750, 1044, 1052, 1069, 1089, 1090, 1091, 1101, 1547, 1645, 1646,
+    1700, 1701, 1812, 1813, 2048, 2067, 2190, 2231, 2424, 2427, 2428, 2727, 2960, 3121, 3205, 3222, 3333,
+    3478, 3483, 3540, 3622, 3792, 3799, 3819, 3956, 4000, 4011, 4058, 4533, 4534, 4556, 4665, 4672, 4713,
+    5000, 5001, 5050, 5060, 5264, 5265, 5555, 5678, 6060, 6084, 6087, 6343, 6543,
+];
 
 /// tshark 4.0.17's registered UDP ports from 1 to 6634, sorted.
 const TSHARK_UDP_PORTS: [u16; 196] = [
@@ -250,6 +290,11 @@ mod tests {
     fn tables_are_sorted_and_named() {
         assert!(NAMES.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(TSHARK_UDP_PORTS.windows(2).all(|w| w[0] < w[1]));
+        assert!(GIVES_BACK.windows(2).all(|w| w[0] < w[1]));
+        assert!(GIVES_BACK.iter().all(|&p| tshark_udp_port(p)));
+        assert!(udp_port_keeps(53, 4789, true) && udp_port_keeps(161, 2152, false));
+        assert!(!udp_port_keeps(2048, 4789, false) && !udp_port_keeps(161, 4789, false));
+        assert!(!udp_port_keeps(1985, 4789, true) && udp_port_keeps(1985, 4789, false));
         assert_eq!(link_type_name(189), "USB_LINUX");
         assert_eq!(link_type_name(1), "ETHERNET");
         assert_eq!(link_type_name(65000), "unknown");

@@ -67,7 +67,9 @@ fn udp_tunnels_on_tsharks_ports() {
     // tshark: tcp.len 10 in VXLAN on 4789 (from an ephemeral port), VXLAN-GPE (4790,
     // next protocol IPv4), Geneve (6081) with 4 bytes of options, GRE-in-UDP (4754) and
     // MPLS-in-UDP (6635); nothing on Linux's old VXLAN port 8472 (tshark shows plain UDP),
-    // and nothing when the lower port is DNS's 53 (tshark's DNS takes the datagram).
+    // and nothing when the lower port is DNS's 53 (tshark's DNS keeps the datagram); from
+    // 2048 or SIP's 5060 tshark's protocol there gives it back: tcp.len 10. From SNMP's
+    // 161 a VXLAN datagram is given back (tcp.len 10), a GTP one kept (nothing).
     let vx = |sport, dport| {
         over4(
             17,
@@ -82,6 +84,13 @@ fn udp_tunnels_on_tsharks_ports() {
     no_seg("vxlan-8472", 1, &vx(49152, 8472));
     no_seg("vxlan-from-53", 1, &vx(53, 4789));
     the_seg("vxlan-from-8472", 1, &vx(8472, 4789));
+    the_seg("vxlan-from-2048", 1, &vx(2048, 4789));
+    let geneve = cat(&[&[0, 0, 0x65, 0x58, 0, 0, 42, 0], &eth(0x0800, &ip4_seg())]);
+    the_seg("geneve-from-5060", 1, &over4(17, &udp(5060, 6081, &geneve)));
+    the_seg("geneve-to-5060", 1, &over4(17, &udp(6081, 5060, &geneve)));
+    the_seg("vxlan-from-161", 1, &vx(161, 4789));
+    let gtp = cat(&[&[0x30, 255, 0, 50, 0, 0, 0, 1], &ip4_seg()]);
+    no_seg("gtp-from-161", 1, &over4(17, &udp(161, 2152, &gtp)));
     the_seg(
         "vxlan-gpe",
         1,

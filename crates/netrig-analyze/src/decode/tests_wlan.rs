@@ -34,7 +34,10 @@ pub(super) fn data_frame(fc0: u8, flags: u8, body: &[u8]) -> Vec<u8> {
 fn data_frames_with_llc_snap() {
     // tshark: tcp.len 10 in a data frame to the AP (ToDS), from it (FromDS), a QoS data
     // frame, a four-address QoS frame, and a QoS frame with the Order bit (4 bytes of HT
-    // control); nothing in a protected frame, a QoS null frame or a first fragment.
+    // control); nothing in a protected frame, a QoS null frame, a first fragment (more
+    // to come: held for reassembly) or a frame of protocol version 3; tcp.len 10 in a
+    // frame with fragment number 3 and no more fragments, none before it (tshark's
+    // reassembly takes it as whole).
     the_seg("wlan-tods", 105, &data_frame(0x08, 0x01, &snap_ip()));
     the_seg("wlan-fromds", 105, &data_frame(0x08, 0x02, &snap_ip()));
     the_seg(
@@ -63,6 +66,12 @@ fn data_frames_with_llc_snap() {
         &data_frame(0xC8, 0x01, &cat(&[&[0, 0], &snap_ip()])),
     );
     no_seg("wlan-fragment", 105, &data_frame(0x08, 0x05, &snap_ip()));
+    let mut pv3 = data_frame(0x08, 0x01, &snap_ip());
+    pv3[0] |= 3;
+    no_seg("wlan-pv3", 105, &pv3);
+    let mut frag3 = data_frame(0x08, 0x01, &snap_ip());
+    frag3[22] = 0x13;
+    the_seg("wlan-frag3-last", 105, &frag3);
 }
 
 #[test]
@@ -163,6 +172,12 @@ fn radiotap_length_data_pad_and_fcs() {
     let mut v1 = cat(&[&radiotap(2, &[0x30]), &odd_pad]);
     v1[0] = 1;
     no_seg("radiotap-v1", 127, &v1);
+    // Nor when the presence word names both the radiotap and a vendor namespace.
+    no_seg(
+        "radiotap-both-ns",
+        127,
+        &cat(&[&radiotap(0x6000_0002, &[0x30]), &odd_pad]),
+    );
 }
 
 fn ppi(fields: &[u8], dlt: u32) -> Vec<u8> {

@@ -1,9 +1,10 @@
 //! IEEE 802.11 data frames and the radio headers in front of them (radiotap, PPI, AVS,
 //! Prism), as tshark 4.0 reads them (packet-ieee80211.c `dissect_ieee80211_common`,
 //! packet-ieee80211-radiotap.c, packet-ppi.c, packet-ieee80211-wlancap.c,
-//! packet-ieee80211-prism.c). Only unprotected, unfragmented data frames carry anything
-//! further; tshark without keys shows a protected frame's body as data, and reassembles
-//! fragments (not modelled here).
+//! packet-ieee80211-prism.c). Only unprotected data frames carry anything further;
+//! tshark without keys shows a protected frame's body as data, and reassembles fragments
+//! (not modelled here). An A-MSDU's subframes are all read here, where tshark stops at the
+//! first that throws (a TCP header cut short, a malformed IP header): not modelled.
 
 use super::{link, Ctx, TcpHeader, Tvb};
 
@@ -21,8 +22,8 @@ pub(crate) struct Phdr {
 pub(crate) fn ieee80211(t: Tvb, ph: Phdr, cx: Ctx, out: &mut Vec<TcpHeader>) {
     let Some(cx) = cx.deeper() else { return };
     let Some(fcf) = t.le16(0) else { return };
-    if (fcf >> 2) & 3 != 2 {
-        return; // management, control and extension frames carry no IP
+    if fcf & 3 != 0 || (fcf >> 2) & 3 != 2 {
+        return; // protocol version 1 (802.11ah) or unknown; management, control, extension
     }
     let subtype = (fcf >> 4) & 0xF;
     let flags = (fcf >> 8) as u8;
@@ -57,8 +58,12 @@ pub(crate) fn ieee80211(t: Tvb, ph: Phdr, cx: Ctx, out: &mut Vec<TcpHeader>) {
     if subtype & 0x4 != 0 {
         return; // null-function frames have no body
     }
-    if flags & 0x40 != 0 || flags & 0x04 != 0 || sc & 0xF != 0 {
-        return; // protected, or a fragment tshark would reassemble
+    if flags & 0x40 != 0 || flags & 0x04 != 0 {
+        // Protected; or a fragment with more to come, which tshark holds for reassembly.
+        // The last fragment tshark reassembles with those before it (not modelled: its
+        // payload is read alone here), and one with a fragment number but none before it
+        // is dissected whole (reassemble.c's 802.11 hack), as here.
+        return;
     }
     // The addresses tshark takes as the frame's source and destination.
     let (da, sa) = match ds {
@@ -121,21 +126,20 @@ pub(crate) fn ieee80211(t: Tvb, ph: Phdr, cx: Ctx, out: &mut Vec<TcpHeader>) {
 }
 
 /// An A-MSDU: subframes of destination, source, a big-endian length and an LLC payload,
-/// each padded to 4 bytes; tshark stops at the first that overruns the frame.
+/// each padded to 4 bytes, while more than 14 bytes remain. As tshark's
+/// `tvb_new_subset_length`, a subframe's length is believed even past the frame's end.
 fn amsdu_subframes(body: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) {
     let mut off = 0;
     loop {
         let Some(len) = body.be16(off + 12) else { return };
-        let start = off + 14;
-        let end = start + len as usize;
-        if end > body.rep {
+        let (start, len) = (off + 14, len as usize);
+        if start > body.b.len() {
             return;
         }
-        if let Some(sub) = body.at(start) {
-            link::llc(sub.limit(len as usize), cx, out);
-        }
-        off = end.div_ceil(4) * 4;
-        if body.rep <= off + 14 {
+        let b = &body.b[start..];
+        link::llc(Tvb::new(&b[..b.len().min(len)], len), cx, out);
+        off = (start + len).div_ceil(4) * 4;
+        if off >= body.rep || body.rep - off <= 14 {
             return;
         }
     }
@@ -164,12 +168,20 @@ pub(crate) fn radiotap(t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) {
 }
 
 /// The radiotap flags byte: bit 1 of the first presence word, after the TSFT (bit 0,
-/// 8 bytes aligned to 8) when present; the fields follow every presence word.
+/// 8 bytes aligned to 8) when present; the fields follow every presence word. None when
+/// tshark reads no field: a presence word naming both the radiotap and a vendor
+/// namespace (bits 29 and 30) is "malformed".
 fn radiotap_flags(h: &[u8]) -> Option<u8> {
     let word0 = u32::from_le_bytes(h.get(4..8)?.try_into().ok()?);
     let mut off = 8;
     let mut w = word0;
-    while w & 0x8000_0000 != 0 {
+    loop {
+        if w & 0x6000_0000 == 0x6000_0000 {
+            return None;
+        }
+        if w & 0x8000_0000 == 0 {
+            break;
+        }
         w = u32::from_le_bytes(h.get(off..off + 4)?.try_into().ok()?);
         off += 4;
     }
