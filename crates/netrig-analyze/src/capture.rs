@@ -412,12 +412,15 @@ impl<R: Read> Reader<R> {
                 ),
             ));
         }
-        let mult = if matches!(self.format, Format::Pcap { nanos: true }) {
-            1
+        // As wiretap: a microsecond field becomes nanoseconds in 32 bits, so a bogus one
+        // of 1 s or more wraps (tcpflow's bug8.pcap holds 8915240 µs: tshark reads
+        // 0.325305408 s, and its ack_rtt follows).
+        let nsecs = if matches!(self.format, Format::Pcap { nanos: true }) {
+            frac
         } else {
-            1000
+            frac.wrapping_mul(1000)
         };
-        let ts_ns = sec as i64 * 1_000_000_000 + frac as i64 * mult;
+        let ts_ns = sec as i64 * 1_000_000_000 + nsecs as i64;
         self.frame += 1;
         let s = self.start + 16;
         self.consume(16 + caplen as usize);
@@ -657,6 +660,13 @@ mod tests {
                 assert_eq!(got[1].0, 2);
             }
         }
+    }
+
+    #[test]
+    fn a_microsecond_field_past_one_second_wraps_as_wiretap_reads_it() {
+        let mut v = pcap_header(0xA1B2C3D4, false, 101);
+        record(&mut v, false, 1_147_551_795, 8_915_240, b"x");
+        assert_eq!(all(v).unwrap()[0].1, 1_147_551_795_325_305_408);
     }
 
     #[test]
