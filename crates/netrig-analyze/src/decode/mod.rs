@@ -48,8 +48,16 @@
 //! A-MPDU aggregates (reassembled across frames), MPLS payloads whose first nibble is 0
 //! (tshark's Ethernet-pseudowire guess depends on its manufacturer database), ERSPAN,
 //! ESP and WireGuard (tshark decrypts them only with keys), L2TPv3 sessions, 802.1ah,
-//! Cisco ISL, VJ-compressed PPP, ICMPv6 redirects, and any protocol tshark reaches only
-//! by a heuristic or a conversation set up by another protocol.
+//! Cisco ISL, VJ-compressed PPP, ICMPv6 redirects, link types such as Juniper's and IP
+//! over InfiniBand (counted as undecoded), and any protocol tshark reaches only by a
+//! heuristic or a conversation set up by another protocol. Where tshark stops at an
+//! exception, so does this, except in an A-MSDU: tshark drops the subframes after one
+//! that throws, every subframe is read here.
+//!
+//! How this was checked: each unit test's frame, and 150 random mutations of each, and
+//! every frame of 1,065 real-world captures (tcpdump's, Wireshark's, nDPI's, dpkt's,
+//! libpcap's and tcpflow's test files) decoded beside tshark 4.0.17 (a TCP stream or not,
+//! and tcp.len, per frame): they agree but for the cases above.
 //! Protected (encrypted) 802.11 frames are not decoded, as tshark without keys does not.
 
 mod ip;
