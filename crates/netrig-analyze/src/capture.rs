@@ -639,7 +639,10 @@ mod tests {
         v.extend(data);
     }
 
-    fn all(bytes: Vec<u8>) -> Result<Vec<(u64, i64, usize, Vec<u8>)>, CaptureError> {
+    /// Each packet's frame number, time (ns), interface and bytes.
+    type Frames = Vec<(u64, i64, usize, Vec<u8>)>;
+
+    fn all(bytes: Vec<u8>) -> Result<Frames, CaptureError> {
         let mut r = Reader::new("x.pcap", &bytes[..])?;
         let mut out = Vec::new();
         while let Some(p) = r.next_packet()? {
