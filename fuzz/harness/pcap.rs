@@ -16,7 +16,7 @@ pub fn run(data: &[u8]) {
     if let Ok(doc) = analyze_bytes("fuzz.pcap", data, &opts) {
         serde_json::to_writer(std::io::sink(), &doc).expect("a report serializes");
     }
-    for link in [0, 1, 101, 113, 228, 229, 276] {
+    for link in netrig_analyze::decode::LINK_TYPES {
         if let Ok(Some(h)) = decode(link, data, data.len() as u32) {
             let _ = h.seglen();
         }

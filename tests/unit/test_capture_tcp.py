@@ -42,7 +42,8 @@ T_EXPECTED = {
 }
 T_RTT_FRAMES = {2, 3, 7, 11, 12, 18, 24, 25, 30, 31}
 T_VARIANTS = ("t.pcap", "t-us-be.pcap", "t-raw.pcap", "t-sll.pcap", "t-sll2.pcap", "t-vlan.pcap",
-              "t-ipv6.pcap", "t-ng.pcapng")
+              "t-ipv6.pcap", "t-ng.pcapng", "t-6in4.pcap", "t.pcap.gz", "t-ng.pcapng.gz",
+              *(f"t-{name}.pcap" for name in _builder().LINKS))
 
 
 @pytest.mark.parametrize("name", T_VARIANTS)
@@ -119,17 +120,49 @@ def test_a_truncated_file_names_the_file_and_offset(fixtures, tmp_path):
     assert str(e.value).startswith(f"{cut}: byte offset {last}: packet 40 cut short (144 of 154 bytes)")
 
 
-def test_a_wrong_magic_and_an_unknown_link_type_are_refused(tmp_path):
+def test_a_wrong_magic_is_refused_and_an_unknown_link_type_counted(fixtures, tmp_path):
     bad = tmp_path / "notes.txt"
     bad.write_bytes(b"hello, this is not a capture")
     with pytest.raises(CaptureFileError, match=r"notes\.txt: byte offset 0: not a pcap or pcapng file"):
         analyze(bad)
     usb = tmp_path / "usb.pcap"
-    usb.write_bytes(_pcap(189, [b"\0" * 30]))
-    with pytest.raises(CaptureFileError, match=r"usb\.pcap: byte offset 24: frame 1 .* link type 189"):
-        analyze(usb)
+    usb.write_bytes(_pcap(189, [b"\0" * 30, b"\0" * 30]))
+    doc = analyze(usb)
+    assert doc["file"]["undecoded_link_types"] == [{"link_type": 189, "name": "USB_LINUX", "frames": 2}]
+    assert (doc["file"]["undecoded_frames"], doc["file"]["tcp_packets"], doc["streams"]) == (2, 0, [])
+    # Beside an Ethernet interface: its frames are analysed, the USB ones counted.
+    doc = analyze(fixtures["mixed.pcapng"], frames=True)
+    assert doc["file"]["undecoded_link_types"] == [{"link_type": 189, "name": "USB_LINUX", "frames": 4}]
+    assert (doc["file"]["packets"], doc["file"]["tcp_packets"], doc["file"]["link_types"]) == (44, 40, [1, 189])
+    # A decodable link type's frames without TCP are not "undecoded".
+    assert analyze(fixtures["t5.pcap"])["file"]["undecoded_frames"] == 0
     with pytest.raises(CaptureFileError, match="no such capture file"):
         analyze(tmp_path / "absent.pcap")
+
+
+def test_gzip_captures_are_read_by_their_magic(fixtures, tmp_path):
+    doc = analyze(fixtures["t.pcap.gz"])
+    plain = fixtures["t.pcap"].stat().st_size
+    assert (doc["file"]["compression"], doc["file"]["capture_bytes"]) == ("gzip", plain)
+    assert doc["file"]["file_bytes"] == fixtures["t.pcap.gz"].stat().st_size
+    assert analyze(fixtures["t.pcap"])["file"]["compression"] is None
+    cut = tmp_path / "cut.pcap.gz"
+    cut.write_bytes(fixtures["t.pcap.gz"].read_bytes()[:-20])
+    with pytest.raises(CaptureFileError, match=r"cut\.pcap\.gz: byte offset \d+: the gzip-compressed data is damaged"):
+        analyze(cut)
+
+
+def test_a_tcp_header_quoted_in_an_icmp_error_is_found_but_not_analysed(fixtures):
+    # tshark 4.0.17 on t5.pcap: frame 5 quotes frame 4's segment (stream 0, no tcp.len,
+    # no flag: 6 is still the retransmission of 4); frame 8 quotes a SYN with a new ISN:
+    # a new stream (1) that frames 9-10 then join, and tcp.analysis.reused_ports on 8;
+    # frame 11 quotes 8 bytes of TCP: no stream.
+    doc = analyze(fixtures["t5.pcap"], frames=True)
+    sets, rtt = netrig_view(doc)
+    assert (sets["retransmission"], sets["reused_ports"], sets["flags"]) == ({6}, {8}, {6, 8})
+    assert set(rtt) == {2, 3, 7, 10}
+    assert [s["first_frame"] for s in doc["streams"]] == [1, 8]
+    assert doc["file"]["tcp_packets"] == 10
 
 
 def test_series_and_the_stevens_figure(fixtures, tmp_path):

@@ -1,7 +1,9 @@
 //! netrig-analyze: what a capture file says about its TCP flows.
 //!
-//! Owns reading capture files (`capture`: pcap and pcapng), decoding frames down to the
-//! TCP header (`decode`), Wireshark 4.0's TCP sequence analysis reproduced flag for flag
+//! Owns reading capture files (`capture`: pcap and pcapng, gzip-compressed or not),
+//! decoding frames of every common link type and tunnel down to the TCP header
+//! (`decode`; frames of a link type it cannot decode are counted, not refused),
+//! Wireshark 4.0's TCP sequence analysis reproduced flag for flag
 //! (`tcp`), and the report built from it (`report`: counts, ack_rtt, time series).
 //! It does not capture packets, run tshark, or draw anything: the Python side
 //! (`netrig.capture.tcp`, `netrig.capture.stevens`) runs the binary and plots its JSON.
@@ -68,6 +70,9 @@ pub fn analyze_reader<R: std::io::Read>(
     let (mut first, mut last) = (None::<i64>, None::<i64>);
     let mut links: Vec<u32> = Vec::new();
     let mut checked: Vec<bool> = Vec::new();
+    // Frames of a link type netrig-analyze cannot decode: (link type, frames).
+    let mut undecoded: Vec<(u32, u64)> = Vec::new();
+    let mut found: Vec<decode::TcpHeader> = Vec::new();
     while let Some(p) = rd.next_packet()? {
         packets += 1;
         wire_bytes += p.orig_len as u64;
@@ -77,23 +82,10 @@ pub fn analyze_reader<R: std::io::Read>(
         if opts.interface.is_some_and(|i| i != p.iface) {
             continue;
         }
-        let (frame, ts, iface, offset) = (p.frame, p.ts_ns, p.iface, p.offset);
+        let (frame, ts, iface) = (p.frame, p.ts_ns, p.iface);
         let link = p.link_type;
-        let decoded = match decode::decode(link, p.data, p.orig_len) {
-            Ok(d) => d,
-            Err(decode::UnsupportedLink(lt)) => {
-                let declared = rd.interfaces()[iface].declared_at;
-                return Err(CaptureError::Format {
-                    path: path.into(),
-                    offset,
-                    what: format!(
-                        "frame {frame} is on interface {iface} of link type {lt} (declared at byte offset \
-                         {declared}), which netrig-analyze cannot decode (it reads Ethernet 1, BSD loopback 0, \
-                         raw IP 101/228/229, Linux cooked 113 and 276); pick another with --interface"
-                    ),
-                });
-            }
-        };
+        found.clear();
+        let decodable = decode::decode_all(link, p.data, p.orig_len, &mut found).is_ok();
         if checked.len() <= iface {
             checked.resize(iface + 1, false);
         }
@@ -103,10 +95,20 @@ pub fn analyze_reader<R: std::io::Read>(
                 links.push(link);
             }
         }
-        if let Some(h) = decoded {
+        if !decodable {
+            // Counted and named in the report; the rest of the file is still analysed.
+            match undecoded.iter_mut().find(|(lt, _)| *lt == link) {
+                Some((_, n)) => *n += 1,
+                None => undecoded.push((link, 1)),
+            }
+            continue;
+        }
+        if !found.is_empty() {
             tcp_packets += 1;
-            let r = an.packet(frame, ts, &h);
-            col.add(frame, ts, &h, &r, &an.streams[r.stream as usize])
+        }
+        for h in &found {
+            let r = an.packet(frame, ts, h);
+            col.add(frame, ts, h, &r, &an.streams[r.stream as usize])
                 .map_err(|e| CaptureError::Request {
                     path: path.into(),
                     what: e.to_string(),
@@ -143,11 +145,18 @@ pub fn analyze_reader<R: std::io::Read>(
         "file": {
             "path": path,
             "format": format,
-            "file_bytes": rd.bytes_read,
+            "file_bytes": rd.file_bytes(),
+            "compression": rd.gzip().then_some("gzip"),
+            "capture_bytes": rd.bytes_read,
             "packets": packets,
             "wire_bytes": wire_bytes,
             "tcp_packets": tcp_packets,
             "link_types": links,
+            "undecoded_frames": undecoded.iter().map(|(_, n)| n).sum::<u64>(),
+            "undecoded_link_types": undecoded
+                .iter()
+                .map(|&(lt, n)| json!({"link_type": lt, "name": decode::link_type_name(lt), "frames": n}))
+                .collect::<Vec<_>>(),
             "interfaces": interfaces,
             "first_epoch_s": secs(first),
             "last_epoch_s": secs(last),

@@ -76,6 +76,7 @@ impl Sim {
             reported_len: 20 + len,
             wscale,
             shown: true,
+            have_seglen: true,
         };
         self.an.packet(self.frame, (t_ms * MS as f64).round() as i64, &h)
     }
@@ -416,6 +417,7 @@ fn header(seq: u32, ack: u32, flags: u16, hlen: u32, len: u32, shown: bool) -> T
         hlen,
         reported_len: hlen + len,
         wscale: None,
+        have_seglen: true,
         shown,
     }
 }

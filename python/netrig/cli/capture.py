@@ -131,8 +131,9 @@ def register(cmd: Adder) -> None:
             "Counts agree with tshark -Y tcp.analysis.* (Wireshark 4.0) frame for frame; "
             "netrig-analyze does it some 50 times faster. One line per stream, in 80 columns "
             "(the 40 busiest when there are more); --json has every stream and direction. "
-            "Several files are one capture (a ring's files, oldest first). pcap or pcapng; "
-            "Ethernet, raw IP, Linux cooked.")
+            "Several files are one capture (a ring's files, oldest first). pcap or pcapng, "
+            "gzip-compressed or not; every common link type and tunnel (Ethernet, VLAN, MPLS, "
+            "PPP, 802.11, GRE, VXLAN...).")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="a pcap or pcapng file, or a ring's files in order (e.g. cap.pcapng)")
     p.add_argument("--json", action="store_true",

@@ -61,6 +61,7 @@ impl Sim {
             hlen: 20,
             reported_len: 20 + len,
             wscale: None,
+            have_seglen: true,
             shown: true,
         };
         let now = t_ms * MS;

@@ -1,8 +1,9 @@
 //! netrig-analyze: the command line of the `netrig-analyze` crate.
 //!
 //! `netrig-analyze tcp FILE [--frames] [--series INTERVAL] [--interface N]` prints one
-//! JSON document (schema `netrig.analyze.tcp/1`). A file that cannot be read or decoded
-//! exits 2 with a message naming the file and the byte offset.
+//! JSON document (schema `netrig.analyze.tcp/1`). A file that cannot be read exits 2 with
+//! a message naming the file and the byte offset; frames of a link type it cannot decode
+//! are counted in the document (`file.undecoded_link_types`), not refused.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,7 +27,7 @@ struct Cli {
 enum Cmd {
     /// TCP analysis of a pcap/pcapng file: per-stream counts, ack_rtt, flags, series.
     Tcp {
-        /// The capture file (pcap or pcapng).
+        /// The capture file (pcap or pcapng, gzip-compressed or not).
         file: String,
         /// List each flagged frame (and each frame with an ack_rtt) per stream.
         #[arg(long)]
