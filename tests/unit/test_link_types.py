@@ -117,6 +117,7 @@ WRAPS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "raw-101": (101, lambda ip: ip),
     "raw-228": (228, lambda ip: ip),
     "sll-113": (113, lambda ip: struct.pack("!HHH", 0, 1, 6) + MAC_A + b"\0\0" + struct.pack("!H", _et(ip)) + ip),
+    "ipoib-242": (242, lambda ip: bytes(20) + bytes(range(20)) + struct.pack("!H", _et(ip)) + b"\0\0" + ip),
     "sll2-276": (276, lambda ip: struct.pack("!HHIHBB", _et(ip), 0, 3, 1, 0, 6) + MAC_A + b"\0\0" + ip),
     "null-0-le": (0, lambda ip: struct.pack("<I", 30 if ip[0] >> 4 == 6 else 2) + ip),
     "null-0-be": (0, lambda ip: struct.pack(">I", 28 if ip[0] >> 4 == 6 else 2) + ip),

@@ -33,6 +33,13 @@ pub(crate) fn link(lt: u32, t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) -> Result
         192 => wlan::ppi(t, cx, out),
         163 => wlan::avs(t, cx, out),
         119 => wlan::prism(t, cx, out),
+        242 => {
+            // IP over InfiniBand (libpcap's pseudo-header): 20-byte source and destination
+            // hardware addresses, then an ethertype and 2 reserved bytes (packet-ipoib.c).
+            if let (Some(et), Some(rest)) = (t.be16(40), t.at(44)) {
+                ethertype(et, rest, cx, out);
+            }
+        }
         other => return Err(UnsupportedLink(other)),
     }
     Ok(())
