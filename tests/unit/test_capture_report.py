@@ -131,6 +131,15 @@ def test_a_capture_without_tcp_data():
     ]
 
 
+def test_frames_of_a_link_type_not_decoded_are_named():
+    d = doc([stream(0, "10.0.0.1:1", "10.0.0.2:2", direction())])
+    d["file"]["undecoded_link_types"] = [{"link_type": 178, "name": "JUNIPER_ETHERNET", "frames": 3},
+                                         {"link_type": 4242, "name": None, "frames": 1}]
+    assert lines(d)[2] == ("frames not decoded (not analysed): 3 of link type 178 (JUNIPER_ETHERNET), 1 of "
+                           "link type 4242")[:len(lines(d)[2])]
+    assert "link type 4242" in " ".join(lines(d)) and all(len(x) <= 80 for x in lines(d))
+
+
 @pytest.mark.parametrize("bps, text", [
     (None, "-"), (0, "0 bit/s"), (0.4, "0.40 bit/s"), (999.4, "999 bit/s"), (999.6, "1.00 kbit/s"),
     (12345, "12.3 kbit/s"), (9.996e6, "10.0 Mbit/s"), (9.41e6, "9.41 Mbit/s"), (2e15, ">999 Tbit/s"),

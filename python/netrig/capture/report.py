@@ -208,6 +208,10 @@ def lines(analysis: Mapping[str, Any], files: Sequence[str] = ()) -> list[str]:
     n = len(streams)
     out = textwrap.wrap(f"TCP analysis (as Wireshark's tcp.analysis counts it): {f.get('packets', 0)} frames, "
                         f"{n} TCP stream{'s' if n != 1 else ''}, {len(with_data)} with data", WIDTH)
+    undecoded = [f"{u['frames']} of link type {u['link_type']} ({u['name']})" if u.get("name")
+                 else f"{u['frames']} of link type {u['link_type']}" for u in f.get("undecoded_link_types") or []]
+    if undecoded:
+        out += textwrap.wrap(f"frames not decoded (not analysed): {', '.join(undecoded)}", WIDTH)
     if not with_data:
         return [*out, "  (no TCP data in the capture)", *textwrap.wrap(LEGEND, WIDTH)]
     rows = [cells(s) for s in shown]
