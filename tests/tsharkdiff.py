@@ -8,11 +8,22 @@ tshark's own view of them (seq, ack, length, Info) so a failure can be read dire
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 TSHARK = shutil.which("tshark")
+BUILD = Path(__file__).resolve().parent / "fixtures" / "pcap" / "build.py"
+
+
+def builder() -> ModuleType:
+    """tests/fixtures/pcap/build.py, the hand-built captures (and their frame builders)."""
+    spec = importlib.util.spec_from_file_location("pcap_build", BUILD)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 # The tcp.analysis fields netrig-analyze reports (its FIELDS table, same order).
 FIELDS = (

@@ -19,7 +19,7 @@ from tsharkdiff import TSHARK, _run
 COLUMNS = ("frame.time_relative", "tcp.stream", "ip.src", "ipv6.src", "tcp.srcport", "tcp.seq_raw", "tcp.len",
            "tcp.window_size_value", "tcp.flags.fin", "tcp.flags.reset", "tcp.analysis.zero_window",
            "tcp.analysis.retransmission", "tcp.analysis.ack_rtt", "icmp.type", "icmpv6.type", "tcp.seq",
-           "ip.dst", "ipv6.dst", "tcp.dstport")
+           "ip.dst", "ipv6.dst", "tcp.dstport", "frame.protocols")
 DIRS = ("a_to_b", "b_to_a")
 
 
@@ -72,7 +72,8 @@ def tshark_numbers(pcap: Path) -> dict[tuple[tuple[str, str], int], list[_Dir]]:
     sender), by its endpoints and its place among the conversations between them:
     tshark also numbers a TCP header an ICMP error quotes as a tcp.stream, and
     netrig-analyze does not, so their tcp.stream numbers part there."""
-    args = [TSHARK or "tshark", "-n", "-r", str(pcap), "-T", "fields", "-E", "occurrence=f"]
+    # Every occurrence, the last kept: a tunnel's inner IP header is the conversation's.
+    args = [TSHARK or "tshark", "-n", "-r", str(pcap), "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
     for c in COLUMNS:
         args += ["-e", c]
     streams: dict[int, list[_Dir]] = {}
@@ -81,9 +82,12 @@ def tshark_numbers(pcap: Path) -> dict[tuple[tuple[str, str], int], list[_Dir]]:
     closed: dict[int, list[bool]] = {}  # FIN from a, FIN from b, RST
     end = 0
     for line in _run(args).splitlines():
-        p = line.split("\t")
+        p = [v.rsplit(",", 1)[-1] for v in line.split("\t")]
         if len(p) != len(COLUMNS):
             continue
+        stack = p[19].split(":tcp")[0].split(":")
+        if "ipv6" in stack and (stack[::-1].index("ipv6") < stack[::-1].index("ip") if "ip" in stack else True):
+            p[2], p[16] = "", ""  # the innermost IP header is IPv6
         t = _ns(p[0])
         end = max(end, t)
         if not p[1] or p[13] or p[14]:  # not TCP, or a TCP header quoted by an ICMP error

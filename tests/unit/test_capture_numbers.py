@@ -5,31 +5,22 @@ fields (tests/tsharknumbers.py), on the hand-built captures of tests/fixtures/pc
 from __future__ import annotations
 
 import copy
-import importlib.util
 from pathlib import Path
 
 import pytest
 from netrig.capture.tcp import analyze
-from tsharkdiff import TSHARK
+from tsharkdiff import TSHARK, builder
 from tsharknumbers import number_differences
 
-BUILD = Path(__file__).resolve().parents[1] / "fixtures" / "pcap" / "build.py"
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
-
-
-def _builder():
-    spec = importlib.util.spec_from_file_location("pcap_build", BUILD)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory) -> dict[str, Path]:
-    return _builder().build_all(tmp_path_factory.mktemp("pcap"))
+    return builder().build_all(tmp_path_factory.mktemp("pcap"))
 
 
-@pytest.mark.parametrize("name", sorted(_builder().files()))
+@pytest.mark.parametrize("name", sorted(builder().files()))
 def test_each_fixtures_numbers_equal_those_from_tsharks_fields(fixtures, name):
     problems = number_differences(fixtures[name], analyze(fixtures[name]))
     assert not problems, "\n".join(problems)

@@ -6,28 +6,18 @@ with it directly, field by field, through `-Y tcp.analysis.FIELD` itself."""
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 from pathlib import Path
 
 import pytest
 from netrig.capture.stevens import FigureError, stevens_figure
 from netrig.capture.tcp import CaptureFileError, analyze
-from tsharkdiff import FIELDS, TSHARK, differences, netrig_view, tshark_filter
-
-BUILD = Path(__file__).resolve().parents[1] / "fixtures" / "pcap" / "build.py"
-
-
-def _builder():
-    spec = importlib.util.spec_from_file_location("pcap_build", BUILD)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tsharkdiff import FIELDS, TSHARK, builder, differences, netrig_view, tshark_filter
 
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory) -> dict[str, Path]:
-    return _builder().build_all(tmp_path_factory.mktemp("pcap"))
+    return builder().build_all(tmp_path_factory.mktemp("pcap"))
 
 
 # tshark 4.0.17 on t.pcap (and the same packets in every other container and link type).
@@ -43,7 +33,7 @@ T_EXPECTED = {
 T_RTT_FRAMES = {2, 3, 7, 11, 12, 18, 24, 25, 30, 31}
 T_VARIANTS = ("t.pcap", "t-us-be.pcap", "t-raw.pcap", "t-sll.pcap", "t-sll2.pcap", "t-vlan.pcap",
               "t-ipv6.pcap", "t-ng.pcapng", "t-6in4.pcap", "t.pcap.gz", "t-ng.pcapng.gz",
-              *(f"t-{name}.pcap" for name in _builder().LINKS))
+              *(f"t-{name}.pcap" for name in builder().LINKS))
 
 
 @pytest.mark.parametrize("name", T_VARIANTS)
@@ -76,7 +66,7 @@ def test_rules_of_the_second_and_third_files(fixtures):
 
 
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
-@pytest.mark.parametrize("name", sorted(_builder().files()))
+@pytest.mark.parametrize("name", sorted(builder().files()))
 def test_each_fixture_equals_tshark(fixtures, name):
     doc = analyze(fixtures[name], frames=True)
     problems = differences(fixtures[name], doc)

@@ -23,19 +23,11 @@ from pathlib import Path
 import pytest
 from netrig import binary
 from test_corpus import CAPTURES, DIR, corpus
-from tsharkdiff import TSHARK, differences
+from tsharkdiff import TSHARK, builder, differences
 
 SOURCE = "ndpi-capture.pcap"
+_csum = builder()._csum
 MAC_A, MAC_B = b"\x02\x00\x00\x00\x00\x01", b"\x02\x00\x00\x00\x00\x02"
-
-
-def _csum(b: bytes) -> int:
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    s = (s >> 16) + (s & 0xFFFF)
-    s += s >> 16
-    return ~s & 0xFFFF
 
 
 def _ipv4(proto: int, payload: bytes) -> bytes:
