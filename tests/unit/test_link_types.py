@@ -188,3 +188,34 @@ def test_a_real_capture_in_every_wrapping_agrees_with_tshark(name: str, tmp_path
     doc = json.loads(r.stdout)
     assert doc["file"]["tcp_packets"] == c["tcp_frames"], f"{name}: netrig-analyze missed segments"
     assert differences(p, doc) == []
+
+
+def _truncate(src: Path, dst: Path, snaplen: int) -> None:
+    """`src` as if captured with `-s snaplen` (each frame cut, its length on the wire kept)."""
+    data = src.read_bytes()
+    endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    out = [data[:16] + struct.pack(endian + "I", snaplen) + data[20:24]]
+    for sec, frac, frame, orig in _packets(src):
+        cut = frame[:snaplen]
+        out.append(struct.pack(endian + "IIII", sec, frac, len(cut), orig) + cut)
+    dst.write_bytes(b"".join(out))
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
+@pytest.mark.parametrize("snaplen", [48, 54, 58, 66, 74])
+def test_a_real_capture_cut_by_a_snap_length_agrees_with_tshark(snaplen: int, tmp_path: Path) -> None:
+    """Cut inside the TCP header (48), after its fixed part (54) and inside its options
+    (58-74): tshark analyses every segment but shows nothing of one whose captured
+    header it cannot finish reading."""
+    c = next(c for c in CAPTURES if c["name"] == SOURCE)
+    if corpus.state(DIR, c) != "ok":
+        msg = f"corpus capture {SOURCE} is missing in {DIR}: run `python3 scripts/corpus fetch`"
+        if os.environ.get("NETRIG_CORPUS_REQUIRED"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    p = tmp_path / f"s{snaplen}.pcap"
+    _truncate(DIR / SOURCE, p, snaplen)
+    r = subprocess.run([str(binary("netrig-analyze")), "tcp", str(p), "--frames"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert differences(p, json.loads(r.stdout)) == []
