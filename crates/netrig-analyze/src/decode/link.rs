@@ -33,6 +33,7 @@ pub(crate) fn link(lt: u32, t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) -> Result
         192 => wlan::ppi(t, cx, out),
         163 => wlan::avs(t, cx, out),
         119 => wlan::prism(t, cx, out),
+        178 => juniper_ether(t, cx, out),
         242 => {
             // IP over InfiniBand (libpcap's pseudo-header): 20-byte source and destination
             // hardware addresses, then an ethertype and 2 reserved bytes (packet-ipoib.c).
@@ -350,5 +351,47 @@ fn sll(t: Tvb, hlen: usize, hatype_at: usize, proto_at: usize, cx: Ctx, out: &mu
         ip::gre_proto(proto, rest, cx, out);
     } else {
         ethertype(proto, rest, cx, out);
+    }
+}
+
+/// Juniper Ethernet (178, a Juniper router's own capture header, packet-juniper.c): the
+/// magic "MGC", a flags byte and, with the extensions flag (0x80), a 2-byte length of
+/// TLVs after it; then the Ethernet frame. Without the magic (older JUNOS) the frame
+/// starts at once. A frame whose layer-2 header was stripped (flag 0x02) carries a
+/// Juniper payload code instead: 2 IPv4, 6 IPv6 (others, e.g. MPLS, are not decoded).
+fn juniper_ether(t: Tvb, cx: Ctx, out: &mut Vec<TcpHeader>) {
+    let (Some(magic), Some(flags)) = (t.be16(0).zip(t.u8(2)), t.u8(3)) else {
+        return;
+    };
+    if magic != (0x4d47, 0x43) {
+        ethernet(t, cx, out);
+        return;
+    }
+    let hdr = if flags & 0x80 != 0 {
+        match t.be16(4) {
+            Some(ext) => 6 + ext as usize,
+            None => return,
+        }
+    } else {
+        4
+    };
+    if flags & 0x02 != 0 {
+        // The layer-2 header was stripped: a payload code (host order) says what follows.
+        let Some(code) = t.b.get(hdr..hdr + 4) else { return };
+        let (code, at) = match u32::from_le_bytes([code[0], code[1], code[2], code[3]]) {
+            0xa248 => (2, hdr + 8), // 4 unknown bytes, then IPv4
+            c => (c, hdr + 4),
+        };
+        if let Some(rest) = t.at(at) {
+            match code {
+                2 => ip::ipv4(rest, cx, out),
+                6 => ip::ipv6(rest, cx, out),
+                _ => {}
+            }
+        }
+        return;
+    }
+    if let Some(rest) = t.at(hdr) {
+        ethernet(rest, cx, out);
     }
 }

@@ -9,7 +9,7 @@
 //! transparent Ethernet 0x6558); raw IP 101 and 12, 14 (as tshark's pcap reader maps them
 //! on Linux, with the Linux PPP/ISDN oddities of its raw dissector), 228, 229; Linux
 //! cooked SLL 113 and SLL2 276 (Ethernet, LLC, PPP, GRE and radiotap payloads); IP over
-//! InfiniBand 242; BSD null
+//! InfiniBand 242; Juniper Ethernet 178 (its MGC header and extensions); BSD null
 //! 0 (the family read in a little-endian machine's order, then tshark's byte-swap and
 //! IRIX guesses, as tshark on x86 reads it) and OpenBSD loop 108 (network order); PPP 9
 //! and 50 (HDLC address/control optional, protocol-field compression, Cisco HDLC when
@@ -122,8 +122,8 @@ pub const MAX_DEPTH: u8 = 16;
 pub struct UnsupportedLink(pub u32);
 
 /// The link types `decode` reads.
-pub const LINK_TYPES: [u32; 21] = [
-    0, 1, 9, 12, 14, 50, 51, 101, 104, 105, 108, 112, 113, 119, 127, 163, 192, 228, 229, 242, 276,
+pub const LINK_TYPES: [u32; 22] = [
+    0, 1, 9, 12, 14, 50, 51, 101, 104, 105, 108, 112, 113, 119, 127, 163, 178, 192, 228, 229, 242, 276,
 ];
 
 pub fn supported_link(link_type: u32) -> bool {

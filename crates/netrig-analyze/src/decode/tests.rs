@@ -428,3 +428,28 @@ fn an_ip_length_beyond_the_frame_gives_way_to_the_frame() {
     let h = decode(1, &f, f.len() as u32).unwrap().unwrap();
     assert_eq!(h.seglen(), Some(10));
 }
+
+#[test]
+fn juniper_ethernet_with_and_without_its_header() {
+    // tshark: "Juniper Ethernet", then Ethernet (or IPv4 when the L2 header was stripped):
+    // tcp.len 10 in each, and none behind a payload code it does not know.
+    let frame = ipv4_tcp([10, 0, 0, 1], [10, 0, 0, 2], 1000, 80, 7, 9, ACK, 512, 10);
+    let mut ext = b"MGC\x80\x00\x06".to_vec();
+    ext.extend([1, 4, 0, 0, 0, 7]); // one TLV (interface index 7)
+    ext.extend(&frame);
+    the_seg("juniper-ext", 178, &ext);
+    let mut plain = b"MGC\x00".to_vec();
+    plain.extend(&frame);
+    the_seg("juniper-plain", 178, &plain);
+    the_seg("juniper-no-magic", 178, &frame);
+    let mut stripped = b"MGC\x02".to_vec();
+    stripped.extend(2u32.to_le_bytes());
+    stripped.extend(&frame[14..]);
+    the_seg("juniper-no-l2", 178, &stripped);
+    let mut v6 = b"MGC\x02".to_vec();
+    v6.extend(6u32.to_le_bytes());
+    v6.extend(ip6_seg());
+    the_seg("juniper-no-l2-ipv6", 178, &v6);
+    stripped[4] = 9; // a payload code it does not know
+    no_seg("juniper-no-l2-unknown", 178, &stripped);
+}
