@@ -108,6 +108,12 @@ def describe(pcap: Path, frames: set[int]) -> str:
     return out
 
 
+def same_rtt(a: float, b: float, n: int = 1) -> bool:
+    """Two ack_rtt values (or sums of n) equal to the µs tshark prints, or to the
+    precision a double holds at their size (a stamp centuries away is ~1e11 s)."""
+    return abs(a - b) <= n * max(1e-6, 4e-16 * max(abs(a), abs(b)))
+
+
 def frame_differences(pcap: Path, doc: dict) -> dict[str, set[int]]:
     """The frames on which netrig and tshark differ, per field ("flags" for any flag,
     "ack_rtt" for a sample present on one side only or differing by more than 1 µs);
@@ -116,7 +122,7 @@ def frame_differences(pcap: Path, doc: dict) -> dict[str, set[int]]:
     got_sets, got_rtt = netrig_view(doc)
     out = {f: want_sets[f] ^ got_sets[f] for f in (*FIELDS, "flags") if want_sets[f] != got_sets[f]}
     rtt = set(want_rtt) ^ set(got_rtt)
-    rtt |= {f for f in set(want_rtt) & set(got_rtt) if abs(want_rtt[f] - got_rtt[f]) > 1e-6}
+    rtt |= {f for f in set(want_rtt) & set(got_rtt) if not same_rtt(want_rtt[f], got_rtt[f])}
     if rtt:
         out["ack_rtt"] = rtt
     return out
@@ -142,18 +148,18 @@ def differences(pcap: Path, doc: dict) -> list[str]:
         diff = set(want_rtt) ^ set(got_rtt)
         problems.append(f"{pcap.name}: ack_rtt on {len(want_rtt)} frames (tshark) vs {len(got_rtt)} "
                         f"(netrig); differing {sorted(diff)[:20]}\n" + describe(pcap, diff))
-    bad = sorted(f for f in set(want_rtt) & set(got_rtt) if abs(want_rtt[f] - got_rtt[f]) > 1e-6)
+    bad = sorted(f for f in set(want_rtt) & set(got_rtt) if not same_rtt(want_rtt[f], got_rtt[f]))
     if bad:
         problems.append(f"{pcap.name}: ack_rtt values differ on {len(bad)} frames, e.g. "
                         + ", ".join(f"{f}: tshark {want_rtt[f]} netrig {got_rtt[f]}" for f in bad[:5]))
     tsum, nsum = sum(want_rtt.values()), sum(got_rtt.values())
-    if abs(tsum - nsum) > 1e-6 * max(1, len(want_rtt)) or len(want_rtt) != len(got_rtt):
+    if not same_rtt(tsum, nsum, max(1, len(want_rtt))) or len(want_rtt) != len(got_rtt):
         problems.append(f"{pcap.name}: ack_rtt n/sum: tshark {len(want_rtt)}/{tsum:.6f} s, "
                         f"netrig {len(got_rtt)}/{nsum:.6f} s")
     if doc["totals"]["flagged"] != len(got_sets["flags"]):
         problems.append(f"{pcap.name}: totals.flagged {doc['totals']['flagged']} but {len(got_sets['flags'])} "
                         "flagged frames listed")
     total = doc["totals"]["rtt"]
-    if total["n"] != len(got_rtt) or (got_rtt and abs(total["sum_s"] - nsum) > 1e-6 * len(got_rtt)):
+    if total["n"] != len(got_rtt) or (got_rtt and not same_rtt(total["sum_s"], nsum, len(got_rtt))):
         problems.append(f"{pcap.name}: the RTT summary ({total}) disagrees with the frame list")
     return problems

@@ -44,12 +44,18 @@ pub enum TsResol {
 impl TsResol {
     /// `units` of this resolution in nanoseconds (saturating far outside any real clock).
     pub fn to_ns(self, units: u64) -> i64 {
+        self.to_ns_exact(units).min(i64::MAX as i128) as i64
+    }
+
+    /// `units` of this resolution in nanoseconds, exact (a u64 of units at any
+    /// resolution fits an i128 of nanoseconds).
+    pub fn to_ns_exact(self, units: u64) -> i128 {
         let ns: u128 = match self {
             TsResol::Pow10(n) if n <= 9 => units as u128 * 10u128.pow(9 - n as u32),
             TsResol::Pow10(n) => units as u128 / 10u128.pow((n as u32 - 9).min(38)),
             TsResol::Pow2(n) => ((units as u128) * 1_000_000_000u128) >> n.min(127),
         };
-        ns.min(i64::MAX as u128) as i64
+        ns as i128
     }
 }
 
@@ -73,6 +79,9 @@ pub struct Packet<'a> {
     pub frame: u64,
     /// Nanoseconds since the epoch; a clock past the i64 range (±292 years) saturates.
     pub ts_ns: i64,
+    /// The same, exact: Wireshark keeps seconds and nanoseconds apart, so its time
+    /// deltas (and ack_rtt) hold for any stamp a file can carry.
+    pub ts_exact_ns: i128,
     /// Index into `Reader::interfaces` (pcapng: over all sections).
     pub iface: usize,
     pub link_type: u32,
@@ -427,6 +436,7 @@ impl<R: Read> Reader<R> {
         Ok(Some(Packet {
             frame: self.frame,
             ts_ns,
+            ts_exact_ns: ts_ns as i128,
             iface: 0,
             link_type: self.interfaces[0].link_type,
             orig_len,
@@ -540,17 +550,17 @@ impl<R: Read> Reader<R> {
                         ));
                     };
                     let link_type = i.link_type;
-                    let ts_ns = ts_units.map_or(0, |u| {
-                        i.tsresol
-                            .to_ns(u)
-                            .saturating_add(i.tsoffset_s.saturating_mul(1_000_000_000))
+                    let ts_exact_ns = ts_units.map_or(0, |u| {
+                        i.tsresol.to_ns_exact(u) + i.tsoffset_s as i128 * 1_000_000_000
                     });
+                    let ts_ns = ts_exact_ns.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
                     self.frame += 1;
                     let s = self.start + data_at;
                     self.consume(len);
                     return Ok(Some(Packet {
                         frame: self.frame,
                         ts_ns,
+                        ts_exact_ns,
                         iface,
                         link_type,
                         orig_len,

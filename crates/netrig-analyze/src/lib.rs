@@ -82,7 +82,7 @@ pub fn analyze_reader<R: std::io::Read>(
         if opts.interface.is_some_and(|i| i != p.iface) {
             continue;
         }
-        let (frame, ts, iface) = (p.frame, p.ts_ns, p.iface);
+        let (frame, ts, exact, iface) = (p.frame, p.ts_ns, p.ts_exact_ns, p.iface);
         let link = p.link_type;
         found.clear();
         let decodable = decode::decode_all(link, p.data, p.orig_len, &mut found).is_ok();
@@ -107,7 +107,7 @@ pub fn analyze_reader<R: std::io::Read>(
             tcp_packets += 1;
         }
         for h in &found {
-            let r = an.packet(frame, ts, h);
+            let r = an.packet(frame, exact, h);
             col.add(frame, ts, h, &r, &an.streams[r.stream as usize])
                 .map_err(|e| CaptureError::Request {
                     path: path.into(),

@@ -9,7 +9,9 @@
 //! - `nextseq == 0` means "unknown": a flow whose sequence really reaches 0 loses its
 //!   lost-segment and out-of-order tests, and keep-alive compares with 0xFFFFFFFF.
 //! - Time deltas are unsigned: a packet stamped before the one it is compared with gives
-//!   a huge delta, and every "sooner than" test fails.
+//!   a huge delta, and every "sooner than" test fails. Times are exact (i128 ns), as
+//!   Wireshark's seconds-and-nanoseconds are: a stamp in the year 4139 (a fuzzed file)
+//!   still gives tshark's ack_rtt.
 //! - The out-of-order threshold is the iRTT when known, else 3 ms; a fast retransmission
 //!   needs at least 2 duplicate ACKs and the other side's last packet within 20 ms.
 //! - A spurious retransmission is tested before fast retransmission and out-of-order.
@@ -107,8 +109,10 @@ fn lt(a: u32, b: u32) -> bool {
 fn le(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) <= 0
 }
-/// Wireshark's guint64 delta: a negative one wraps to a huge number.
-fn delta(now: i64, then: i64) -> u64 {
+/// Wireshark's guint64 delta: a negative one wraps to a huge number. Times are exact
+/// nanoseconds (i128: Wireshark keeps seconds and nanoseconds apart, so no stamp a file
+/// can carry overflows), truncated to 64 bits as its `t` is.
+fn delta(now: i128, then: i128) -> u64 {
     now.wrapping_sub(then) as u64
 }
 
@@ -117,7 +121,7 @@ struct Unacked {
     frame: u64,
     seq: u32,
     nextseq: u32,
-    ts: i64,
+    ts: i128,
 }
 
 /// One direction's unacked segments, oldest first. While they are in ascending,
@@ -146,7 +150,7 @@ impl Segments {
     /// Wireshark's walk over the other side's unacked list for an ACK: entries ending at
     /// `ack` are acked (the oldest gives the RTT), entries it cuts are trimmed, entries
     /// below it are dropped silently. Returns the acked (frame, timestamp).
-    fn ack(&mut self, ack: u32) -> Option<(u64, i64)> {
+    fn ack(&mut self, ack: u32) -> Option<(u64, i128)> {
         let front = *self.q.front()?;
         let mut matched = None;
         let d = ack.wrapping_sub(front.seq) as i32;
@@ -201,10 +205,10 @@ struct Flow {
     is_first_ack: bool,
     lastsegmentflags: u32,
     nextseq: u32,
-    nextseqtime: i64,
+    nextseqtime: i128,
     maxseqtobeacked: u32,
     lastack: u32,
-    lastacktime: i64,
+    lastacktime: i128,
     dupacknum: i32,
     segments: Segments,
 }
@@ -247,14 +251,14 @@ pub struct Stream {
     pub index: u32,
     pub ends: [(Addr, u16); 2],
     flows: [Flow; 2],
-    ts_mru_syn: i64,
-    ts_first_rtt: i64,
+    ts_mru_syn: i128,
+    ts_first_rtt: i128,
 }
 
 impl Stream {
     /// The iRTT in ns, once known.
     pub fn irtt_ns(&self) -> Option<i64> {
-        (self.ts_first_rtt != 0).then_some(self.ts_first_rtt)
+        (self.ts_first_rtt != 0).then_some(self.ts_first_rtt.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
     }
     /// Direction `dir`'s base sequence number (Wireshark's relative 0), if seen.
     pub fn base_seq(&self, dir: usize) -> Option<u32> {
@@ -274,7 +278,7 @@ pub struct FrameResult {
     pub dir: usize,
     pub flags: u32,
     /// `tcp.analysis.ack_rtt`, as tshark shows it (never zero).
-    pub ack_rtt_ns: Option<i64>,
+    pub ack_rtt_ns: Option<i128>,
     pub acks_frame: u64,
     pub dupack_num: i32,
 }
@@ -342,7 +346,7 @@ impl Analyzer {
     }
 
     /// Analyses one TCP frame (`frame` 1-based over the file, `now` in ns).
-    pub fn packet(&mut self, frame: u64, now: i64, h: &TcpHeader) -> FrameResult {
+    pub fn packet(&mut self, frame: u64, now: i128, h: &TcpHeader) -> FrameResult {
         let k = key(h);
         let mut sid = match self.last {
             Some((lk, id)) if lk == k => id,
@@ -446,7 +450,7 @@ fn analyze(
     s: &mut Stream,
     dir: usize,
     frame: u64,
-    now: i64,
+    now: i128,
     h: &TcpHeader,
     seglen: u32,
     out: &mut FrameResult,

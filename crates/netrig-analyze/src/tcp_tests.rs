@@ -7,7 +7,7 @@ use super::*;
 
 const C: [u8; 4] = [10, 0, 0, 1];
 const S: [u8; 4] = [10, 0, 0, 2];
-const MS: i64 = 1_000_000;
+const MS: i128 = 1_000_000;
 
 fn a(ip: [u8; 4]) -> Addr {
     let mut x = [0u8; 16];
@@ -78,7 +78,7 @@ impl Sim {
             shown: true,
             have_seglen: true,
         };
-        self.an.packet(self.frame, (t_ms * MS as f64).round() as i64, &h)
+        self.an.packet(self.frame, (t_ms * MS as f64).round() as i128, &h)
     }
     fn c(&mut self, t: f64, seq: u32, ack: u32, flags: u16, len: u32) -> FrameResult {
         self.pkt(t, true, seq, ack, flags, 65535, len)
@@ -110,7 +110,7 @@ fn a_resend_after_the_threshold_is_a_retransmission_and_rtt_is_from_the_oldest_s
     assert_eq!(flag_names(r.flags), ["retransmission", "spurious_retransmission"]);
     let r = s.pkt(1800.0, false, sv, c + 200, ACK, 0, 0); // 9
     assert_eq!(r.flags, ZERO_WINDOW);
-    assert_eq!(s.an.streams[0].irtt_ns(), Some(20 * MS));
+    assert_eq!(s.an.streams[0].irtt_ns(), Some(20 * MS as i64));
 }
 
 #[test]
@@ -300,7 +300,7 @@ fn a_syn_at_time_zero_sets_no_irtt() {
     s.c(50.0, 1000, 0, SYN, 0);
     s.s(60.0, 5000, 1001, SYN | ACK, 0);
     s.s(75.0, 5001, 1001, ACK, 10);
-    assert_eq!(s.an.streams[0].irtt_ns(), Some(25 * MS));
+    assert_eq!(s.an.streams[0].irtt_ns(), Some(25 * MS as i64));
 }
 
 #[test]
@@ -350,7 +350,7 @@ fn the_unacked_list_agrees_with_the_full_walk_when_out_of_order() {
             frame: i as u64 + 1,
             seq: *seq,
             nextseq: *next,
-            ts: i as i64,
+            ts: i as i128,
         });
     }
     assert!(!q.sorted);
@@ -449,4 +449,25 @@ fn a_header_wireshark_cannot_finish_is_analysed_but_not_shown() {
         an.packet(6, 40 * MS, &header(1200, 0, ACK, 20, 10, true)).flags,
         RETRANSMISSION
     );
+}
+
+#[test]
+fn time_is_exact_past_the_i64_nanosecond_range() {
+    // tcpdump's smb_data_print-segv.pcapng stamps a frame in the year 4139: tshark's
+    // ack_rtt there is 66,989,944,945.508677 s, beyond 2^63 ns.
+    let mut an = Analyzer::new();
+    an.packet(1, 1_480_520_108_641_033_000, &header(1000, 0, ACK, 20, 100, true));
+    let later: i128 = 68_470_465_054_149_710_000;
+    let r = an.packet(
+        2,
+        later,
+        &TcpHeader {
+            src: a(S),
+            dst: a(C),
+            sport: 80,
+            dport: 4004,
+            ..header(1, 1100, ACK, 20, 0, true)
+        },
+    );
+    assert_eq!(r.ack_rtt_ns, Some(66_989_944_945_508_677_000));
 }

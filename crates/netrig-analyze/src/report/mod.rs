@@ -153,7 +153,7 @@ struct StreamStats {
     first_frame: u64,
     first_ns: i64,
     last_ns: i64,
-    frames: Vec<(u64, usize, u32, Option<i64>)>,
+    frames: Vec<(u64, usize, u32, Option<i128>)>,
     series: Option<[Series; 2]>,
 }
 
@@ -278,7 +278,9 @@ impl Collector {
             st.losses.add(now, st.first_ns);
         }
         if let Some(rtt) = r.ack_rtt_ns {
-            st.dirs[1 - r.dir].rtt.add(rtt);
+            st.dirs[1 - r.dir]
+                .rtt
+                .add(rtt.clamp(i64::MIN as i128, i64::MAX as i128) as i64);
         }
         if self.opts.frames && (r.flags != 0 || r.ack_rtt_ns.is_some()) {
             st.frames.push((frame, r.dir, r.flags, r.ack_rtt_ns));

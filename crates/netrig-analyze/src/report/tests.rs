@@ -66,7 +66,7 @@ impl Sim {
         };
         let now = t_ms * MS;
         self.col.set_origin(now);
-        let r = self.an.packet(self.frame, now, &h);
+        let r = self.an.packet(self.frame, now as i128, &h);
         let st = &self.an.streams[r.stream as usize];
         self.col.add(self.frame, now, &h, &r, st).unwrap();
         r.flags
