@@ -271,4 +271,10 @@ def test_netrig_cli_on_a_running_lab(lab, tmp_path):
 
 
 if __name__ == "__main__":
+    # The prompt stands in for `netrig mininet`/`netrig cli`, whose entry takes SIGINT back
+    # when it was started with it ignored (a background job of a script, as CI may run the
+    # suite): without that, the terminal's Ctrl-C never reaches the prompt.
+    from netrig.cli.console import take_back_sigint
+
+    take_back_sigint()
     serve(sys.argv[1])
