@@ -13,7 +13,6 @@ LINKTYPE_ list; RFC 1662, 2516, 2784/2890, 2003, 4213, 7348; 3GPP TS 29.281; IEE
 from __future__ import annotations
 
 import json
-import os
 import struct
 import subprocess
 import zlib
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from netrig import binary
-from test_corpus import CAPTURES, DIR, corpus
+from test_corpus import CAPTURES, DIR, _present
 from tsharkdiff import TSHARK, builder, differences
 
 SOURCE = "ndpi-capture.pcap"
@@ -173,11 +172,7 @@ def _tcp_frames(p: Path) -> int:
 @pytest.mark.parametrize("name", list(WRAPS))
 def test_a_real_capture_in_every_wrapping_agrees_with_tshark(name: str, tmp_path: Path) -> None:
     c = next(c for c in CAPTURES if c["name"] == SOURCE)
-    if corpus.state(DIR, c) != "ok":
-        msg = f"corpus capture {SOURCE} is missing in {DIR}: run `python3 scripts/corpus fetch`"
-        if os.environ.get("NETRIG_CORPUS_REQUIRED"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    _present(c)
     link, wrap = WRAPS[name]
     p = tmp_path / f"{name}.pcap"
     _rewrap(DIR / SOURCE, p, link, wrap)
@@ -208,11 +203,7 @@ def test_a_real_capture_cut_by_a_snap_length_agrees_with_tshark(snaplen: int, tm
     (58-74): tshark analyses every segment but shows nothing of one whose captured
     header it cannot finish reading."""
     c = next(c for c in CAPTURES if c["name"] == SOURCE)
-    if corpus.state(DIR, c) != "ok":
-        msg = f"corpus capture {SOURCE} is missing in {DIR}: run `python3 scripts/corpus fetch`"
-        if os.environ.get("NETRIG_CORPUS_REQUIRED"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    _present(c)
     p = tmp_path / f"s{snaplen}.pcap"
     _truncate(DIR / SOURCE, p, snaplen)
     r = subprocess.run([str(binary("netrig-analyze")), "tcp", str(p), "--frames"], capture_output=True,
