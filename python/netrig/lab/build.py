@@ -212,8 +212,12 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     per_ns: dict[str, list[str]] = {ns: ["link set lo up"] for ns in st.namespaces}
     devs: dict[str, list[str]] = {ns: [] for ns in st.namespaces}
     emu_links = []
+    ports: dict[str, list[str]] = {n: [] for n, k in topo.nodes.items() if k == "switch"}
     for i, link in enumerate(topo.links):
         a, b = ends[i]
+        for node, end in ((link.a, a), (link.b, b)):
+            if node in ports:
+                ports[node].append(end.dev)
         if i in emulated:
             ea, eb = End(emu_ns, f"l{i}a"), End(emu_ns, f"l{i}b")
             pairs = [(a, ea), (b, eb)]
@@ -232,7 +236,7 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
         if kind == "switch":
             br = bridges[node]
             per_ns[ns] += [f"link add {br} type bridge stp_state 0 forward_delay 0"]
-            per_ns[ns] += [f"link set {d} master {br}" for d in devs[ns] if d.startswith(br + "-p")]
+            per_ns[ns] += [f"link set {d} master {br}" for d in ports[node]]
             per_ns[ns] += [f"link set {br} up"]
         for iface in plan.ifaces[node]:
             per_ns[ns].append(f"addr add {iface.addr} dev {iface.name}")
@@ -261,9 +265,7 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda item: netns.ip_batch(item[1], item[0]), per_ns.items()))
     _wait_bridges(sorted({node_ns[n] for n, k in topo.nodes.items() if k == "switch"}))
-    hosts = plan.hosts_file()
-    for ns in dict.fromkeys(node_ns.values()):
-        netns.write_hosts(ns, hosts)
+    netns.write_hosts(list(dict.fromkeys(node_ns.values())), plan.hosts_file())
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
     if topo.backend == "kernel":
         for i, link in enumerate(topo.links):

@@ -185,12 +185,23 @@ def offloads_off(ns: str, ifaces: list[str]) -> None:
     run_in(ns, turn_off)
 
 
-def write_hosts(ns: str, text: str) -> Path:
-    """/etc/netns/NS/hosts: `ip netns exec` bind-mounts it over /etc/hosts."""
-    d = Path("/etc/netns") / ns
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "hosts").write_text(text)
-    return d
+def write_hosts(names: list[str], text: str) -> None:
+    """/etc/netns/NS/hosts for each namespace (`ip netns exec` bind-mounts it over
+    /etc/hosts): written once, hard-linked into the others (a lab of N nodes would
+    otherwise write N copies of an N-line file)."""
+    first: Path | None = None
+    for ns in names:
+        d = Path("/etc/netns") / ns
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / "hosts"
+        path.unlink(missing_ok=True)
+        if first is None:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            first = path
+        else:
+            os.link(first, path)
 
 
 def remove_etc(ns: str) -> None:

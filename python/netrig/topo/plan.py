@@ -176,8 +176,10 @@ def _shortest(topo: Topology, edges: dict[str, list[_Edge]], src: str) -> dict[s
 
 
 def _routes(topo: Topology, ifaces, segments) -> dict[str, list[Route]]:
-    edges = _l3_graph(topo, ifaces, segments)
     routers = [n for n, k in topo.nodes.items() if k == "router"]
+    # No router, no route: every host reaches only its own segment, and the L3 graph
+    # (quadratic in a segment's members) is not needed.
+    edges = _l3_graph(topo, ifaces, segments) if routers else {}
     routes: dict[str, list[Route]] = {}
     for node, kind in topo.nodes.items():
         if kind == "switch" or not ifaces[node]:
