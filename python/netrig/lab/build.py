@@ -28,7 +28,6 @@ import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,7 +204,14 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
            say, seed: int) -> None:
     topo = plan.topo
     t0 = time.monotonic()
-    netns.add(st.namespaces)
+    settings = {}
+    for ns, kind in {node_ns[n]: k for n, k in topo.nodes.items()}.items():
+        # Before any device exists: the devices made in the namespace take `default`.
+        settings[ns] = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+                        "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
+        if kind == "router":
+            settings[ns]["net.ipv4.ip_forward"] = "1"
+    netns.add(st.namespaces, settings)
     say(f"{len(st.namespaces)} namespaces")
     ends = _ends(plan, st.prefix)
     root: list[str] = []
@@ -250,20 +256,10 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             for r in routes]
     netns.ip_batch(root)
     say(f"{len(root)} veth pairs")
-    for ns, kind in {node_ns[n]: k for n, k in topo.nodes.items()}.items():
-        values = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
-                  "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
-        if kind == "router":
-            values["net.ipv4.ip_forward"] = "1"
-        if kind != "switch":  # bridge ports carry no IP
-            for d in devs[ns]:
-                values[f"net.ipv4.conf.{d}.rp_filter"] = "0"
-        netns.sysctls(ns, values)
-        if devs[ns]:
-            netns.offloads_off(ns, devs[ns])
-    # One `ip -batch` per namespace; a few at once (most of their time is process start).
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda item: netns.ip_batch(item[1], item[0]), per_ns.items()))
+    # The switches' namespace first: it has most of the work (every bridge and port).
+    order = sorted(per_ns, key=lambda ns: -len(per_ns[ns]))
+    work = {ns: (devs[ns] if ns in settings else [], per_ns[ns]) for ns in order}
+    netns.configure(work)
     _wait_bridges(sorted({node_ns[n] for n, k in topo.nodes.items() if k == "switch"}))
     netns.write_hosts(list(dict.fromkeys(node_ns.values())), plan.hosts_file())
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")

@@ -1,6 +1,6 @@
-"""Network namespaces, quickly: `ip -batch` for links and addresses (one process per
-namespace, not one per command), and in-process `setns` threads for sysctls and
-ethtool offloads (no process at all).
+"""Network namespaces, quickly: links, addresses and routes by in-process netlink
+(netrig.lab.rtnl; `ip -batch`, one process per namespace, for lines it does not speak),
+sysctls and ethtool offloads from threads that have joined the namespace (`setns`).
 
 Everything here acts on names it is given; what to create is decided elsewhere.
 """
@@ -14,11 +14,13 @@ import socket
 import struct
 import subprocess
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
 from netrig.errors import NetrigError
+from netrig.lab import rtnl
 
 NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
@@ -40,7 +42,14 @@ def exists(ns: str) -> bool:
 
 
 def ip_batch(lines: Iterable[str], ns: str | None = None, what: str = "ip") -> None:
-    """Runs `ip [-n ns] -batch -` (or `tc`, with what="tc"); the error names the line."""
+    """Runs `ip [-n ns] -batch -` (or `tc`, with what="tc"); the error names the line.
+    `ip` lines netrig.lab.rtnl speaks are sent in-process instead (no process)."""
+    lines = list(lines)
+    ops = rtnl.compile_lines(lines) if what == "ip" else None
+    if ops is not None:
+        if ops:
+            _refused(ns, rtnl.run(ops) if ns is None else run_in(ns, lambda: rtnl.run(ops)))
+        return
     text = "\n".join(lines) + "\n"
     if not text.strip():
         return
@@ -51,40 +60,111 @@ def ip_batch(lines: Iterable[str], ns: str | None = None, what: str = "ip") -> N
         raise NetnsError(f"{what}{where}: {p.stderr.strip() or p.stdout.strip()}")
 
 
-def add(names: list[str]) -> None:
-    """Creates the namespaces as `ip netns add` does, the first with ip itself (it makes
-    /run/netns a shared mount once), the rest in-process: a thread unshares its network
-    namespace and bind-mounts it on /run/netns/NAME (no process per namespace)."""
-    for k, ns in enumerate(names):
-        if k == 0 or not (NETNS_DIR / ".").exists():
-            p = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True, timeout=30)
-            if p.returncode != 0:
-                raise NetnsError(f"ip netns add {ns}: {p.stderr.strip()}")
-            continue
-        _add_one(ns)
+def _refused(ns: str | None, errors: list[str]) -> None:
+    if errors:
+        where = f" in namespace {ns}" if ns else ""
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise NetnsError(f"ip{where}: " + "; ".join(errors[:3]) + more)
 
 
-def _add_one(ns: str) -> None:
-    target = NETNS_DIR / ns
+def _in_workers(items: list[T], fn: Callable[[T], None], workers: int) -> None:
+    """fn(item) for each item, in order, by a few threads that may join namespaces (each
+    goes back to its own at the end); raises the first error once all are done."""
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    queue = deque(items)  # taken in order, each by whichever thread is free
+
+    def worker(k: int) -> None:
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        try:
+            while queue:
+                try:
+                    item = queue.popleft()
+                except IndexError:  # the other thread took the last one
+                    break
+                try:
+                    fn(item)
+                except BaseException as e:  # handed to the caller
+                    with lock:
+                        errors.append(e)
+        finally:
+            if _libc.setns(home, CLONE_NEWNET) != 0:  # never leave a thread in a lab
+                with lock:
+                    errors.append(NetnsError(f"setns back: {os.strerror(ctypes.get_errno())}"))
+            os.close(home)
+
+    threads = [threading.Thread(target=worker, args=(k,), name=f"netns-{k}")
+               for k in range(min(workers, len(items)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def configure(work: dict[str, tuple[list[str], list[str]]], workers: int = 2) -> None:
+    """For each namespace: (devices whose offloads go off, `ip` lines), done by a few
+    threads that join one namespace after another (no thread or process per namespace)."""
+
+    def one(item: tuple[str, tuple[list[str], list[str]]]) -> None:
+        ns, (devs, lines) = item
+        ops = rtnl.compile_lines(lines)
+        _join(ns)
+        if devs:
+            _offloads_off(ns, devs)
+        if ops is None:  # a line rtnl does not speak: ip does them all
+            ip_batch(lines, ns)
+        elif ops:
+            _refused(ns, rtnl.run(ops))
+
+    _in_workers(list(work.items()), one, workers)
+
+
+def _join(ns: str) -> None:
+    fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
     try:
-        os.close(os.open(target, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
-    except FileExistsError:
-        raise NetnsError(f"namespace {ns} exists") from None
-    err: list[str] = []
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise NetnsError(f"setns {ns}: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
 
-    def body() -> None:
+
+def add(names: list[str], settings: dict[str, dict[str, str]] | None = None, workers: int = 2) -> None:
+    """Creates the namespaces as `ip netns add` does, the first with ip itself (it makes
+    /run/netns a shared mount once), the rest in-process: a few threads each unshare a
+    new network namespace and bind-mount it on /run/netns/NAME, one after another (no
+    process or thread per namespace). settings[ns] are sysctls written as soon as it
+    exists, before any device is in it: a device made in the namespace later takes its
+    `default` values (rp_filter, disable_ipv6) from them."""
+    settings = settings or {}
+    rest = list(names)
+    if rest:
+        first = rest.pop(0)
+        p = subprocess.run(["ip", "netns", "add", first], capture_output=True, text=True, timeout=30)
+        if p.returncode != 0:
+            raise NetnsError(f"ip netns add {first}: {p.stderr.strip()}")
+        if settings.get(first):
+            sysctls(first, settings[first])
+
+    def one(ns: str) -> None:
+        target = NETNS_DIR / ns
+        try:
+            os.close(os.open(target, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
+        except FileExistsError:
+            raise NetnsError(f"namespace {ns} exists") from None
         if _libc.unshare(CLONE_NEWNET) != 0:
-            err.append(f"unshare: {os.strerror(ctypes.get_errno())}")
-            return
+            err = os.strerror(ctypes.get_errno())
+            target.unlink(missing_ok=True)
+            raise NetnsError(f"creating namespace {ns}: unshare: {err}")
         if _libc.mount(b"/proc/thread-self/ns/net", str(target).encode(), None, MS_BIND, None) != 0:
-            err.append(f"mount: {os.strerror(ctypes.get_errno())}")
+            err = os.strerror(ctypes.get_errno())
+            target.unlink(missing_ok=True)
+            raise NetnsError(f"creating namespace {ns}: mount: {err}")
+        if settings.get(ns):
+            _write_sysctls(ns, settings[ns])
 
-    t = threading.Thread(target=body, name=f"netns-add-{ns}")
-    t.start()
-    t.join()
-    if err:
-        target.unlink(missing_ok=True)
-        raise NetnsError(f"creating namespace {ns}: {err[0]}")
+    _in_workers(rest, one, workers)
 
 
 def delete(names: Iterable[str]) -> list[str]:
@@ -136,13 +216,7 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
 
     def body() -> None:
         try:
-            fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
-            try:
-                if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise NetnsError(f"setns {ns}: {os.strerror(err)}")
-            finally:
-                os.close(fd)
+            _join(ns)
             box["value"] = fn()
         except BaseException as e:  # handed to the caller
             box["error"] = e
@@ -156,33 +230,35 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
 
 
 def sysctls(ns: str, values: dict[str, str]) -> None:
-    def write() -> None:
-        for key, value in values.items():
-            path = Path("/proc/sys") / key.replace(".", "/")
-            try:
-                path.write_text(value)
-            except OSError as e:
-                raise NetnsError(f"sysctl {key}={value} in {ns}: {e.strerror}") from None
+    run_in(ns, lambda: _write_sysctls(ns, values))
 
-    run_in(ns, write)
+
+def _write_sysctls(ns: str, values: dict[str, str]) -> None:
+    """In a thread that has joined ns: /proc/sys/net is the thread's namespace's."""
+    for key, value in values.items():
+        path = Path("/proc/sys") / key.replace(".", "/")
+        try:
+            path.write_text(value)
+        except OSError as e:
+            raise NetnsError(f"sysctl {key}={value} in {ns}: {e.strerror}") from None
 
 
 def offloads_off(ns: str, ifaces: list[str]) -> None:
     """Checksum, scatter-gather, TSO, GSO and GRO off: every frame is a wire frame."""
+    run_in(ns, lambda: _offloads_off(ns, ifaces))
 
-    def turn_off() -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            for name in ifaces:
-                for cmd in _OFFLOADS:
-                    value = ctypes.create_string_buffer(struct.pack("II", cmd, 0))
-                    ifr = struct.pack("16sP16x", name.encode()[:15], ctypes.addressof(value))
-                    try:
-                        fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifr)
-                    except OSError as e:
-                        if e.errno not in (95,):  # EOPNOTSUPP: a feature the device lacks
-                            raise NetnsError(f"{ns}/{name}: ethtool offloads off: {e.strerror}") from None
 
-    run_in(ns, turn_off)
+def _offloads_off(ns: str, ifaces: list[str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name in ifaces:
+            for cmd in _OFFLOADS:
+                value = ctypes.create_string_buffer(struct.pack("II", cmd, 0))
+                ifr = struct.pack("16sP16x", name.encode()[:15], ctypes.addressof(value))
+                try:
+                    fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifr)
+                except OSError as e:
+                    if e.errno not in (95,):  # EOPNOTSUPP: a feature the device lacks
+                        raise NetnsError(f"{ns}/{name}: ethtool offloads off: {e.strerror}") from None
 
 
 def write_hosts(names: list[str], text: str) -> None:

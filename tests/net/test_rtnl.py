@@ -1,0 +1,85 @@
+"""netrig.lab.rtnl on real namespaces: the lines a lab is built of, sent in-process,
+leave exactly what `ip -batch` leaves (links, bridges and their settings, masters,
+addresses, routes); a line the kernel refuses is named with the kernel's words; a line
+rtnl does not speak goes to `ip`; the caller's thread stays in its namespace."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from netlab import needs_root
+from netrig.lab import netns
+
+pytestmark = pytest.mark.net
+
+LINES = ["link set lo up", "link add s1 type bridge stp_state 0 forward_delay 0", "link set p0 master s1",
+         "link set s1 up", "link set p0 up", "link set v0 up", "addr add 10.71.0.1/24 dev v0",
+         "addr add 10.71.9.1/32 dev lo", "route add 10.72.0.0/16 via 10.71.0.9 dev v0",
+         "route add default via 10.71.0.254 dev v0"]
+
+
+def ipj(ns: str, *args: str) -> list[dict]:
+    return json.loads(subprocess.run(["ip", "-n", ns, "-j", "-d", *args], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
+def state(ns: str) -> dict:
+    links = {l["ifname"]: (l.get("master"), "UP" in l["flags"], l.get("linkinfo", {}).get("info_kind"),
+                           {k: v for k, v in l.get("linkinfo", {}).get("info_data", {}).items()
+                            if k in ("stp_state", "forward_delay")})
+             for l in ipj(ns, "link", "show")}
+    addrs = sorted((a["ifname"], i["local"], i["prefixlen"]) for a in ipj(ns, "addr", "show")
+                   for i in a["addr_info"] if i["family"] == "inet")
+    routes = sorted((r["dst"], r.get("gateway"), r["dev"], r.get("protocol"), r.get("scope")) for r in ipj(ns, "route", "show"))
+    return {"links": links, "addrs": addrs, "routes": routes}
+
+
+@pytest.fixture
+def two():
+    needs_root()
+    names = [f"rtnl{os.getpid()}{c}" for c in "ab"]
+    netns.delete(names)
+    netns.add(names)
+    try:
+        for ns in names:
+            netns.ip_batch(["link add v0 type veth peer name v1", "link add p0 type veth peer name p1"], ns)
+        yield names
+    finally:
+        netns.delete(names)
+
+
+def test_in_process_leaves_what_ip_leaves(two):
+    mine, theirs = two
+    home = os.readlink("/proc/thread-self/ns/net")
+    netns.configure({mine: ([], LINES)})  # rtnl, from a worker thread that joins the namespace
+    subprocess.run(["ip", "-n", theirs, "-batch", "-"], input="\n".join(LINES) + "\n", text=True, check=True)
+    got, want = state(mine), state(theirs)
+    assert got == want
+    assert got["links"]["s1"][2:] == ("bridge", {"stp_state": 0, "forward_delay": 0})
+    assert got["links"]["p0"][0] == "s1"
+    assert ("10.72.0.0/16", "10.71.0.9", "v0", "boot", "global") in got["routes"]
+    assert os.readlink("/proc/thread-self/ns/net") == home
+
+
+def test_refusals_are_named(two):
+    ns = two[0]
+    with pytest.raises(netns.NetnsError) as e:
+        netns.ip_batch(["addr add 10.71.0.1/24 dev v0", "route add 10.73.0.0/16 via 10.99.0.1 dev v0",
+                        "link set nosuch up", "addr add 10.71.0.2/24 dev nosuch", "link set v0 up"], ns)
+    text = str(e.value)
+    assert f"ip in namespace {ns}: " in text
+    assert "route add 10.73.0.0/16 via 10.99.0.1 dev v0: " in text  # the kernel's words follow
+    assert "link set nosuch up: " in text
+    assert "addr add 10.71.0.2/24 dev nosuch: no device nosuch" in text
+    # As `ip -force`, the batch went on past each refusal.
+    assert [l for l in ipj(ns, "link", "show") if l["ifname"] == "v0"][0]["flags"].count("UP") == 1
+
+
+def test_a_line_rtnl_does_not_speak_goes_to_ip(two):
+    ns = two[0]
+    netns.configure({ns: ([], ["link set v0 mtu 1400", "link set v0 up"])})
+    [v0] = [l for l in ipj(ns, "link", "show") if l["ifname"] == "v0"]
+    assert v0["mtu"] == 1400 and "UP" in v0["flags"]
