@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import pytest
 from netlab import needs_root
@@ -83,3 +84,20 @@ def test_a_line_rtnl_does_not_speak_goes_to_ip(two):
     netns.configure({ns: ([], ["link set v0 mtu 1400", "link set v0 up"])})
     [v0] = [l for l in ipj(ns, "link", "show") if l["ifname"] == "v0"]
     assert v0["mtu"] == 1400 and "UP" in v0["flags"]
+
+
+def test_kernel_ready_returns_once_the_kernel_has_freed_a_namespace():
+    """Bridges take the kernel a grace period each to free, after the namespace is gone:
+    once kernel_ready returns, making a namespace must not wait for that any more."""
+    needs_root()
+    ns = f"rtnlk{os.getpid()}"
+    netns.add([ns])
+    try:
+        netns.ip_batch([f"link add b{i} type bridge" for i in range(80)] + [f"link set b{i} up" for i in range(80)], ns)
+    finally:
+        netns.delete([ns])
+    waited = netns.kernel_ready(60)
+    assert waited is not None
+    t0 = time.monotonic()
+    subprocess.run(["unshare", "-n", "true"], check=True, timeout=60)
+    assert time.monotonic() - t0 < 0.6  # 80 bridges still being freed would take ~1.3 s

@@ -13,6 +13,8 @@ import sys
 
 from netrig.cli.base import Adder, prefix_arg, the_lab
 
+DOWN_WAIT_S = 120.0  # the longest `down` waits for the kernel to free a lab
+
 
 def up(args: argparse.Namespace) -> int:
     from netrig.exp.spec.examples import find
@@ -38,17 +40,36 @@ def up(args: argparse.Namespace) -> int:
 
 
 def down(args: argparse.Namespace) -> int:
+    from netrig.lab import netns
     from netrig.lab.build import teardown
     from netrig.lab.state import LabState
 
     prefix = the_lab(args)
     notes: list[str] = []
-    errors = teardown(LabState.load(prefix), notes)
+    st = LabState.load(prefix)
+    switches = sum(1 for n in st.plan.get("nodes", {}).values() if n.get("kind") == "switch")
+    errors = teardown(st, notes)
     for e in notes + errors:
         print(f"netrig: {e}", file=sys.stderr)
-    if not errors:
+    if errors:
+        return 1
+    if args.no_wait:
         print(f"lab '{prefix}' is down")
-    return 1 if errors else 0
+        return 0
+    what = f"its {switches} bridges, one RCU grace period each" if switches else "its namespaces"
+
+    def progress(waited: float) -> None:
+        print(f"netrig: the kernel is still freeing the lab ({what}): {waited:.0f} s", file=sys.stderr)
+
+    waited = netns.kernel_ready(DOWN_WAIT_S, progress)
+    if waited is None:
+        print(f"lab '{prefix}' is down; the kernel is still freeing it after {DOWN_WAIT_S:.0f} s "
+              f"({what}): the next 'netrig up' waits for it")
+    elif waited > 1:
+        print(f"lab '{prefix}' is down (the kernel took {waited:.1f} s to free {what})")
+    else:
+        print(f"lab '{prefix}' is down")
+    return 0
 
 
 def status(args: argparse.Namespace) -> int:
@@ -188,8 +209,16 @@ def register(cmd: Adder) -> None:
     wait.add_argument("--no-wait", action="store_true",
                       help="return once the routers' daemons run, converged or not (e.g. "
                            "netrig up wan.yaml --no-wait)")
-    prefix_arg(cmd("down", down, "down [--prefix P]", "tear a lab down: its processes, "
-                   "namespaces, links and emulator", ["netrig down", "netrig down --prefix pf"]))
+    p = cmd("down", down, "down [--prefix P] [--no-wait]", "tear a lab down: its processes, "
+            "namespaces, links and emulator", ["netrig down", "netrig down --prefix pf"],
+            "Returns once the kernel has freed the lab (a new namespace can be made): a Linux "
+            "bridge takes the kernel about one RCU grace period (~16 ms here) to free, so a "
+            "lab of 1,000 switches takes ~16 s; --no-wait returns as soon as the namespaces "
+            "are deleted (the next 'netrig up' then waits for the kernel).")
+    prefix_arg(p)
+    p.add_argument("--no-wait", action="store_true",
+                   help="return once the namespaces are deleted, before the kernel has freed "
+                        "them (e.g. netrig down --no-wait)")
     p = cmd("status", status, "status [--prefix P] [--json]", "a lab's nodes, addresses, links "
             "and their live queues, drops and lateness; its routers' daemons, neighbours and routes",
             ["netrig status", "netrig status --json"],

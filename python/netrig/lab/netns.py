@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -185,6 +186,40 @@ def delete(names: Iterable[str]) -> list[str]:
         except OSError as e:
             errors.append(f"rm {target}: {e.strerror}")
     return errors
+
+
+def kernel_ready(timeout: float, progress: Callable[[float], None] | None = None) -> float | None:
+    """Waits until the kernel can make a network namespace again, as the next `up` will
+    need; returns how long that took, or None if it still could not after timeout.
+
+    A deleted namespace is freed later by the kernel (cleanup_net, under the lock that
+    creating one needs). Its cost is the devices': on the 6.18 kernel measured, a Linux
+    bridge takes one RCU grace period to free (br_dev_uninit -> br_multicast_dev_del ->
+    rcu_barrier, ~16 ms at HZ=250, one after another), so a lab of 1,000 switches keeps
+    the kernel busy for ~16 s after its namespaces are gone. The probe makes a namespace
+    in a thread (and lets it go): it returns once the kernel has finished. The first
+    probe waits a little: the kernel starts freeing a few ms after the delete returns,
+    and a probe that comes first would find it idle."""
+    t0 = time.monotonic()
+    done = threading.Event()
+
+    def probe() -> None:
+        for pause in (0.05, 0.2):
+            time.sleep(pause)
+            t = time.monotonic()
+            if _libc.unshare(CLONE_NEWNET) != 0:
+                break  # cannot probe (no privilege): nothing to wait for that we can see
+            if time.monotonic() - t > 0.02:
+                break  # it waited for the kernel, which is now done
+        done.set()
+
+    threading.Thread(target=probe, name="netns-probe", daemon=True).start()
+    while not done.wait(min(2.0, max(0.0, t0 + timeout - time.monotonic()))):
+        if time.monotonic() - t0 >= timeout:
+            return None
+        if progress:
+            progress(time.monotonic() - t0)
+    return time.monotonic() - t0
 
 
 def _inode(path: str) -> tuple[int, int] | None:
