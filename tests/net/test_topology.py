@@ -125,6 +125,35 @@ def test_up_status_exec_link_set_down_leave_nothing(tmp_path):
     assert not alive(pid)  # (a zombie awaiting its reaper counts as gone)
 
 
+def test_down_frees_the_switches_first_and_still_stops_what_runs_there(tmp_path):
+    """`down` deletes the switches' namespace before the rest (the kernel frees its
+    bridges meanwhile); a process running in it is still found and stopped, and down
+    returns once the kernel can make a namespace again."""
+    needs_root()
+    prefix = f"swf{os.getpid() % 100000}"
+    f = tmp_path / "lin.yaml"
+    f.write_text(linear(60, prefix))
+    up = netrig("up", str(f), "-q")
+    assert up.returncode == 0, up.stderr
+    sleeper = subprocess.Popen(["ip", "netns", "exec", f"{prefix}--sw", "sleep", "300"])
+    try:
+        time.sleep(0.3)
+        down = netrig("down", "--prefix", prefix)
+        assert down.returncode == 0, down.stderr
+        assert f"lab '{prefix}' is down" in down.stdout
+        assert sleeper.wait(timeout=10) == -signal.SIGTERM
+        assert leftovers(prefix) == []
+        t0 = time.monotonic()
+        subprocess.run(["unshare", "-n", "true"], check=True, timeout=60)
+        assert time.monotonic() - t0 < 0.5  # 60 bridges still being freed would take ~1 s
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+        if leftovers(prefix):
+            netrig("down", "--prefix", prefix)
+
+
 def test_clean_after_kill_9_of_netrig_up_mid_build(tmp_path):
     needs_root()
     prefix = f"kil{os.getpid() % 100000}"

@@ -349,10 +349,15 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     if link is not None:
         stop([link], LINK_STOP_S)
     userspace.forget(pid)
+    # The switches' namespace goes first: the kernel frees its bridges one RCU grace
+    # period each (~16 ms; netns.kernel_ready) while the rest is stopped and deleted. Its
+    # processes, if any, are still found (by the namespace's inode) and stopped.
+    inodes = netns.inodes(st.namespaces)
+    errors += netns.delete([ns for ns in st.namespaces if ns == f"{st.prefix}-{SW}"])
     # Whatever still runs inside the lab's namespaces belongs to the lab; so does a
     # daemon no state recorded (its command line names the lab's routers' directories).
     for round in range(SWEEPS):
-        found = [p for p in _in_namespaces(st.namespaces) + frr.strays(st.dir) if p not in stuck]
+        found = [p for p in _in_namespaces(inodes) + frr.strays(st.dir) if p not in stuck]
         if not found:
             break
         if round == 0:
@@ -393,12 +398,12 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     return errors
 
 
-def _in_namespaces(namespaces: list[str]) -> list[procs.Proc]:
-    """The processes in these namespaces (this one left out), each named by its program
-    and namespace."""
+def _in_namespaces(inodes: dict[str, tuple[int, int]]) -> list[procs.Proc]:
+    """The processes in these namespaces (by name: their inodes; this one left out), each
+    named by its program and namespace."""
     me = os.getpid()
     out = []
-    for ns, pids in netns.pids(namespaces).items():
+    for ns, pids in netns.pids(inodes).items():
         for pid in pids:
             if pid == me:
                 continue

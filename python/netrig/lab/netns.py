@@ -230,9 +230,17 @@ def _inode(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def pids(names: Iterable[str]) -> dict[str, list[int]]:
-    """Processes in each namespace (what `ip netns pids` prints), in one pass over /proc."""
-    want = {ino: ns for ns in names if (ino := _inode(str(NETNS_DIR / ns))) is not None}
+def inodes(names: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each existing namespace's (device, inode): what its processes' /proc/PID/ns/net
+    are, still, once it is unmounted."""
+    return {ns: ino for ns in names if (ino := _inode(str(NETNS_DIR / ns))) is not None}
+
+
+def pids(names: Iterable[str] | dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """Processes in each namespace (what `ip netns pids` prints), in one pass over /proc;
+    namespaces by name, or by name -> inode (netns.inodes) for ones already unmounted."""
+    known = names if isinstance(names, dict) else inodes(names)
+    want = {ino: ns for ns, ino in known.items()}
     out: dict[str, list[int]] = {ns: [] for ns in want.values()}
     if not want:
         return out
