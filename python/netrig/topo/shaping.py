@@ -84,6 +84,8 @@ class _ShapingBase(BaseModel):
         """The schema's rules between keys given together at one level (a rule that
         spans levels, or `requires`, is the resolved direction's: `Link.direction`)."""
         given = {k: getattr(self, k) for k in linkspec.KEYS if getattr(self, k, None) is not None}
+        if not given:  # nothing set, nothing to break (most links of a big lab)
+            return self
         try:
             d = linkspec.resolve({k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
                                   for k, v in given.items()})
