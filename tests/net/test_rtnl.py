@@ -101,3 +101,33 @@ def test_kernel_ready_returns_once_the_kernel_has_freed_a_namespace():
     t0 = time.monotonic()
     subprocess.run(["unshare", "-n", "true"], check=True, timeout=60)
     assert time.monotonic() - t0 < 0.6  # 80 bridges still being freed would take ~1.3 s
+
+
+def test_offloads_off_in_one_request_clears_what_the_six_legacy_ones_do(two):
+    """One ETHTOOL_SFEATURES per device (bits found by name) leaves the device as the
+    six legacy requests (rx/tx checksum, sg, tso, gso, gro) did, plus TSO's newest
+    variant (AccECN) which the legacy TSO request misses on 6.18."""
+    import socket
+
+    ns = two[0]
+
+    def legacy() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            netns._set_features(s, "v0", None)
+
+    netns.run_in(ns, legacy)
+    netns.offloads_off(ns, ["p0"])
+
+    def k(dev: str) -> dict[str, str]:
+        out = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-k", dev], capture_output=True,
+                             text=True, check=True).stdout.splitlines()[1:]
+        return dict(line.strip().split(": ", 1) for line in out if ": " in line)
+
+    old, new, untouched = k("v0"), k("p0"), k("v1")
+    differ = {f for f in old if old[f] != new[f]}
+    assert differ <= {"tcp-segmentation-offload", "tx-tcp-accecn-segmentation"}
+    assert new.get("tx-tcp-accecn-segmentation", "off").startswith("off")
+    for f in ("rx-checksumming", "tx-checksumming", "scatter-gather", "tcp-segmentation-offload",
+              "generic-segmentation-offload", "generic-receive-offload"):
+        assert new[f].startswith("off"), f
+        assert f == "generic-receive-offload" or untouched[f].startswith("on"), f  # (veth: GRO off already)

@@ -293,15 +293,67 @@ def offloads_off(ns: str, ifaces: list[str]) -> None:
 
 def _offloads_off(ns: str, ifaces: list[str]) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        words = _feature_words(s)
         for name in ifaces:
-            for cmd in _OFFLOADS:
-                value = ctypes.create_string_buffer(struct.pack("II", cmd, 0))
-                ifr = struct.pack("16sP16x", name.encode()[:15], ctypes.addressof(value))
-                try:
-                    fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifr)
-                except OSError as e:
-                    if e.errno not in (95,):  # EOPNOTSUPP: a feature the device lacks
-                        raise NetnsError(f"{ns}/{name}: ethtool offloads off: {e.strerror}") from None
+            try:
+                _set_features(s, name, words)
+            except OSError as e:
+                raise NetnsError(f"{ns}/{name}: ethtool offloads off: {e.strerror}") from None
+
+
+# The features the legacy ethtool "set" commands of _OFFLOADS clear, by their names
+# (ETH_SS_FEATURES strings; their bit numbers change between kernels).
+_OFF_NAMES = ("rx-checksum", "tx-checksum-ipv4", "tx-checksum-ip-generic", "tx-checksum-ipv6",
+              "tx-checksum-fcoe-crc", "tx-checksum-sctp", "tx-scatter-gather",
+              "tx-scatter-gather-fraglist", "tx-generic-segmentation", "rx-gro")
+_features: list[tuple[int, int]] | None = None  # per 32-bit word: (valid, requested)
+
+
+def _is_off_feature(name: str) -> bool:
+    return name in _OFF_NAMES or name.startswith("tx-tcp") and name.endswith("-segmentation")
+
+
+def _ethtool(s: socket.socket, name: str, data: bytearray) -> int:
+    ifr = struct.pack("16sP16x", name.encode()[:15], ctypes.addressof(ctypes.c_char.from_buffer(data)))
+    return fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifr)
+
+
+def _feature_words(s: socket.socket) -> list[tuple[int, int]] | None:
+    """One ETHTOOL_SFEATURES request clearing every offload (the feature names read
+    once from the kernel, on lo), or None where the kernel does not say them."""
+    global _features
+    if _features is None:
+        try:
+            info = bytearray(struct.pack("IIQI", 0x37, 0, 1 << 4, 0))  # GSSET_INFO, ETH_SS_FEATURES
+            _ethtool(s, "lo", info)
+            count = struct.unpack_from("I", info, 16)[0]
+            strings = bytearray(struct.pack("III", 0x1B, 4, count) + bytes(32 * count))  # GSTRINGS
+            _ethtool(s, "lo", strings)
+        except OSError:
+            _features = []
+            return None
+        names = [strings[12 + 32 * i:12 + 32 * (i + 1)].split(b"\0")[0].decode() for i in range(count)]
+        words = [0] * ((count + 31) // 32)
+        for bit, feature in enumerate(names):
+            if _is_off_feature(feature):
+                words[bit // 32] |= 1 << (bit % 32)
+        _features = [(w, 0) for w in words]
+    return _features or None
+
+
+def _set_features(s: socket.socket, name: str, words: list[tuple[int, int]] | None) -> None:
+    """The offloads off on one device: one ETHTOOL_SFEATURES (features a device lacks
+    are left as they are), or the six legacy requests where that is not available."""
+    if words:
+        req = bytearray(struct.pack("II", 0x3B, len(words)) + b"".join(struct.pack("II", v, r) for v, r in words))
+        _ethtool(s, name, req)
+        return
+    for cmd in _OFFLOADS:
+        try:
+            _ethtool(s, name, bytearray(struct.pack("II", cmd, 0)))
+        except OSError as e:
+            if e.errno != 95:  # EOPNOTSUPP: a feature the device lacks
+                raise
 
 
 def write_hosts(names: list[str], text: str) -> None:
