@@ -285,15 +285,28 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
         say(f"FRR on {len(topo.dynamic)} routers ({time.monotonic() - t0:.2f} s)")
 
 
-def _start_frr(plan: Plan, st: LabState, node_ns: dict[str, str]) -> None:
+def _start_frr(plan: Plan, st: LabState, node_ns: dict[str, str], every_s: float = 0.5,
+               every: int = 50) -> None:
+    """Starts FRR on the lab's routers, recording each router's daemons in the lab's
+    state as they run. The state file (which grows with the lab) is saved once `every_s`
+    seconds or `every` routers have passed since its last save, and at the end, not
+    once per router (N saves of an O(N) file): a netrig killed in between leaves
+    daemons the file does not name, which `down` and `clean` still find by their command
+    lines (`frr.strays`: each names its router's directory), as they find one killed
+    before it was recorded."""
     lock = threading.Lock()
+    saved = {"at": time.monotonic(), "routers": 0}
 
     def record(router: str, procs: dict) -> None:
         with lock:
             st.frr[router] = procs
-            st.save()
+            if len(st.frr) - saved["routers"] >= every or time.monotonic() - saved["at"] >= every_s:
+                st.save()
+                saved.update(at=time.monotonic(), routers=len(st.frr))
 
     frr.start(plan, st.dir, node_ns, record)
+    with lock:
+        st.save()
 
 
 def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:

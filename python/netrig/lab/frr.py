@@ -35,6 +35,7 @@ from pathlib import Path
 
 from netrig import procs, safefs
 from netrig.errors import NetrigError
+from netrig.lab import netns
 from netrig.lab.frrconf import (
     configs,
     cost,
@@ -170,56 +171,80 @@ def write(plan: Plan, lab_dir: Path, router: str, ns: str) -> Path:
 
 
 def start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[str, list[int]]:
-    """Starts the router's daemons (zebra first): see _start_router. Each forks away from
-    its starter; this process adopts them (procs.adopting), so stopping them later from
-    here leaves no zombie for PID 1 to collect."""
+    """Starts the router's daemons, zebra first (see _start_daemon); daemon -> [pid,
+    start time]. Each forks away from its starter; this process adopts them
+    (procs.adopting), so stopping them later from here leaves no zombie for PID 1 to
+    collect."""
     with procs.adopting():
-        return _start_router(topo, lab_dir, router, ns)
+        out: dict[str, list[int]] = {}
+        for name in daemons(topo, router):
+            out[name] = _start_daemon(lab_dir, router, ns, name)
+            if name == "zebra":  # the others connect to zebra's socket: wait for it
+                _wait_zserv(lab_dir, router)
+        return out
 
 
-def _start_router(topo: Topology, lab_dir: Path, router: str, ns: str) -> dict[str, list[int]]:
-    """Starts the router's daemons (zebra first), as FRR's user with the capabilities
-    FRR keeps for each (`-u frr -g frr`: each starts as root, opens its log, drops to
-    frr); daemon -> [pid, start time]."""
+def _start_daemon(lab_dir: Path, router: str, ns: str, name: str) -> list[int]:
+    """Starts one of the router's daemons in its network namespace, as FRR's user with
+    the capabilities FRR keeps for each (`-u frr -g frr`: each starts as root, opens its
+    log, drops to frr); [pid, start time]."""
     d = router_dir(lab_dir, router)
     run, rel = _rel(lab_dir, router)
     _, gid, _ = ids()
-    where = frr_dir()
-    out: dict[str, list[int]] = {}
-    for name in daemons(topo, router):
-        for f in (f"{name}.pid", f"{name}.vty") + (("zserv.api",) if name == "zebra" else ()):
-            (d / f).unlink(missing_ok=True)  # (a link is removed, not followed)
-        # Its log, root's before the daemon opens it (as root, before it drops to frr):
-        # the sticky directory keeps frr from putting a link in place of a root file.
-        # A restarted daemon appends to its log if that is still netrig's own.
-        try:
-            log: os.stat_result | None = os.lstat(d / f"{name}.log")
-        except FileNotFoundError:
-            log = None
-        if log is None or not stat.S_ISREG(log.st_mode) or log.st_uid != os.geteuid():
-            safefs.write_shared(run, f"{rel}/{name}.log", b"", safefs.Shared(gid, leaf=ROUTER_MODE, file=0o600))
-        argv = ["ip", "netns", "exec", ns, str(where / name), "-d", "-u", USER, "-g", USER, "-P", "0",
-                "-f", str(d / f"{name}.conf"), "-i", str(d / f"{name}.pid"), "-z", str(d / "zserv.api"),
-                "--vty_socket", str(d), "--log", f"file:{d / name}.log"]
-        with safefs.open_new(run, f"{rel}/{name}.err", _ROOTS) as err:
-            p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, timeout=30)
-        if p.returncode != 0:
-            raise LabError(f"router {router}: {name} did not start (exit {p.returncode}): "
-                           f"{_tail(d / f'{name}.err') or _tail(d / f'{name}.log')}")
-        pid = _pid_file(d / f"{name}.pid")
-        started = start_time(pid) if pid else None
-        if not pid or started is None:
-            raise LabError(f"router {router}: {name} exited at start: "
-                           f"{_tail(d / f'{name}.log') or _tail(d / f'{name}.err')}")
-        out[name] = [pid, started]
-        if name == "zebra":  # the others connect to zebra's socket: wait for it
-            deadline = time.monotonic() + 5
-            while not (d / "zserv.api").exists():
-                if time.monotonic() > deadline:
-                    raise LabError(f"router {router}: zebra made no {d / 'zserv.api'} in 5 s: "
-                                   f"{_tail(d / 'zebra.log')}")
-                time.sleep(0.005)
-    return out
+    for f in (f"{name}.pid", f"{name}.vty") + (("zserv.api",) if name == "zebra" else ()):
+        (d / f).unlink(missing_ok=True)  # (a link is removed, not followed)
+    # Its log, root's before the daemon opens it (as root, before it drops to frr):
+    # the sticky directory keeps frr from putting a link in place of a root file.
+    # A restarted daemon appends to its log if that is still netrig's own.
+    try:
+        log: os.stat_result | None = os.lstat(d / f"{name}.log")
+    except FileNotFoundError:
+        log = None
+    if log is None or not stat.S_ISREG(log.st_mode) or log.st_uid != os.geteuid():
+        safefs.write_shared(run, f"{rel}/{name}.log", b"", safefs.Shared(gid, leaf=ROUTER_MODE, file=0o600))
+    argv = [str(frr_dir() / name), "-d", "-u", USER, "-g", USER, "-P", "0",
+            "-f", str(d / f"{name}.conf"), "-i", str(d / f"{name}.pid"), "-z", str(d / "zserv.api"),
+            "--vty_socket", str(d), "--log", f"file:{d / name}.log"]
+    with safefs.open_new(run, f"{rel}/{name}.err", _ROOTS) as err:
+        p = _in_netns(ns, argv, err, router)
+    if p.returncode != 0:
+        raise LabError(f"router {router}: {name} did not start (exit {p.returncode}): "
+                       f"{_tail(d / f'{name}.err') or _tail(d / f'{name}.log')}")
+    pid = _pid_file(d / f"{name}.pid")
+    started = start_time(pid) if pid else None
+    if not pid or started is None:
+        raise LabError(f"router {router}: {name} exited at start: "
+                       f"{_tail(d / f'{name}.log') or _tail(d / f'{name}.err')}")
+    return [pid, started]
+
+
+def _in_netns(ns: str, argv: list[str], out, router: str) -> subprocess.CompletedProcess:
+    """Runs argv in network namespace ns and no other: a thread joins ns and starts it
+    (a child takes its namespaces from the thread that forks it). Not `ip netns exec`,
+    which gives each process a mount namespace of its own, a copy of every mount under
+    /run/netns (O(N) mounts per daemon, O(N^2) in a lab, each unmounted again when the
+    daemon exits). FRR needs none: its configs, pid files, sockets and logs are where
+    its flags put them, in the router's directory. (FRR 8.4 also writes the host's
+    /var/tmp/frr/DAEMON.PID, removed when it exits unless killed, and ospfd
+    /run/frr/ospfd-gr.json: under `ip netns exec` as well, whose mount namespace shares
+    both directories with the host.)"""
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=30)
+
+    try:
+        return netns.run_in(ns, run)
+    except netns.NetnsError as e:
+        raise LabError(f"router {router}: {e}") from None
+
+
+def _wait_zserv(lab_dir: Path, router: str, timeout: float = 5.0) -> None:
+    d = router_dir(lab_dir, router)
+    deadline = time.monotonic() + timeout
+    while not (d / "zserv.api").exists():
+        if time.monotonic() > deadline:
+            raise LabError(f"router {router}: zebra made no {d / 'zserv.api'} in {timeout:g} s: "
+                           f"{_tail(d / 'zebra.log')}")
+        time.sleep(0.005)
 
 
 def _pid_file(p: Path) -> int:
@@ -237,19 +262,30 @@ def _tail(p: Path, n: int = 400) -> str:
 
 def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[str, dict], None],
           workers: int = 8) -> None:
-    """Writes every dynamic router's files, then starts their daemons, several routers at
-    once; `record(router, daemons)` is called as each router's daemons run (the caller
-    saves them in the lab's state)."""
-    routers = plan.topo.dynamic
+    """Writes every dynamic router's files, then starts their daemons, `workers` at once:
+    every zebra, then every router's other daemons (each connects to its zebra, whose
+    socket is there by then). `record(router, daemons)` is called as a router's daemons
+    run (its zebra, then all of them: the caller saves them in the lab's state)."""
+    topo = plan.topo
+    routers = topo.dynamic
     for r in routers:
         write(plan, lab_dir, r, node_ns[r])
+    started: dict[str, dict[str, list[int]]] = {r: {} for r in routers}
 
-    def one(r: str) -> None:
-        record(r, start_router(plan.topo, lab_dir, r, node_ns[r]))
+    def zebra(r: str) -> None:
+        started[r]["zebra"] = _start_daemon(lab_dir, r, node_ns[r], "zebra")
+        record(r, dict(started[r]))
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(one, r) for r in routers]:
-            f.result()
+    def protocols(r: str) -> None:
+        _wait_zserv(lab_dir, r)
+        for name in daemons(topo, r)[1:]:
+            started[r][name] = _start_daemon(lab_dir, r, node_ns[r], name)
+        record(r, dict(started[r]))
+
+    with procs.adopting(), ThreadPoolExecutor(max_workers=workers) as pool:
+        for wave, todo in ((zebra, routers), (protocols, [r for r in routers if len(daemons(topo, r)) > 1])):
+            for f in [pool.submit(wave, r) for r in todo]:
+                f.result()
 
 
 def stop(recorded: dict[str, list[int]], wait_s: float = STOP_WAIT_S) -> list[str]:
@@ -317,9 +353,11 @@ def remove(lab_dir: Path) -> None:
 
 # What a running router says about itself (`netrig status`).
 
-def vtysh(ns: str, d: Path, daemon: str, command: str, timeout: float = 3.0) -> object:
-    """One `show ... json` command to one of a router's daemons, parsed."""
-    argv = ["ip", "netns", "exec", ns, VTYSH, *vtysh_args(d), "-d", daemon, "-c", command]
+def vtysh(d: Path, daemon: str, command: str, timeout: float = 3.0) -> object:
+    """One `show ... json` command to one of a router's daemons, parsed. vtysh runs
+    here, in no namespace of the lab's: it talks to the daemons through the sockets in
+    their router's directory `d`."""
+    argv = [VTYSH, *vtysh_args(d), "-d", daemon, "-c", command]
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -376,7 +414,7 @@ def router_status(ns: str, d: Path, procs: dict[str, list[int]], timeout: float 
     for daemon, command, key, read in asks:
         if out["daemons"].get(daemon, {}).get("running"):
             try:
-                out[key] = read(vtysh(ns, d, daemon, command, timeout))
+                out[key] = read(vtysh(d, daemon, command, timeout))
             except LabError as e:
                 out["errors"].append(str(e))
     p = subprocess.run(["ip", "-n", ns, "-j", "route", "show"], capture_output=True, text=True,

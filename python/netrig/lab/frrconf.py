@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 
 from netrig.topo.model import Topology
 from netrig.topo.plan import Iface, Plan, Segment
@@ -83,12 +83,23 @@ def _ebgp(plan: Plan, router: str) -> list[tuple[ipaddress.IPv4Address, int]]:
     return out
 
 
-def _same_as(plan: Plan, router: str) -> list[str]:
-    asn = plan.topo.routing_of(router).asn
-    return [n for n in plan.topo.dynamic if n != router and plan.topo.routing_of(n).asn == asn]
+def _by_as(plan: Plan) -> dict[int | None, list[str]]:
+    """The dynamic routers of each AS (None: those without BGP), in node order."""
+    out: dict[int | None, list[str]] = {}
+    for n in plan.topo.dynamic:
+        out.setdefault(plan.topo.routing_of(n).asn, []).append(n)
+    return out
 
 
-def _announced(plan: Plan, router: str) -> list[ipaddress.IPv4Network]:
+def _same_as(plan: Plan, router: str, by_as: dict[int | None, list[str]] | None = None) -> list[str]:
+    """The other routers of the router's AS (`by_as`: `_by_as(plan)`, when the caller
+    asks for every router's)."""
+    members = (by_as if by_as is not None else _by_as(plan)).get(plan.topo.routing_of(router).asn, [])
+    return [n for n in members if n != router]
+
+
+def _announced(plan: Plan, router: str,
+               by_as: dict[int | None, list[str]] | None = None) -> list[ipaddress.IPv4Network]:
     """What a BGP router announces: its connected subnets, then its loopback, then, on a
     border router (one with eBGP neighbours), the loopbacks of the other routers of its
     AS: a loopback learnt over iBGP has that very loopback as next hop, which BGP will
@@ -97,7 +108,7 @@ def _announced(plan: Plan, router: str) -> list[ipaddress.IPv4Network]:
     out = list(dict.fromkeys(n for n in nets if n is not None))
     out.append(plan.loopbacks[router].network)
     if _ebgp(plan, router):
-        out += [plan.loopbacks[n].network for n in _same_as(plan, router)]
+        out += [plan.loopbacks[n].network for n in _same_as(plan, router, by_as)]
     return out
 
 
@@ -159,9 +170,10 @@ def _bgp(plan: Plan, router: str) -> list[str]:
     ibgp = [plan.loopbacks[n].ip for n in _same_as(plan, router)]
     neighbours = [(a, x) for a, x in _ebgp(plan, router)] + [(a, asn) for a in ibgp]
     mrai = t.s("advertisement_interval")
+    ibgp_set = set(ibgp)
     for addr, their_as in neighbours:
         lines.append(f" neighbor {addr} remote-as {their_as}")
-        if addr in ibgp:
+        if addr in ibgp_set:
             lines.append(f" neighbor {addr} update-source lo")
         lines.append(f" neighbor {addr} timers connect {t.s('connect_retry')}")
         if mrai is not None:
@@ -170,7 +182,7 @@ def _bgp(plan: Plan, router: str) -> list[str]:
     lines += [f"  network {n}" for n in _announced(plan, router)]
     for addr, _ in neighbours:
         lines.append(f"  neighbor {addr} activate")
-        if addr in ibgp:
+        if addr in ibgp_set:
             lines.append(f"  neighbor {addr} next-hop-self")
     lines += [" exit-address-family", "exit"]
     return lines
@@ -192,24 +204,49 @@ def _components(nodes: Iterable[str], joined: Iterable[tuple[str, str]]) -> dict
     return {n: find(n) for n in parent}
 
 
-def expected_routes(plan: Plan) -> dict[str, dict[ipaddress.IPv4Network, str]]:
+class Expected(Mapping[ipaddress.IPv4Network, str]):
+    """One router's expected prefixes (prefix -> what it belongs to, in prefix order):
+    those of its OSPF domain and BGP group, less its own. The routers of one domain share
+    one table, so a grid of N routers holds N small sets, not N copies of N prefixes."""
+
+    def __init__(self, table: dict[ipaddress.IPv4Network, str], own: set[ipaddress.IPv4Network]) -> None:
+        self._table = table
+        self._own = own & table.keys()
+
+    def __getitem__(self, n: ipaddress.IPv4Network) -> str:
+        if n in self._own:
+            raise KeyError(n)
+        return self._table[n]
+
+    def __iter__(self) -> Iterator[ipaddress.IPv4Network]:
+        own = self._own
+        return (n for n in self._table if n not in own) if own else iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table) - len(self._own)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def expected_routes(plan: Plan) -> dict[str, Expected]:
     """Per dynamic router: prefix -> what it belongs to, for every prefix its routing
     table should hold (its own loopback and connected subnets left out)."""
     topo = plan.topo
     routers = topo.dynamic
-    ospf = [r for r in routers if topo.routing_of(r).ospf_area is not None]
-    bgp = [r for r in routers if topo.routing_of(r).asn is not None]
+    asn = {r: topo.routing_of(r).asn for r in routers}
+    ospf = {r for r in routers if topo.routing_of(r).ospf_area is not None}
+    bgp = {r for r in routers if asn[r] is not None}
     adj, ebgp = [], []
     for r in routers:
         for i in plan.ifaces[r]:
             for j in _others(plan, i):
-                if j.node in ospf and r in ospf and _ospf_peers(topo, r, j.node):
+                if r in ospf and j.node in ospf and _ospf_peers(topo, r, j.node):
                     adj.append((r, j.node))
-                if r in bgp and j.node in bgp and topo.routing_of(r).asn != topo.routing_of(j.node).asn:
-                    ebgp.append((topo.routing_of(r).asn, topo.routing_of(j.node).asn))
+                if r in bgp and j.node in bgp and asn[r] != asn[j.node]:
+                    ebgp.append((asn[r], asn[j.node]))
     domain = _components(ospf, adj)
-    ases = {topo.routing_of(r).asn for r in bgp}
-    as_group = _components(ases, ebgp)
+    as_group = _components({asn[r] for r in bgp}, ebgp)
     labels: dict[ipaddress.IPv4Network, str] = {}
     for seg in plan.segments:
         if seg.subnet is not None:
@@ -221,17 +258,24 @@ def expected_routes(plan: Plan) -> dict[str, dict[ipaddress.IPv4Network, str]]:
         nets = [plan.segments[i.segment].subnet for i in plan.ifaces[r]]
         return [n for n in nets if n is not None] + [plan.loopbacks[r].network]
 
-    out: dict[str, dict[ipaddress.IPv4Network, str]] = {}
+    # What each OSPF domain and each BGP group of ASes carries, gathered once.
+    by_domain: dict[str, set[ipaddress.IPv4Network]] = {}
+    for m in ospf:
+        by_domain.setdefault(domain[m], set()).update(own(m))
+    by_group: dict[object, set[ipaddress.IPv4Network]] = {}
+    by_as = _by_as(plan)
+    for m in bgp:
+        by_group.setdefault(as_group[asn[m]], set()).update(_announced(plan, m, by_as))
+    tables: dict[tuple, dict[ipaddress.IPv4Network, str]] = {}
+    out: dict[str, Expected] = {}
     for r in routers:
-        want: set[ipaddress.IPv4Network] = set()
-        if r in domain:
-            want.update(n for m in ospf if domain[m] == domain[r] for n in own(m))
-        if r in bgp:
-            group = as_group[topo.routing_of(r).asn]
-            want.update(n for m in bgp if as_group[topo.routing_of(m).asn] == group
-                        for n in _announced(plan, m))
-        want -= set(own(r))
-        out[r] = {n: labels[n] for n in sorted(want)}
+        key = (domain.get(r), as_group[asn[r]] if r in bgp else None)
+        if key not in tables:
+            want = set(by_domain.get(key[0], ())) if key[0] is not None else set()
+            if key[1] is not None:
+                want |= by_group[key[1]]
+            tables[key] = {n: labels[n] for n in sorted(want)}
+        out[r] = Expected(tables[key], set(own(r)))
     return out
 
 
@@ -257,12 +301,13 @@ def expected_bgp_peers(plan: Plan) -> dict[str, dict[str, int]]:
     eBGP neighbour on a segment, each router of its own AS by loopback); once converged,
     every one is Established."""
     out: dict[str, dict[str, int]] = {}
+    by_as = _by_as(plan)
     for r in plan.topo.dynamic:
         asn = plan.topo.routing_of(r).asn
         if asn is None:
             continue
         out[r] = {str(a): x for a, x in _ebgp(plan, r)}
-        out[r].update({str(plan.loopbacks[n].ip): asn for n in _same_as(plan, r)})
+        out[r].update({str(plan.loopbacks[n].ip): asn for n in _same_as(plan, r, by_as)})
     return out
 
 

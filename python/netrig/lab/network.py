@@ -363,11 +363,11 @@ class Network:
             out = []
             if adjacent.get(r):
                 full = frr.full_by_iface(frr.ospf_neighbours(
-                    frr.vtysh(st.node_ns[r], d, "ospfd", "show ip ospf neighbor json")))
+                    frr.vtysh(d, "ospfd", "show ip ospf neighbor json")))
                 out += [f"OSPF on {i}: {full.get(i, 0)} of {k} neighbours Full"
                         for i, k in adjacent[r].items() if full.get(i, 0) < k]
             if sessions.get(r):
-                peers = frr.bgp_peers(frr.vtysh(st.node_ns[r], d, "bgpd", "show bgp summary json"))
+                peers = frr.bgp_peers(frr.vtysh(d, "bgpd", "show bgp summary json"))
                 out += [f"BGP session to {p}" for p in frr.not_established(sessions[r], peers)]
                 out += [f"BGP session to {p}: just up" for p in frr.too_new(sessions[r], peers, hold_s)]
             return out
@@ -398,7 +398,7 @@ class Network:
             if not sessions.get(r):
                 return (route_table(st.node_ns[r]),)
             try:
-                version = frr.bgp_table_version(frr.vtysh(st.node_ns[r], frr.router_dir(st.dir, r), "bgpd",
+                version = frr.bgp_table_version(frr.vtysh(frr.router_dir(st.dir, r), "bgpd",
                                                           "show bgp summary json"))
             except LabError as e:
                 version = str(e)

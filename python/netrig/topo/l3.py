@@ -1,10 +1,10 @@
 """What a plan is made of, and the L3 graph across its segments.
 
 `Iface`, `Segment`, `Hop`, `Route` and `Plan` (`netrig.topo.plan` makes one and
-re-exports them all); `l3_graph` joins the hosts and routers that share a segment,
+re-exports them all); `Graph` joins the hosts and routers that share a segment,
 with the one-way delay and the hops (switches included) between them, and
-`edge_hops` gives an edge's hops. Both the static routes (`plan`) and the protocols'
-(`routing`) walk this graph. Pure: nothing here touches the system.
+`edge_hops` gives an edge's hops; `RouteGraph` is the part of it static routes need
+(`plan`'s paths walk `Graph`). Pure: nothing here touches the system.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def mean_delay(link: Link) -> float:
 
 
 @dataclass
-class Edge:
+class Step:
     """Two hosts/routers on one segment: the one-way delay and hops between them."""
 
     to: str
@@ -105,10 +105,25 @@ class Edge:
     hops: int
     out: Iface  # leaves by this interface
     peer: Iface  # arrives at this one
+
+
+@dataclass
+class Edge(Step):
+    """A step that can name its hops (`edge_hops`)."""
+
     prev: dict[str, Hop | None]  # the BFS tree from `out.node`, to rebuild the hops
 
 
 Adjacency = dict[str, list[tuple[Link, str, float]]]  # node -> (link, neighbour, delay)
+
+
+def adjacency(topo: Topology) -> Adjacency:
+    adj: Adjacency = {n: [] for n in topo.nodes}
+    for l in topo.links:
+        delay = mean_delay(l)
+        adj[l.a].append((l, l.b, delay))
+        adj[l.b].append((l, l.a, delay))
+    return adj
 
 
 def segment_tree(adj: Adjacency, src: str, switches: set[str],
@@ -133,27 +148,110 @@ def segment_tree(adj: Adjacency, src: str, switches: set[str],
     return seen
 
 
-def l3_graph(topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]) -> dict[str, list[Edge]]:
-    """Edges between the hosts and routers that share a segment."""
-    adj: Adjacency = {n: [] for n in topo.nodes}
-    for l in topo.links:
-        delay = mean_delay(l)
-        adj[l.a].append((l, l.b, delay))
-        adj[l.b].append((l, l.a, delay))
-    edges: dict[str, list[Edge]] = {}
-    for seg in segments:
-        switches = set(seg.switches)
-        for i in seg.ifaces:
-            tree = segment_tree(adj, i.node, switches, i.link)
-            prev = {n: t[2] for n, t in tree.items()}
-            for j in seg.ifaces:
-                if j is i or j.node not in tree:
-                    continue
-                if not switches and j.link is not i.link:
-                    continue
-                delay, hops, _ = tree[j.node]
-                edges.setdefault(i.node, []).append(Edge(j.node, delay, hops, i, j, prev))
-    return edges
+class Graph:
+    """The L3 graph: edges between the hosts and routers that share a segment, each
+    node's made when it is first asked for (`graph(node)`, in segment order): a path
+    walks only its source's and the routers' edges, so a segment of a thousand hosts
+    costs a path its source's thousand edges, not a million."""
+
+    def __init__(self, topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]) -> None:
+        self.adj = adjacency(topo)
+        self.ifaces = ifaces
+        self.segments = segments
+        self._switches: dict[int, set[str]] = {}
+        self._made: dict[str, list[Edge]] = {}
+
+    def switches(self, seg: Segment) -> set[str]:
+        if seg.index not in self._switches:
+            self._switches[seg.index] = set(seg.switches)
+        return self._switches[seg.index]
+
+    def own(self, node: str) -> list[Iface]:
+        """The node's interfaces in segment order (the order of its edges)."""
+        return sorted(self.ifaces.get(node, []), key=lambda i: i.segment)
+
+    def __call__(self, node: str) -> list[Edge]:
+        if node not in self._made:
+            self._made[node] = [e for i in self.own(node) for e in self._from(i, self.segments[i.segment].ifaces)]
+        return self._made[node]
+
+    def _from(self, i: Iface, to: list[Iface]) -> list[Edge]:
+        """Edges from interface i to those of `to` on its segment, by the segment's tree
+        from i."""
+        switches = self.switches(self.segments[i.segment])
+        tree = segment_tree(self.adj, i.node, switches, i.link)
+        prev = {n: t[2] for n, t in tree.items()}
+        out = []
+        for j in to:
+            if j is i or j.node not in tree:
+                continue
+            if not switches and j.link is not i.link:
+                continue
+            delay, hops, _ = tree[j.node]
+            out.append(Edge(j.node, delay, hops, i, j, prev))
+        return out
+
+
+class RouteGraph(Graph):
+    """The part of the L3 graph that static routes need: steps only to routers and to
+    nodes on more than one segment (`members`). A node on one segment alone is never the
+    closest member of a segment another node routes to: the router it is reached
+    through is on that segment too, and closer; nor does it forward. On a segment where
+    every node has one interface (a tree with the nodes as leaves, one way between any
+    two), the way from each member to a needed one is read off one tree from the needed
+    one, its delay summed from the member's end as the member's own tree would (the same
+    float): trees from the few routers, not one per host."""
+
+    def __init__(self, topo: Topology, ifaces: dict[str, list[Iface]], segments: list[Segment]) -> None:
+        super().__init__(topo, ifaces, segments)
+        kinds = topo.nodes
+        needed = {n for n, ifs in ifaces.items()
+                  if kinds[n] == "router" or len({i.segment for i in ifs}) > 1}
+        self._members = [[j for j in seg.ifaces if j.node in needed] for seg in segments]
+        self._simple = [len({j.node for j in seg.ifaces}) == len(seg.ifaces) for seg in segments]
+        self._trees: dict[int, dict[str, tuple[float, int, Hop | None]]] = {}  # id(iface) -> its tree
+        self._steps: dict[str, list[Step]] = {}
+        self._delay = {l.name: delay for links in self.adj.values() for l, _, delay in links}
+
+    def members(self, seg: Segment) -> list[Iface]:
+        """The segment's interfaces of routers and of nodes on more than one segment."""
+        return self._members[seg.index]
+
+    def __call__(self, node: str) -> list[Step]:  # type: ignore[override]
+        if node not in self._steps:
+            out: list[Step] = []
+            for i in self.own(node):
+                to = self._members[i.segment]
+                if self._simple[i.segment]:
+                    out += self._steps_to(i, to)
+                else:
+                    out += self._from(i, to)
+            self._steps[node] = out
+        return self._steps[node]
+
+    def _steps_to(self, i: Iface, to: list[Iface]) -> list[Step]:
+        switches = self.switches(self.segments[i.segment])
+        out = []
+        for j in to:
+            if j is i or (not switches and j.link is not i.link):
+                continue
+            tree = self._tree(j, switches)
+            if i.node not in tree:
+                continue
+            delay, hops, n = 0.0, 0, i.node
+            while n != j.node:  # from i's end, as segment_tree from i sums it
+                h = tree[n][2]
+                assert h is not None
+                delay += self._delay[h.link.name]
+                hops += 1
+                n = h.frm
+            out.append(Step(j.node, delay, hops, i, j))
+        return out
+
+    def _tree(self, j: Iface, switches: set[str]) -> dict[str, tuple[float, int, Hop | None]]:
+        if id(j) not in self._trees:
+            self._trees[id(j)] = segment_tree(self.adj, j.node, switches, j.link)
+        return self._trees[id(j)]
 
 
 def edge_hops(e: Edge) -> list[Hop]:

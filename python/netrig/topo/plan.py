@@ -23,13 +23,24 @@ Pure computation on a checked `Topology`; nothing here touches the system.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import ipaddress
+from collections.abc import Callable
 
-from netrig.topo.l3 import Edge as _Edge
-from netrig.topo.l3 import Hop, Iface, Plan, Route, Segment, check_ends
+from netrig.topo.l3 import (
+    Edge,
+    Graph,
+    Hop,
+    Iface,
+    Plan,
+    Route,
+    RouteGraph,
+    Segment,
+    Step,
+    check_ends,
+)
 from netrig.topo.l3 import edge_hops as _hops
-from netrig.topo.l3 import l3_graph as _l3_graph
 from netrig.topo.model import Topology, TopologyError
 
 __all__ = ["Hop", "Iface", "Plan", "Route", "Segment", "make_plan", "path"]
@@ -98,12 +109,68 @@ def _explicit(topo: Topology, i: Iface) -> ipaddress.IPv4Interface | None:
     return ipaddress.IPv4Interface(text) if text else None
 
 
+class _Taken:
+    """The address space taken so far, as sorted disjoint [start, end) integer ranges
+    (touching ones merged), with a cursor per block size below which every aligned
+    block of that size is known to be taken (taken space only grows): choosing the
+    first free block walks from the cursor over the ranges, not from the pool's start
+    over every subnet taken."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.cursor: dict[int, int] = {}
+
+    def overlaps(self, a: int, b: int) -> bool:
+        k = bisect.bisect_right(self.starts, a) - 1
+        if k >= 0 and self.ends[k] > a:
+            return True
+        return k + 1 < len(self.starts) and self.starts[k + 1] < b
+
+    def add(self, a: int, b: int) -> None:
+        """Takes [a, b), which overlaps nothing taken."""
+        k = bisect.bisect_right(self.starts, a)
+        if k > 0 and self.ends[k - 1] == a:  # joins the range before it
+            k -= 1
+            self.ends[k] = b
+        else:
+            self.starts.insert(k, a)
+            self.ends.insert(k, b)
+        if k + 1 < len(self.starts) and self.starts[k + 1] == b:  # and the one after
+            self.ends[k] = self.ends.pop(k + 1)
+            del self.starts[k + 1]
+
+    def first_free(self, lo: int, hi: int, size: int) -> int | None:
+        """The lowest block of `size` addresses, aligned on its size, in [lo, hi) that
+        overlaps nothing taken (None if there is none); the caller takes it."""
+        cand = max(lo, self.cursor.get(size, lo))
+        k = bisect.bisect_right(self.starts, cand) - 1
+        if k < 0 or self.ends[k] <= cand:
+            k += 1  # ranges[k] is the first that ends after cand
+        while k < len(self.starts) and self.starts[k] < cand + size:
+            cand = -(-self.ends[k] // size) * size  # the first aligned block after it
+            k += 1
+        if cand + size > hi:
+            return None
+        self.cursor[size] = cand + size
+        return cand
+
+
+def _hosts(subnet: ipaddress.IPv4Network) -> tuple[int, int]:
+    """(first, count) of `subnet.hosts()`: all of a /31 or /32, else the addresses
+    between the network and broadcast addresses."""
+    net, plen = int(subnet.network_address), subnet.prefixlen
+    if plen >= 31:
+        return net, 2 ** (32 - plen)
+    return net + 1, 2 ** (32 - plen) - 2
+
+
 def _address(topo: Topology, segments: list[Segment]) -> None:
     pool = ipaddress.ip_network(topo.addressing.pool)
     plen = topo.addressing.prefix_len
     if plen < pool.prefixlen:
         raise TopologyError([f"addressing: prefix_len {plen} is wider than the pool {pool}"])
-    taken: set[ipaddress.IPv4Network] = set()
+    taken = _Taken()
     for seg in segments:
         for i in seg.ifaces:
             given = _explicit(topo, i)
@@ -114,9 +181,14 @@ def _address(topo: Topology, segments: list[Segment]) -> None:
             seg.subnet = given.network
             i.addr = given
         if seg.subnet is not None:
-            if any(seg.subnet.overlaps(t) for t in taken):
+            a = int(seg.subnet.network_address)
+            b = a + seg.subnet.num_addresses
+            if taken.overlaps(a, b):
                 raise TopologyError([f"subnet {seg.subnet} is used by two segments"])
-            taken.add(seg.subnet)
+            taken.add(a, b)
+    lo = int(pool.network_address)
+    hi = lo + pool.num_addresses
+    kinds = topo.nodes
     for seg in segments:
         if not seg.ifaces:
             continue
@@ -128,36 +200,42 @@ def _address(topo: Topology, segments: list[Segment]) -> None:
             if size < pool.prefixlen:
                 raise TopologyError([f"addressing: {len(seg.ifaces)} interfaces on one segment do not "
                                      f"fit in the pool {pool}"])
-            seg.subnet = next((n for n in pool.subnets(new_prefix=size)
-                               if not any(n.overlaps(t) for t in taken)), None)
-            if seg.subnet is None:
+            at = taken.first_free(lo, hi, 2 ** (32 - size))
+            if at is None:
                 raise TopologyError([f"addressing: the pool {pool} has no /{size} left "
                                      f"for {len(segments)} segments"])
-            taken.add(seg.subnet)
-        hosts = list(seg.subnet.hosts())
-        used = {i.addr.ip for i in seg.ifaces if i.addr is not None}
-        order = sorted((i for i in seg.ifaces if i.addr is None),
-                       key=lambda i: topo.nodes[i.node] != "router")
+            taken.add(at, at + 2 ** (32 - size))
+            seg.subnet = ipaddress.IPv4Network((at, size))
+        first, count = _hosts(seg.subnet)
+        sub_len = seg.subnet.prefixlen
+        used = {int(i.addr.ip) for i in seg.ifaces if i.addr is not None}
+        order = sorted((i for i in seg.ifaces if i.addr is None), key=lambda i: kinds[i.node] != "router")
         r_next, h_next = 0, 9
         for i in order:
-            is_router = topo.nodes[i.node] == "router"
+            is_router = kinds[i.node] == "router"
             k = r_next if is_router else max(h_next, r_next)
-            while k < len(hosts) and hosts[k] in used:
+            while k < count and first + k in used:
                 k += 1
-            if k >= len(hosts):
+            if k >= count:
                 raise TopologyError([f"subnet {seg.subnet} has no address left for {i.node}"])
-            i.addr = ipaddress.IPv4Interface(f"{hosts[k]}/{seg.subnet.prefixlen}")
-            used.add(hosts[k])
+            i.addr = ipaddress.IPv4Interface((first + k, sub_len))
+            used.add(first + k)
             if is_router:
                 r_next = k + 1
             else:
                 h_next = k + 1
 
 
-def _shortest(topo: Topology, edges: dict[str, list[_Edge]], src: str) -> dict[str, tuple[float, int, list[_Edge]]]:
-    """Dijkstra from src by (delay, hops); only routers are passed through. Returns
-    node -> (delay, hops, the edges taken)."""
-    best: dict[str, tuple[float, int, list[_Edge]]] = {src: (0.0, 0, [])}
+# node -> (delay, hops, the step into it, the first step from the source)
+Best = dict[str, tuple[float, int, Step | None, Step | None]]
+
+
+def _shortest(topo: Topology, edges: Callable[[str], list[Step]], src: str) -> Best:
+    """Dijkstra from src by (delay, hops), the first way found kept on a tie; only
+    routers are passed through. Each node keeps the step into it (the way back is
+    the chain of those) and the way's first step."""
+    kinds = topo.nodes
+    best: Best = {src: (0.0, 0, None, None)}
     heap = [(0.0, 0, src)]
     done = set()
     while heap:
@@ -165,13 +243,15 @@ def _shortest(topo: Topology, edges: dict[str, list[_Edge]], src: str) -> dict[s
         if n in done:
             continue
         done.add(n)
-        if n != src and topo.nodes[n] != "router":
+        if n != src and kinds[n] != "router":
             continue
-        for e in edges.get(n, []):
-            cand = (d + e.delay, h + e.hops)
-            if e.to not in best or cand < best[e.to][:2]:
-                best[e.to] = (cand[0], cand[1], best[n][2] + [e])
-                heapq.heappush(heap, (cand[0], cand[1], e.to))
+        first = best[n][3]
+        for e in edges(n):
+            cd, ch = d + e.delay, h + e.hops
+            b = best.get(e.to)
+            if b is None or (cd, ch) < (b[0], b[1]):
+                best[e.to] = (cd, ch, e, e if first is None else first)
+                heapq.heappush(heap, (cd, ch, e.to))
     return best
 
 
@@ -179,13 +259,14 @@ def _routes(topo: Topology, ifaces, segments) -> dict[str, list[Route]]:
     routers = [n for n, k in topo.nodes.items() if k == "router"]
     # No router, no route: every host reaches only its own segment, and the L3 graph
     # (quadratic in a segment's members) is not needed.
-    edges = _l3_graph(topo, ifaces, segments) if routers else {}
+    edges = RouteGraph(topo, ifaces, segments) if routers else None
+    dynamic = set(topo.dynamic)  # FRR routes them: make_plan gives them no static route
     routes: dict[str, list[Route]] = {}
     for node, kind in topo.nodes.items():
         if kind == "switch" or not ifaces[node]:
             continue
         routes[node] = []
-        if not routers:
+        if edges is None or node in dynamic:
             continue  # no router: every host reaches only its own segment
         own = {segments[i.segment].subnet for i in ifaces[node]}
         best = _shortest(topo, edges, node)
@@ -193,14 +274,16 @@ def _routes(topo: Topology, ifaces, segments) -> dict[str, list[Route]]:
         for seg in segments:
             if seg.subnet is None or seg.subnet in own or not seg.ifaces:
                 continue
-            # Reach the segment through whichever of its members is closest; the first
-            # step must be a router (hosts do not forward).
-            reach = [best[i.node] for i in seg.ifaces if i.node in best and best[i.node][2]]
+            # Reach the segment through whichever of its members is closest (the first
+            # of equals); the first step must be a router (hosts do not forward).
+            reach = [b for b in (best.get(i.node) for i in edges.members(seg)) if b is not None and b[2]]
             if not reach:
                 continue
-            first = min(reach, key=lambda b: b[:2])[2][0]
+            first = min(reach, key=lambda b: (b[0], b[1]))[3]
+            assert first is not None
             if topo.nodes[first.to] != "router":
                 continue
+            assert first.peer.addr is not None
             table.append(Route(seg.subnet, first.peer.addr.ip, first.out.name))
         if kind == "host" and table and len({(r.via, r.dev) for r in table}) == 1:
             table = [Route(ipaddress.IPv4Network("0.0.0.0/0"), table[0].via, table[0].dev)]
@@ -220,8 +303,13 @@ def path(plan: Plan, src: str, dst: str) -> list[Hop]:
     check_ends(topo, src, dst)
     if src == dst:
         return []
-    edges = _l3_graph(topo, plan.ifaces, plan.segments)
-    best = _shortest(topo, edges, src)
+    best = _shortest(topo, Graph(topo, plan.ifaces, plan.segments), src)
     if dst not in best:
         raise TopologyError([f"no route from {src} to {dst}"])
-    return [h for e in best[dst][2] for h in _hops(e)]
+    steps: list[Edge] = []
+    n = dst
+    while (e := best[n][2]) is not None:
+        assert isinstance(e, Edge)
+        steps.append(e)
+        n = e.out.node
+    return [h for e in reversed(steps) for h in _hops(e)]

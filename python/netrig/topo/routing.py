@@ -406,7 +406,7 @@ def lookup(table: dict[Net, Entry], addr: ipaddress.IPv4Address) -> Entry | None
 
 def step_hops(plan: Plan, nh: NextHop) -> list[Hop]:
     """The links from nh.out to nh.peer: the link itself, or across the segment's
-    switches. (Leaving by nh.out's link only: the plan's static graph, `l3_graph`,
+    switches. (Leaving by nh.out's link only: the plan's static graph, `l3.Graph`,
     also walks a router's other links here, so between two routers that share a
     switch and a direct link it names the direct link for the switch's way.)"""
     first = Hop(nh.out.link, nh.out.node, nh.out.link.b if nh.out.end == 0 else nh.out.link.a, nh.out.end)
