@@ -56,6 +56,106 @@ pub fn ifindex(name: &str) -> io::Result<u32> {
     Ok(idx)
 }
 
+/// What a packet socket is for, set before it is bound.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SockOpts {
+    /// Frames carry a virtio-net header (PACKET_VNET_HDR).
+    pub vnet: bool,
+    /// It receives: promiscuous, our own transmissions ignored, kernel timestamps.
+    pub receive: bool,
+    /// PACKET_VERSION (a ring's TPACKET version), set first.
+    pub version: Option<i32>,
+}
+
+pub(crate) fn setsockopt<T>(fd: RawFd, level: i32, opt: i32, v: &T) -> io::Result<()> {
+    // SAFETY: v is valid for its size.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            v as *const T as *const libc::c_void,
+            size_of::<T>() as u32,
+        )
+    })
+    .map(|_| ())
+}
+
+/// An AF_PACKET socket for interface `name`, not yet bound ([`bind`] gives it its
+/// protocol: made with protocol 0, it sees no frame of any interface before that).
+pub fn packet_socket(name: &str, opts: SockOpts) -> io::Result<OwnedFd> {
+    let idx = ifindex(name)?;
+    // SAFETY: plain socket creation; ownership passes to OwnedFd.
+    let raw = check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: raw is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let one: i32 = 1;
+    if let Some(v) = opts.version {
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VERSION, &v)?;
+    }
+    if opts.vnet {
+        setsockopt(raw, libc::SOL_PACKET, PACKET_VNET_HDR, &one)?;
+    }
+    if opts.receive {
+        // Not seeing our own transmissions saves a copy per frame (Linux >= 4.20); on
+        // older kernels the reader skips PACKET_OUTGOING frames instead.
+        let _ = setsockopt(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, &one);
+        // SAFETY: a zeroed packet_mreq is valid.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = idx as i32;
+        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)?;
+        // Arrival times from the kernel (CLOCK_REALTIME), exact however late we read.
+        let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one);
+    }
+    Ok(fd)
+}
+
+/// Binds a socket made by [`packet_socket`] to `name` for `protocol` (0: none, a socket
+/// that only sends).
+pub(crate) fn bind(fd: RawFd, name: &str, protocol: u16) -> io::Result<()> {
+    let idx = ifindex(name)?;
+    // SAFETY: a zeroed sockaddr_ll is valid; we set the fields bind needs.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = protocol.to_be();
+    sll.sll_ifindex = idx as i32;
+    // SAFETY: sll is valid for its size.
+    check(unsafe {
+        libc::bind(
+            fd,
+            &sll as *const _ as *const libc::sockaddr,
+            size_of::<libc::sockaddr_ll>() as u32,
+        )
+    })
+    .map(|_| ())
+}
+
+/// Frames the kernel dropped for want of room (socket buffer or ring) since the last
+/// call (PACKET_STATISTICS, which resets on read).
+pub fn drops(fd: RawFd) -> u64 {
+    let mut st = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: st and len are valid for writes of their sizes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut st as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r < 0 {
+        0
+    } else {
+        st.tp_drops as u64
+    }
+}
+
 pub struct PacketSocket {
     fd: OwnedFd,
     pub name: String,
@@ -66,122 +166,72 @@ pub struct PacketSocket {
     addrs: Vec<libc::sockaddr_ll>,
     control: Vec<[u64; 8]>,
     msgs: Vec<libc::mmsghdr>,
+    /// sendmmsg's headers, kept between calls (their pointers are set per call).
+    tx_iovs: Vec<libc::iovec>,
+    tx_msgs: Vec<libc::mmsghdr>,
 }
 
-// SAFETY: the raw pointers point into buffers owned by the socket and never reallocated.
+// SAFETY: the raw pointers point into buffers owned by the socket and never reallocated
+// (tx_iovs/tx_msgs hold pointers only during a send).
 unsafe impl Send for PacketSocket {}
 
 impl PacketSocket {
     /// A socket that only sends (protocol 0: the kernel queues nothing to it).
     pub fn sender(name: &str, vnet: bool) -> io::Result<PacketSocket> {
-        Self::make(name, 0, vnet, 0)
+        Self::sender_with(name, vnet, false)
+    }
+
+    /// A sender; `bypass`: frames go straight to the device, past its qdisc
+    /// (PACKET_QDISC_BYPASS).
+    pub fn sender_with(name: &str, vnet: bool, bypass: bool) -> io::Result<PacketSocket> {
+        let fd = packet_socket(
+            name,
+            SockOpts {
+                vnet,
+                ..SockOpts::default()
+            },
+        )?;
+        if bypass {
+            setsockopt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &1i32)?;
+        }
+        bind(fd.as_raw_fd(), name, 0)?;
+        Ok(Self::wrap(fd, name))
+    }
+
+    fn wrap(fd: OwnedFd, name: &str) -> PacketSocket {
+        PacketSocket {
+            fd,
+            name: name.to_string(),
+            slots: vec![],
+            iovs: vec![],
+            addrs: vec![],
+            control: vec![],
+            msgs: vec![],
+            tx_iovs: vec![],
+            tx_msgs: vec![],
+        }
     }
 
     /// `vnet`: frames carry a virtio-net header, so offload superframes (GSO, and
     /// checksums left to the device) pass through whole.
     pub fn open(name: &str, batch: usize, vnet: bool) -> io::Result<PacketSocket> {
-        Self::make(name, batch, vnet, libc::ETH_P_ALL as u16)
-    }
-
-    fn make(name: &str, batch: usize, vnet: bool, protocol: u16) -> io::Result<PacketSocket> {
-        let idx = ifindex(name)?;
-        let proto = protocol.to_be();
-        // SAFETY: plain socket creation; ownership passes to OwnedFd.
-        let raw = check(unsafe {
-            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto as i32)
-        })?;
-        // SAFETY: raw is a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        if vnet {
-            let one: i32 = 1;
-            // SAFETY: one is valid for its size.
-            check(unsafe {
-                libc::setsockopt(
-                    raw,
-                    libc::SOL_PACKET,
-                    PACKET_VNET_HDR,
-                    &one as *const i32 as *const _,
-                    4,
-                )
-            })?;
-        }
-        // SAFETY: a zeroed sockaddr_ll is valid; we set the fields bind needs.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = idx as i32;
-        // SAFETY: sll is valid for its size.
-        check(unsafe {
-            libc::bind(
-                raw,
-                &sll as *const _ as *const libc::sockaddr,
-                size_of::<libc::sockaddr_ll>() as u32,
-            )
-        })?;
-        let one: i32 = 1;
-        if batch == 0 {
-            return Ok(PacketSocket {
-                fd,
-                name: name.to_string(),
-                slots: vec![],
-                iovs: vec![],
-                addrs: vec![],
-                control: vec![],
-                msgs: vec![],
-            });
-        }
-        // Not seeing our own transmissions saves a copy per frame (Linux >= 4.20); on
-        // older kernels we skip PACKET_OUTGOING frames instead.
-        // SAFETY: one is valid for its size.
-        unsafe {
-            libc::setsockopt(
-                raw,
-                libc::SOL_PACKET,
-                PACKET_IGNORE_OUTGOING,
-                &one as *const i32 as *const _,
-                4,
-            );
-        }
-        // SAFETY: a zeroed packet_mreq is valid.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = idx as i32;
-        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-        // SAFETY: mreq is valid for its size.
-        check(unsafe {
-            libc::setsockopt(
-                raw,
-                libc::SOL_PACKET,
-                libc::PACKET_ADD_MEMBERSHIP,
-                &mreq as *const _ as *const libc::c_void,
-                size_of::<libc::packet_mreq>() as u32,
-            )
-        })?;
+        let opts = SockOpts {
+            vnet,
+            receive: true,
+            version: None,
+        };
+        let fd = packet_socket(name, opts)?;
+        let raw = fd.as_raw_fd();
         let big: i32 = 8 << 20;
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
-            // SAFETY: big is valid for its size.
-            unsafe { libc::setsockopt(raw, libc::SOL_SOCKET, opt, &big as *const i32 as *const _, 4) };
+            let _ = setsockopt(raw, libc::SOL_SOCKET, opt, &big);
         }
-        let mut s = PacketSocket {
-            fd,
-            name: name.to_string(),
-            slots: (0..batch).map(|_| vec![0u8; SLOT]).collect(),
-            iovs: vec![],
-            // SAFETY: zeroed sockaddr_ll values are valid.
-            addrs: vec![unsafe { std::mem::zeroed() }; batch],
-            control: vec![[0u64; 8]; batch],
-            msgs: vec![],
-        };
-        // Arrival times from the kernel (CLOCK_REALTIME), exact however late we read.
-        // SAFETY: one is valid for its size.
-        unsafe {
-            libc::setsockopt(
-                raw,
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                &one as *const i32 as *const _,
-                4,
-            )
-        };
+        bind(raw, name, libc::ETH_P_ALL as u16)?;
+        let mut s = Self::wrap(fd, name);
+        s.slots = (0..batch).map(|_| vec![0u8; SLOT]).collect();
+        // SAFETY: zeroed sockaddr_ll values are valid.
+        s.addrs = vec![unsafe { std::mem::zeroed() }; batch];
+        s.control = vec![[0u64; 8]; batch];
         s.iovs = s
             .slots
             .iter_mut()
@@ -289,47 +339,46 @@ impl PacketSocket {
         Ok(())
     }
 
-    /// Sends frames in one call (sendmmsg), as many as the device takes.
-    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+    /// Sends frames in as few calls as it takes (sendmmsg), as many as the device takes;
+    /// returns how many left.
+    pub fn send_batch<'a>(&mut self, frames: impl IntoIterator<Item = &'a [u8]>) -> io::Result<usize> {
+        self.tx_iovs.clear();
+        self.tx_iovs.extend(frames.into_iter().map(|f| libc::iovec {
+            iov_base: f.as_ptr() as *mut _,
+            iov_len: f.len(),
+        }));
+        let n = self.tx_iovs.len();
+        // SAFETY: a zeroed mmsghdr is valid.
+        self.tx_msgs.resize(n, unsafe { std::mem::zeroed() });
+        for (m, iov) in self.tx_msgs.iter_mut().zip(self.tx_iovs.iter_mut()) {
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+        }
         let mut sent = 0;
-        while sent < frames.len() {
-            let mut iovs: Vec<libc::iovec> = frames[sent..]
-                .iter()
-                .map(|f| libc::iovec {
-                    iov_base: f.as_ptr() as *mut _,
-                    iov_len: f.len(),
-                })
-                .collect();
-            let mut msgs: Vec<libc::mmsghdr> = iovs
-                .iter_mut()
-                .map(|iov| {
-                    // SAFETY: a zeroed mmsghdr is valid; iov outlives the call.
-                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                    m.msg_hdr.msg_iov = iov;
-                    m.msg_hdr.msg_iovlen = 1;
-                    m
-                })
-                .collect();
-            // SAFETY: msgs is valid for its length.
+        let mut result = Ok(());
+        while sent < n {
+            // SAFETY: tx_msgs[sent..] point at tx_iovs, which point at the caller's
+            // frames; all outlive the call.
             let r = unsafe {
                 libc::sendmmsg(
                     self.fd.as_raw_fd(),
-                    msgs.as_mut_ptr(),
-                    msgs.len() as u32,
+                    self.tx_msgs[sent..].as_mut_ptr(),
+                    (n - sent) as u32,
                     libc::MSG_DONTWAIT,
                 )
             };
             if r <= 0 {
                 // The device queue is full: the rest are dropped, as on a wire.
-                return if r < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(sent)
-                };
+                if r < 0 {
+                    result = Err(io::Error::last_os_error());
+                }
+                break;
             }
             sent += r as usize;
         }
-        Ok(sent)
+        // No pointer into the caller's frames outlives the call.
+        self.tx_iovs.clear();
+        result.map(|_| sent)
     }
 
     pub fn raw_fd(&self) -> RawFd {

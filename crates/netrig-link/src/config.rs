@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use crate::capture::CaptureRequest;
+use crate::rx::IoKind;
 use netrig_core::link::schema;
 use netrig_core::link::spec::DirectionSpec;
 use serde::Deserialize;
@@ -100,7 +101,24 @@ pub struct Config {
     /// second is then throttled by the kernel for the rest (a 50 ms stall).
     #[serde(default)]
     pub realtime: bool,
+    /// How the links' ends are read: "recvmmsg" (batches into the daemon's buffers) or
+    /// "ring" (a TPACKET_V2 receive ring, read in place).
+    #[serde(default)]
+    pub io: IoKind,
+    /// MiB of receive ring per link direction at most (io "ring"): what the kernel can
+    /// hold while the daemon is not running. Rings are memory the kernel keeps whether
+    /// traffic flows or not, so all of a daemon's rings share RING_BUDGET_MB (at least 1
+    /// MiB each): see [`Config::ring_bytes`].
+    #[serde(default = "ring_mb")]
+    pub ring_mb: u32,
 }
+
+fn ring_mb() -> u32 {
+    8
+}
+
+/// What all of a daemon's receive rings may take together, unless each has 1 MiB.
+pub const RING_BUDGET_MB: usize = 256;
 
 pub fn dir_index(name: &str) -> Option<usize> {
     match name {
@@ -123,6 +141,13 @@ pub fn check_version(v: Option<u32>) -> Result<(), String> {
 }
 
 impl Config {
+    /// Bytes of receive ring per link direction: `ring_mb`, or an equal share of
+    /// RING_BUDGET_MB when that is less, but at least 1 MiB.
+    pub fn ring_bytes(&self) -> usize {
+        let share = RING_BUDGET_MB / (2 * self.links.len()).max(1);
+        (self.ring_mb as usize).min(share).max(1) << 20
+    }
+
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         let cfg: Config = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
         cfg.check()?;
@@ -138,6 +163,12 @@ impl Config {
             return Err(ConfigError::Other(format!(
                 "stats_interval_ms: {} is outside 1 .. 60000",
                 self.stats_interval_ms
+            )));
+        }
+        if !(1..=1024).contains(&self.ring_mb) {
+            return Err(ConfigError::Other(format!(
+                "ring_mb: {} is outside 1 .. 1024",
+                self.ring_mb
             )));
         }
         let mut names = HashSet::new();
@@ -235,5 +266,23 @@ mod tests {
             "captures[0] (l): dir: 'up' is not a_to_b, b_to_a or both"
         );
         assert!(Config::parse(&cap(r#"{"link": "l", "path": "p"}"#)).is_ok());
+        let io = |v: &str| format!(r#"{{"links": [{{"name": "l", "a": "x", "b": "y"}}], {v}}}"#);
+        assert_eq!(Config::parse(&io(r#""io": "ring""#)).unwrap().io, IoKind::Ring);
+        assert!(e(&io(r#""io": "xdp""#)).contains("unknown variant `xdp`"));
+        assert!(e(&io(r#""ring_mb": 0"#)).contains("ring_mb: 0 is outside 1 .. 1024"));
+    }
+
+    #[test]
+    fn rings_share_a_budget_but_keep_a_mebibyte() {
+        let links = |n: usize, extra: &str| {
+            let l: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"name": "l{i}", "a": "x{i}", "b": "y{i}"}}"#))
+                .collect();
+            Config::parse(&format!(r#"{{"links": [{}]{extra}}}"#, l.join(","))).unwrap()
+        };
+        assert_eq!(links(1, "").ring_bytes(), 8 << 20);
+        assert_eq!(links(1, r#", "ring_mb": 2"#).ring_bytes(), 2 << 20);
+        assert_eq!(links(32, "").ring_bytes(), 4 << 20);
+        assert_eq!(links(300, "").ring_bytes(), 1 << 20);
     }
 }

@@ -28,6 +28,7 @@ use crate::afpacket::{self, PacketSocket};
 use crate::capture::Capture;
 use crate::config::{dir_index, Config};
 use crate::control::{Control, Request};
+use crate::rx::Rx;
 use crate::stats::Lateness;
 
 mod captures;
@@ -96,7 +97,7 @@ pub struct Link {
 }
 
 struct Worker {
-    rx: PacketSocket,
+    rx: Rx,
     tx: PacketSocket,
     state: Shared,
     /// The direction this worker moves (0: a_to_b).
@@ -168,7 +169,7 @@ impl Worker {
 
     fn receive(&mut self) -> io::Result<()> {
         loop {
-            let n = self.rx.recv_batch()?;
+            let n = self.rx.recv(BATCH)?;
             if n == 0 {
                 return Ok(());
             }
@@ -176,15 +177,15 @@ impl Worker {
             let real_now = wall_ns();
             let mut st = lock(&self.state);
             for i in 0..n {
+                let Some(f) = self.rx.frame(i) else { continue };
                 // When the frame really arrived (the kernel's stamp), not when we got
                 // round to reading it; never before the direction's last event.
-                let arrived = self
-                    .rx
-                    .stamp_ns(i)
+                let arrived = f
+                    .stamp_ns
                     .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
                     .unwrap_or(now)
                     .max(st.dir.clock_ns());
-                let Some(data) = self.rx.frame(i) else { continue };
+                let data = f.data;
                 if data.len() < self.vnet {
                     continue;
                 }
@@ -193,6 +194,13 @@ impl Worker {
                 let len = afpacket::wire_len(hdr, frame.len()) as u32;
                 let buf = if data.len() <= COPY_MAX {
                     let mut buf = self.pool.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(data);
+                    buf
+                } else if !self.rx.can_take() {
+                    // A receive buffer (SLOT bytes, all initialised: see recycle), filled
+                    // anew; a frame beyond SLOT grows it.
+                    let mut buf = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
                     buf.clear();
                     buf.extend_from_slice(data);
                     buf
@@ -209,6 +217,7 @@ impl Worker {
                 };
                 st.dir.arrive(arrived, pkt);
             }
+            self.rx.done();
             if st.dir.has_dropped() {
                 st.capture_drops(self.dir, self.vnet, &mut self.spent);
             }
@@ -256,8 +265,7 @@ impl Worker {
         self.recycle_spent();
         if !out.is_empty() {
             // A full device queue drops frames, as a wire would.
-            let frames: Vec<&[u8]> = out.iter().map(|(_, p)| p.data.as_slice()).collect();
-            let _ = self.tx.send_batch(&frames);
+            let _ = self.tx.send_batch(out.iter().map(|(_, p)| p.data.as_slice()));
             for (_, p) in out.drain(..) {
                 self.recycle(p.data);
             }
@@ -277,8 +285,10 @@ impl Worker {
         if buf.capacity() >= afpacket::SLOT {
             if self.big_pool.len() < BIG_POOL_MAX {
                 // SAFETY: only receive buffers are this large (clones of frames are cut
-                // to the frame), made as SLOT zeroed bytes and since only truncated: the
-                // bytes up to SLOT are initialised.
+                // to the frame), made as SLOT zeroed bytes and since only truncated, or
+                // cleared and refilled (which leaves bytes initialised), or grown past
+                // SLOT by a refill (initialised up to their length): the bytes up to
+                // SLOT are initialised.
                 unsafe { buf.set_len(afpacket::SLOT) };
                 self.big_pool.push(buf);
             }
@@ -373,7 +383,8 @@ impl Daemon {
                     last: Counters::default(),
                 }));
                 workers.push(Worker {
-                    rx: PacketSocket::open(ends[d], BATCH, vnet)?,
+                    rx: Rx::open(ends[d], cfg.io, vnet, BATCH, cfg.ring_bytes())
+                        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", ends[d])))?,
                     tx: PacketSocket::sender(ends[1 - d], vnet)?,
                     state: state.clone(),
                     dir: d,

@@ -2,7 +2,11 @@
 //!
 //! Owns, one module each:
 //! - `afpacket`: packet I/O on the middle ends of veth pairs (AF_PACKET sockets, batched
-//!   receive, kernel receive timestamps).
+//!   receive and send, kernel receive timestamps).
+//! - `ring`: a TPACKET_V2 receive ring (mmap), its slots read with checked bounds.
+//! - `rx`: a link end's receive side, recvmmsg or ring, as the daemon and the forwarder
+//!   both read it.
+//! - `forward`: the bare forwarder (`netrig-link forward`), the floor of the daemon's I/O.
 //! - `daemon`: the event loop, one worker per link direction, that releases each frame
 //!   at the time netrig-core's link model says, and samples stats.
 //! - `capture`: captures of links into pcapng files, delivered and dropped frames, with
@@ -25,6 +29,9 @@ pub mod capture;
 pub mod config;
 pub mod control;
 pub mod daemon;
+pub mod forward;
 pub mod netns;
+pub mod ring;
+pub mod rx;
 pub mod shell;
 pub mod stats;

@@ -1,7 +1,8 @@
 //! netrig-link: the user-space link emulator (delay, loss, jitter, rate, AQMs).
 //!
 //! Owns only the command line: `run` (the daemon on a configuration file), `shell` (a
-//! command behind one emulated link, its direction built from flags) and `clean`, turned
+//! command behind one emulated link, its direction built from flags), `clean`, and the
+//! hidden `forward` (the bare forwarder benches measure the floor with), turned
 //! into the `netrig-link` crate's `Config` and `DirectionSpec` (netrig-core). The daemon,
 //! the shell and the link model live in those crates; errors reach the user through
 //! `anyhow` here only.
@@ -13,6 +14,7 @@ use netrig_core::link::spec::{ChanceSpec, DirectionSpec, LossSpec, QueueSpec, Tr
 use netrig_core::units::{parse_bitrate, parse_duration_ns, parse_probability};
 use netrig_link::config::Config;
 use netrig_link::daemon::{self, Daemon};
+use netrig_link::forward;
 use netrig_link::shell::{self, Shell};
 
 #[derive(Parser)]
@@ -41,6 +43,44 @@ enum Cmd {
     /// Print the link-spec schema (JSON): every key of a link direction, its unit, range
     /// and default, and each queue discipline's parameters.
     Schema,
+    /// Forward frames both ways between two interfaces with nothing else (no emulation):
+    /// the floor of the daemon's I/O, for benches.
+    #[command(hide = true)]
+    Forward(ForwardArgs),
+}
+
+#[derive(Args)]
+struct ForwardArgs {
+    /// One end (an interface in this namespace).
+    #[arg(long)]
+    a: String,
+    /// The other end.
+    #[arg(long)]
+    b: String,
+    /// How frames are read: recvmmsg or ring (TPACKET_V2, mmap).
+    #[arg(long, default_value = "recvmmsg")]
+    io: String,
+    /// 1: one thread for both directions; 2: one per direction.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Stop after this many seconds (or on SIGTERM).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Keep the ends' offloads (superframes pass whole, with a virtio-net header).
+    #[arg(long)]
+    offloads_on: bool,
+    /// MiB of receive ring per direction (--io ring).
+    #[arg(long, default_value_t = 8)]
+    ring_mb: usize,
+    /// The most frames read and sent at once.
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Send past the devices' qdiscs (PACKET_QDISC_BYPASS).
+    #[arg(long)]
+    qdisc_bypass: bool,
+    /// Keep looking for frames this many µs after the last before sleeping.
+    #[arg(long, default_value_t = 0)]
+    spin_us: u64,
 }
 
 #[derive(Args)]
@@ -161,6 +201,8 @@ fn main() -> ExitCode {
                     captures: vec![],
                     events: false,
                     realtime: false,
+                    io: Default::default(),
+                    ring_mb: 4,
                 };
                 let mut sh = Shell::new();
                 eprintln!(
@@ -176,6 +218,23 @@ fn main() -> ExitCode {
                     "{}",
                     serde_json::to_string_pretty(&netrig_core::link::schema::schema())?
                 );
+                Ok(0)
+            }
+            Cmd::Forward(f) => {
+                let fwd = forward::Forward {
+                    io: f.io.parse().map_err(|e: String| anyhow::anyhow!("--{e}"))?,
+                    a: f.a,
+                    b: f.b,
+                    threads: f.threads,
+                    seconds: f.seconds,
+                    offloads_off: !f.offloads_on,
+                    ring_bytes: f.ring_mb.saturating_mul(1 << 20),
+                    batch: f.batch,
+                    bypass: f.qdisc_bypass,
+                    spin_ns: f.spin_us.saturating_mul(1000),
+                };
+                let done = fwd.run(|ready| println!("{ready}"))?;
+                println!("{done}");
                 Ok(0)
             }
             Cmd::Clean => {

@@ -1,0 +1,203 @@
+//! The receive side of a link end, one of two ways: `recvmmsg` batches into our own
+//! buffers (a system call per batch), or a TPACKET_V2 receive ring read in place (a
+//! system call only to sleep). The daemon and the bare forwarder (`forward`) both read
+//! through this, so the forwarder's figure is the floor of the daemon's I/O.
+//!
+//! Owns the choice ([`IoKind`]), ring sizing, and a frame's view as both ways give it
+//! (bytes, kernel stamp). Does not own sending (`afpacket::PacketSocket::send_batch`).
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::str::FromStr;
+
+use crate::afpacket::{self, PacketSocket, VNET_HDR_LEN};
+use crate::ring::{Geometry, RxRing};
+
+/// How a link end is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoKind {
+    /// recvmmsg into a batch of buffers.
+    #[default]
+    Recvmmsg,
+    /// A TPACKET_V2 receive ring (mmap).
+    Ring,
+}
+
+impl FromStr for IoKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<IoKind, String> {
+        match s {
+            "recvmmsg" => Ok(IoKind::Recvmmsg),
+            "ring" => Ok(IoKind::Ring),
+            _ => Err(format!("io: '{s}' is not one of recvmmsg, ring")),
+        }
+    }
+}
+
+impl IoKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoKind::Recvmmsg => "recvmmsg",
+            IoKind::Ring => "ring",
+        }
+    }
+}
+
+/// The largest superframe the kernel builds (GSO and GRO stop at 64 KiB) and its
+/// Ethernet header.
+const SUPERFRAME_MAX: usize = 65_536 + 14;
+
+/// A frame of the last batch: the virtio-net header (if any) and the frame, and when the
+/// kernel received it (CLOCK_REALTIME ns).
+pub struct RxFrame<'a> {
+    pub data: &'a [u8],
+    pub stamp_ns: Option<u64>,
+}
+
+pub enum Rx {
+    Mmsg(PacketSocket),
+    Ring {
+        ring: RxRing,
+        /// Frames of the current batch (ready slots from the ring's head).
+        n: usize,
+        /// Slots refused (cut or corrupt), counted as they are read.
+        refused: Cell<u64>,
+    },
+}
+
+impl Rx {
+    /// Opens `name` for reading in batches of up to `batch` frames. A ring holds
+    /// `ring_bytes` of slots sized for the interface's MTU (or superframes, with `vnet`).
+    pub fn open(name: &str, io: IoKind, vnet: bool, batch: usize, ring_bytes: usize) -> io::Result<Rx> {
+        match io {
+            IoKind::Recvmmsg => Ok(Rx::Mmsg(PacketSocket::open(name, batch, vnet)?)),
+            IoKind::Ring => {
+                let (max, hdr) = if vnet {
+                    (SUPERFRAME_MAX, VNET_HDR_LEN)
+                } else {
+                    // a VLAN tag's 4 bytes beyond the MTU and Ethernet header
+                    (mtu(name)? + 18, 0)
+                };
+                let ring = RxRing::open(name, vnet, Geometry::for_frames(max, hdr, ring_bytes))?;
+                Ok(Rx::Ring {
+                    ring,
+                    n: 0,
+                    refused: Cell::new(0),
+                })
+            }
+        }
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        match self {
+            Rx::Mmsg(s) => s.raw_fd(),
+            Rx::Ring { ring, .. } => ring.raw_fd(),
+        }
+    }
+
+    /// Takes what has arrived, up to a batch (never blocks); returns how many frames.
+    /// The batch stays valid until [`Rx::done`].
+    pub fn recv(&mut self, batch: usize) -> io::Result<usize> {
+        match self {
+            Rx::Mmsg(s) => s.recv_batch(),
+            Rx::Ring { ring, n, .. } => {
+                *n = ring.ready(batch);
+                Ok(*n)
+            }
+        }
+    }
+
+    /// The i-th frame of the batch; None for a frame to skip (our own transmission, or
+    /// a ring slot cut or corrupt).
+    pub fn frame(&self, i: usize) -> Option<RxFrame<'_>> {
+        match self {
+            Rx::Mmsg(s) => s.frame(i).map(|data| RxFrame {
+                data,
+                stamp_ns: s.stamp_ns(i),
+            }),
+            Rx::Ring { ring, refused, .. } => match ring.frame(i) {
+                Ok(f) if f.pkttype == libc::PACKET_OUTGOING => None,
+                Ok(f) if !f.cut(ring.vnet()) => Some(RxFrame {
+                    data: f.data,
+                    stamp_ns: Some(f.stamp_ns),
+                }),
+                _ => {
+                    refused.set(refused.get() + 1);
+                    None
+                }
+            },
+        }
+    }
+
+    /// Whether a large frame's buffer can be handed over whole ([`Rx::take`]).
+    pub fn can_take(&self) -> bool {
+        matches!(self, Rx::Mmsg(_))
+    }
+
+    /// Hands over the i-th frame's buffer (recvmmsg only), see `PacketSocket::take`.
+    pub fn take(&mut self, i: usize, spare: Vec<u8>) -> Vec<u8> {
+        match self {
+            Rx::Mmsg(s) => s.take(i, spare),
+            Rx::Ring { .. } => unreachable!("a ring's frames are copied, never taken"),
+        }
+    }
+
+    /// Done with the batch: a ring's slots go back to the kernel.
+    pub fn done(&mut self) {
+        if let Rx::Ring { ring, n, .. } = self {
+            ring.release(*n);
+            *n = 0;
+        }
+    }
+
+    /// Frames the kernel dropped for want of room since the last call, and ring slots
+    /// refused (cut or corrupt) since the last call.
+    pub fn take_drops(&mut self) -> (u64, u64) {
+        match self {
+            Rx::Mmsg(s) => (afpacket::drops(s.raw_fd()), 0),
+            Rx::Ring { ring, refused, .. } => (ring.drops(), refused.replace(0)),
+        }
+    }
+}
+
+/// The interface's MTU.
+pub fn mtu(name: &str) -> io::Result<usize> {
+    const SIOCGIFMTU: libc::c_ulong = 0x8921;
+    // SAFETY: a plain datagram socket for the ioctl; closed by OwnedFd.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: raw is ours.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: a zeroed ifreq is valid; the name is copied bounded, and the kernel
+    // writes ifru_mtu.
+    unsafe {
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+            *d = s as libc::c_char;
+        }
+        if libc::ioctl(fd.as_raw_fd(), SIOCGIFMTU, &mut ifr) < 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{name}: MTU: {}", io::Error::last_os_error()),
+            ));
+        }
+        Ok(ifr.ifr_ifru.ifru_mtu.max(0) as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_kinds_are_named() {
+        for k in [IoKind::Recvmmsg, IoKind::Ring] {
+            assert_eq!(k.name().parse::<IoKind>(), Ok(k));
+        }
+        assert!("xdp".parse::<IoKind>().unwrap_err().contains("recvmmsg, ring"));
+    }
+}
