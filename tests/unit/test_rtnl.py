@@ -15,11 +15,12 @@ def test_speaks_the_lines_a_lab_is_built_of():
     ops = rtnl.compile_lines([
         "link set lo up", "link set dev eth0 down", "link add s1 type bridge stp_state 0 forward_delay 0",
         "link add name s2 type bridge", "link set s1-p0 master s1", "addr add 10.0.0.1/24 dev eth0",
-        "route add default via 10.0.0.254 dev eth0", "route add 10.1.0.0/16 via 10.0.0.1 dev eth0", ""])
+        "route add default via 10.0.0.254 dev eth0", "route add 10.1.0.0/16 via 10.0.0.1 dev eth0",
+        "link set s1-p0 type bridge_slave state 3", ""])
     assert ops is not None
     assert [(o.kind, o.dev) for o in ops] == [
         ("up", "lo"), ("down", "eth0"), ("bridge", "s1"), ("bridge", "s2"), ("master", "s1-p0"),
-        ("addr", "eth0"), ("route", "eth0"), ("route", "eth0")]
+        ("addr", "eth0"), ("route", "eth0"), ("route", "eth0"), ("port_state", "s1-p0")]
     assert ops[2].arg == {"stp_state": 0, "forward_delay": 0}
     assert ops[4].needs == ["s1"]
     assert ops[6].arg == (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_address("10.0.0.254"))

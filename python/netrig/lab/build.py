@@ -312,21 +312,33 @@ def _start_frr(plan: Plan, st: LabState, node_ns: dict[str, str], every_s: float
 def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
     """Until every bridge port forwards: a port learns its carrier through the kernel's
     linkwatch, which batches events up to a second apart; a frame sent before is lost
-    (a first ping then waits a second for ARP to retry)."""
+    (a first ping then waits a second for ARP to retry). The wait grows with the ports
+    (linkwatch takes them under the kernel's rtnl lock, shared with everything else on
+    the host): `timeout` plus 5 ms per port."""
     pending = set(namespaces)
-    deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    waiting: list[str] = []
+    grown = False
     while pending:
         for ns in list(pending):
             p = subprocess.run(["bridge", "-n", ns, "link", "show"], capture_output=True, text=True,
-                               timeout=10)
+                               timeout=30)
             ports = [line for line in p.stdout.splitlines() if " master " in line]
-            if p.returncode == 0 and all("state forwarding" in line for line in ports):
+            waiting = [line for line in ports if "state forwarding" not in line]
+            if p.returncode == 0 and not waiting:
                 pending.discard(ns)
+            elif not grown:
+                deadline += 0.005 * len(ports)
+                grown = True
         if not pending:
             return
         if time.monotonic() > deadline:
+            first = waiting[0].split()[1].split("@")[0].rstrip(":") if waiting else "?"
+            state = waiting[0].split(" state ")[1].split()[0] if waiting and " state " in waiting[0] else "?"
             raise LabError(f"bridge ports of {', '.join(sorted(pending)[:3])} did not start "
-                           f"forwarding within {timeout:.0f} s")
+                           f"forwarding within {time.monotonic() - t0:.0f} s ({len(waiting)} not "
+                           f"yet, e.g. {first}: {state})")
         time.sleep(0.05)
 
 

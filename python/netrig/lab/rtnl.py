@@ -2,7 +2,8 @@
 from the calling thread's network namespace, without an `ip` process per namespace.
 
 `compile_lines` understands the few line shapes netrig itself writes (`link set DEV
-up|down`, `link set DEV master BR`, `link add BR type bridge [stp_state N]
+up|down`, `link set DEV master BR`, `link set DEV type bridge_slave state N`, `link add
+BR type bridge [stp_state N]
 [forward_delay N]`, `addr add A/P dev DEV`, `route add DEST|default via GW dev DEV`);
 anything else returns None and the caller runs `ip` as before. `Batch.run` sends the
 requests in large writes, each acknowledged (NLM_F_ACK), and names the line of every
@@ -23,7 +24,8 @@ NLMSG_ERROR = 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
 RTM_NEWLINK, RTM_NEWADDR, RTM_NEWROUTE = 16, 20, 24
 IFLA_IFNAME, IFLA_MASTER, IFLA_LINKINFO = 3, 10, 18
-IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
+IFLA_INFO_KIND, IFLA_INFO_DATA, IFLA_INFO_SLAVE_KIND, IFLA_INFO_SLAVE_DATA = 1, 2, 4, 5
+IFLA_BRPORT_STATE = 1
 IFLA_BR_FORWARD_DELAY, IFLA_BR_STP_STATE = 1, 5
 IFA_ADDRESS, IFA_LOCAL = 1, 2
 RTA_DST, RTA_OIF, RTA_GATEWAY = 1, 4, 5
@@ -40,7 +42,7 @@ CHUNK = 256  # requests per write: their acks (36 B each, more with a message) f
 class Op:
     """One line: the request it becomes, and the device names it needs resolved."""
     line: str
-    kind: str  # up, down, master, bridge, addr, route
+    kind: str  # up, down, master, port_state, bridge, addr, route
     dev: str
     arg: object = None
     needs: list[str] = field(default_factory=list)
@@ -65,6 +67,8 @@ def _parse(line: str) -> Op | None:
             return Op(line, rest[1], rest[0])
         if len(rest) == 3 and rest[1] == "master":
             return Op(line, "master", rest[0], rest[2], needs=[rest[2]])
+        if len(rest) == 5 and rest[1:4] == ["type", "bridge_slave", "state"] and rest[4] in "01234":
+            return Op(line, "port_state", rest[0], int(rest[4]))
         return None
     if len(w) >= 5 and w[:2] == ["link", "add"] and "type" in w:
         head, _, tail = line.split(None, 2)[2].partition(" type ")
@@ -124,6 +128,12 @@ def _request(op: Op, index: dict[str, int]) -> tuple[int, int, bytes]:
         body += _attr(IFLA_IFNAME, op.dev.encode() + b"\0")
         if op.kind == "master":
             body += _attr(IFLA_MASTER, _u32(index[str(op.arg)]))
+        return RTM_NEWLINK, 0, body
+    if op.kind == "port_state":  # a bridge port's STP state (STP off: set, not learned)
+        info = _attr(IFLA_INFO_SLAVE_KIND, b"bridge") + _attr(
+            IFLA_INFO_SLAVE_DATA, _attr(IFLA_BRPORT_STATE, struct.pack("B", op.arg)))  # type: ignore[arg-type]
+        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
+        body += _attr(IFLA_IFNAME, op.dev.encode() + b"\0") + _attr(IFLA_LINKINFO, info)
         return RTM_NEWLINK, 0, body
     if op.kind == "bridge":
         data = b"".join(_attr({"stp_state": IFLA_BR_STP_STATE, "forward_delay": IFLA_BR_FORWARD_DELAY}[k],

@@ -35,7 +35,9 @@ def state(ns: str) -> dict:
     addrs = sorted((a["ifname"], i["local"], i["prefixlen"]) for a in ipj(ns, "addr", "show")
                    for i in a["addr_info"] if i["family"] == "inet")
     routes = sorted((r["dst"], r.get("gateway"), r["dev"], r.get("protocol"), r.get("scope")) for r in ipj(ns, "route", "show"))
-    return {"links": links, "addrs": addrs, "routes": routes}
+    ports = {l["ifname"]: l.get("linkinfo", {}).get("info_slave_data", {}).get("state")
+             for l in ipj(ns, "link", "show") if l.get("linkinfo", {}).get("info_slave_kind") == "bridge"}
+    return {"links": links, "addrs": addrs, "routes": routes, "ports": ports}
 
 
 @pytest.fixture
@@ -60,7 +62,7 @@ def test_in_process_leaves_what_ip_leaves(two):
     got, want = state(mine), state(theirs)
     assert got == want
     assert got["links"]["s1"][2:] == ("bridge", {"stp_state": 0, "forward_delay": 0})
-    assert got["links"]["p0"][0] == "s1"
+    assert got["links"]["p0"][0] == "s1" and set(got["ports"]) == {"p0"}
     assert ("10.72.0.0/16", "10.71.0.9", "v0", "boot", "global") in got["routes"]
     assert os.readlink("/proc/thread-self/ns/net") == home
 
