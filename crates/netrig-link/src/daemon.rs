@@ -40,6 +40,8 @@ const MIN_MARGIN_NS: u64 = 30_000;
 /// held up by the scheduler (the thread was not running), which spinning longer does not
 /// cure: on a busy host it only takes the CPU the late threads are waiting for.
 const MAX_MARGIN_NS: u64 = 150_000;
+/// How often a worker asks the kernel how many frames it dropped for it.
+const HOST_DROPS_NS: u64 = 50_000_000;
 /// A worker looks at its state at least this often (spec changes, stop).
 const MAX_SLEEP_NS: u64 = 10_000_000;
 /// How often what captures have buffered goes to their files (a slow link's capture
@@ -80,6 +82,11 @@ pub struct DirState {
     pub lateness: Lateness,
     window: Lateness,
     last: Counters,
+    /// Frames lost before the link saw them: the kernel found the receive ring or socket
+    /// buffer full (the daemon fell behind), or a ring slot could not be read. Counted
+    /// by the worker now and then; `last_host` as `last`.
+    pub drops_host: u64,
+    last_host: u64,
 }
 
 type Shared = Arc<Mutex<DirState>>;
@@ -130,9 +137,14 @@ impl Worker {
             unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
         }
         let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
+        let mut next_count = 0;
         while !STOP.load(Ordering::Relaxed) {
             self.receive()?;
             let now = monotonic_ns();
+            if now >= next_count {
+                self.count_host_drops();
+                next_count = now + HOST_DROPS_NS;
+            }
             let wake = self.release(now, &mut out);
             let now = monotonic_ns();
             let wake = wake.unwrap_or(u64::MAX).min(now + MAX_SLEEP_NS);
@@ -150,7 +162,15 @@ impl Worker {
                 spin_until(wake);
             }
         }
+        self.count_host_drops();
         Ok(())
+    }
+
+    fn count_host_drops(&mut self) {
+        let (kernel, refused) = self.rx.take_drops();
+        if kernel + refused > 0 {
+            lock(&self.state).drops_host += kernel + refused;
+        }
     }
 
     fn sleep(&self, ns: u64) {
@@ -197,7 +217,7 @@ impl Worker {
                     buf.clear();
                     buf.extend_from_slice(data);
                     buf
-                } else if !self.rx.can_take() {
+                } else if !self.rx.can_take(i) {
                     // A receive buffer (SLOT bytes, all initialised: see recycle), filled
                     // anew; a frame beyond SLOT grows it.
                     let mut buf = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
@@ -381,6 +401,8 @@ impl Daemon {
                     lateness: Lateness::new(LATE_BUDGET_NS),
                     window: Lateness::new(LATE_BUDGET_NS),
                     last: Counters::default(),
+                    drops_host: 0,
+                    last_host: 0,
                 }));
                 workers.push(Worker {
                     rx: Rx::open(ends[d], cfg.io, vnet, BATCH, cfg.ring_bytes())
@@ -557,6 +579,7 @@ impl Daemon {
             "ecn_marks": delta(c.ecn_marks, base.ecn_marks),
             "duplicated": delta(c.duplicated, base.duplicated),
             "corrupted": delta(c.corrupted, base.corrupted),
+            "drops_host": st.drops_host - if span_ns.is_some() { st.last_host } else { 0 },
         });
         if let Some(span) = span_ns {
             let bytes = delta(c.delivered_bytes, base.delivered_bytes);
@@ -592,7 +615,7 @@ impl Daemon {
                 let mut st = lock(shared);
                 let w = st.dir.take_sojourn();
                 let late = st.window.summary();
-                st.window = Lateness::new(LATE_BUDGET_NS);
+                st.window.reset();
                 let mut v = self.direction_json(l, d, &st, now, Some(span));
                 v["dequeued"] = json!(w.count);
                 v["sojourn_mean_us"] = json!(w.mean_ns() as f64 / 1e3);
@@ -600,6 +623,7 @@ impl Daemon {
                 v["late_p99_us"] = json!(late.p99_us);
                 lines.push(v.to_string());
                 st.last = st.dir.counters;
+                st.last_host = st.drops_host;
                 if self.events {
                     for e in st.dir.take_events() {
                         lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());
