@@ -139,7 +139,7 @@ impl Worker {
         let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
         let mut next_count = 0;
         while !STOP.load(Ordering::Relaxed) {
-            self.receive()?;
+            let more = self.receive()?;
             let now = monotonic_ns();
             if now >= next_count {
                 self.count_host_drops();
@@ -148,6 +148,9 @@ impl Worker {
             let wake = self.release(now, &mut out);
             let now = monotonic_ns();
             let wake = wake.unwrap_or(u64::MAX).min(now + MAX_SLEEP_NS);
+            if more {
+                continue; // frames wait: the next batch before any sleep
+            }
             if wake > now + self.margin_ns {
                 let target = wake - self.margin_ns;
                 self.sleep(target - now);
@@ -187,66 +190,66 @@ impl Worker {
         unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     }
 
-    fn receive(&mut self) -> io::Result<()> {
-        loop {
-            let n = self.rx.recv(BATCH)?;
-            if n == 0 {
-                return Ok(());
-            }
-            let now = monotonic_ns();
-            let real_now = wall_ns();
-            let mut st = lock(&self.state);
-            for i in 0..n {
-                let Some(f) = self.rx.frame(i) else { continue };
-                // When the frame really arrived (the kernel's stamp), not when we got
-                // round to reading it; never before the direction's last event.
-                let arrived = f
-                    .stamp_ns
-                    .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
-                    .unwrap_or(now)
-                    .max(st.dir.clock_ns());
-                let data = f.data;
-                if data.len() < self.vnet {
-                    continue;
-                }
-                let (hdr, frame) = data.split_at(self.vnet);
-                let info = ethernet::inspect(frame);
-                let len = afpacket::wire_len(hdr, frame.len()) as u32;
-                let buf = if data.len() <= COPY_MAX {
-                    let mut buf = self.pool.pop().unwrap_or_default();
-                    buf.clear();
-                    buf.extend_from_slice(data);
-                    buf
-                } else if !self.rx.can_take(i) {
-                    // A receive buffer (SLOT bytes, all initialised: see recycle), filled
-                    // anew; a frame beyond SLOT grows it.
-                    let mut buf = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
-                    buf.clear();
-                    buf.extend_from_slice(data);
-                    buf
-                } else {
-                    let spare = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
-                    self.rx.take(i, spare)
-                };
-                let pkt = Packet {
-                    len,
-                    flow: info.flow,
-                    ecn: info.ecn,
-                    data: buf,
-                    ..Default::default()
-                };
-                st.dir.arrive(arrived, pkt);
-            }
-            self.rx.done();
-            if st.dir.has_dropped() {
-                st.capture_drops(self.dir, self.vnet, &mut self.spent);
-            }
-            drop(st);
-            self.recycle_spent();
-            if n < BATCH {
-                return Ok(());
-            }
+    /// Takes one batch of what has arrived into the direction; true when the batch was
+    /// full (more may wait). One batch at a time, then releases: what is due leaves
+    /// without waiting for a long backlog to be read, and the frames of a batch are
+    /// still in the cache when they are sent.
+    fn receive(&mut self) -> io::Result<bool> {
+        let n = self.rx.recv(BATCH)?;
+        if n == 0 {
+            return Ok(false);
         }
+        let now = monotonic_ns();
+        let real_now = wall_ns();
+        let mut st = lock(&self.state);
+        for i in 0..n {
+            let Some(f) = self.rx.frame(i) else { continue };
+            // When the frame really arrived (the kernel's stamp), not when we got
+            // round to reading it; never before the direction's last event.
+            let arrived = f
+                .stamp_ns
+                .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
+                .unwrap_or(now)
+                .max(st.dir.clock_ns());
+            let data = f.data;
+            if data.len() < self.vnet {
+                continue;
+            }
+            let (hdr, frame) = data.split_at(self.vnet);
+            let info = ethernet::inspect(frame);
+            let len = afpacket::wire_len(hdr, frame.len()) as u32;
+            let buf = if data.len() <= COPY_MAX {
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(data);
+                buf
+            } else if !self.rx.can_take(i) {
+                // A receive buffer (SLOT bytes, all initialised: see recycle), filled
+                // anew; a frame beyond SLOT grows it.
+                let mut buf = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
+                buf.clear();
+                buf.extend_from_slice(data);
+                buf
+            } else {
+                let spare = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
+                self.rx.take(i, spare)
+            };
+            let pkt = Packet {
+                len,
+                flow: info.flow,
+                ecn: info.ecn,
+                data: buf,
+                ..Default::default()
+            };
+            st.dir.arrive(arrived, pkt);
+        }
+        self.rx.done();
+        if st.dir.has_dropped() {
+            st.capture_drops(self.dir, self.vnet, &mut self.spent);
+        }
+        drop(st);
+        self.recycle_spent();
+        Ok(n == BATCH)
     }
 
     /// Releases what is due; returns when the direction next needs us.
