@@ -227,6 +227,11 @@ impl PacketSocket {
             let _ = setsockopt(raw, libc::SOL_SOCKET, opt, &big);
         }
         bind(raw, name, libc::ETH_P_ALL as u16)?;
+        Ok(Self::receiver(fd, name, batch))
+    }
+
+    /// Receives on `fd` (an open, bound packet socket) in batches of `batch` frames.
+    pub fn receiver(fd: OwnedFd, name: &str, batch: usize) -> PacketSocket {
         let mut s = Self::wrap(fd, name);
         s.slots = (0..batch).map(|_| vec![0u8; SLOT]).collect();
         // SAFETY: zeroed sockaddr_ll values are valid.
@@ -255,12 +260,18 @@ impl PacketSocket {
                 m
             })
             .collect();
-        Ok(s)
+        s
     }
 
     /// Receives what is queued (never blocks); returns the number of messages.
     pub fn recv_batch(&mut self) -> io::Result<usize> {
-        for m in self.msgs.iter_mut() {
+        self.recv_upto(self.msgs.len())
+    }
+
+    /// Receives what is queued, up to `max` messages (never blocks).
+    pub fn recv_upto(&mut self, max: usize) -> io::Result<usize> {
+        let max = max.min(self.msgs.len());
+        for m in self.msgs[..max].iter_mut() {
             m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
             m.msg_hdr.msg_controllen = 64;
         }
@@ -269,7 +280,7 @@ impl PacketSocket {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
                 self.msgs.as_mut_ptr(),
-                self.msgs.len() as u32,
+                max as u32,
                 libc::MSG_DONTWAIT,
                 std::ptr::null_mut(),
             )

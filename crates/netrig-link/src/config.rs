@@ -101,8 +101,8 @@ pub struct Config {
     /// second is then throttled by the kernel for the rest (a 50 ms stall).
     #[serde(default)]
     pub realtime: bool,
-    /// How the links' ends are read: "recvmmsg" (batches into the daemon's buffers) or
-    /// "ring" (a TPACKET_V2 receive ring, read in place).
+    /// How the links' ends are read: "ring" (a TPACKET_V2 receive ring, read in place;
+    /// the default) or "recvmmsg" (batches into the daemon's buffers).
     #[serde(default)]
     pub io: IoKind,
     /// MiB of receive ring per link direction at most (io "ring"): what the kernel can
@@ -267,7 +267,11 @@ mod tests {
         );
         assert!(Config::parse(&cap(r#"{"link": "l", "path": "p"}"#)).is_ok());
         let io = |v: &str| format!(r#"{{"links": [{{"name": "l", "a": "x", "b": "y"}}], {v}}}"#);
-        assert_eq!(Config::parse(&io(r#""io": "ring""#)).unwrap().io, IoKind::Ring);
+        assert_eq!(
+            Config::parse(&io(r#""io": "recvmmsg""#)).unwrap().io,
+            IoKind::Recvmmsg
+        );
+        assert_eq!(Config::parse(&io(r#""seed": 1"#)).unwrap().io, IoKind::Ring);
         assert!(e(&io(r#""io": "xdp""#)).contains("unknown variant `xdp`"));
         assert!(e(&io(r#""ring_mb": 0"#)).contains("ring_mb: 0 is outside 1 .. 1024"));
     }

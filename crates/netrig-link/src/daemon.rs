@@ -40,6 +40,8 @@ const MIN_MARGIN_NS: u64 = 30_000;
 /// held up by the scheduler (the thread was not running), which spinning longer does not
 /// cure: on a busy host it only takes the CPU the late threads are waiting for.
 const MAX_MARGIN_NS: u64 = 150_000;
+/// How often a worker asks the kernel how many frames it dropped for it.
+const HOST_DROPS_NS: u64 = 50_000_000;
 /// A worker looks at its state at least this often (spec changes, stop).
 const MAX_SLEEP_NS: u64 = 10_000_000;
 /// How often what captures have buffered goes to their files (a slow link's capture
@@ -80,6 +82,11 @@ pub struct DirState {
     pub lateness: Lateness,
     window: Lateness,
     last: Counters,
+    /// Frames lost before the link saw them: the kernel found the receive ring or socket
+    /// buffer full (the daemon fell behind), or a ring slot could not be read. Counted
+    /// by the worker now and then; `last_host` as `last`.
+    pub drops_host: u64,
+    last_host: u64,
 }
 
 type Shared = Arc<Mutex<DirState>>;
@@ -130,12 +137,20 @@ impl Worker {
             unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
         }
         let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
+        let mut next_count = 0;
         while !STOP.load(Ordering::Relaxed) {
-            self.receive()?;
+            let more = self.receive()?;
             let now = monotonic_ns();
+            if now >= next_count {
+                self.count_host_drops();
+                next_count = now + HOST_DROPS_NS;
+            }
             let wake = self.release(now, &mut out);
             let now = monotonic_ns();
             let wake = wake.unwrap_or(u64::MAX).min(now + MAX_SLEEP_NS);
+            if more {
+                continue; // frames wait: the next batch before any sleep
+            }
             if wake > now + self.margin_ns {
                 let target = wake - self.margin_ns;
                 self.sleep(target - now);
@@ -150,7 +165,15 @@ impl Worker {
                 spin_until(wake);
             }
         }
+        self.count_host_drops();
         Ok(())
+    }
+
+    fn count_host_drops(&mut self) {
+        let (kernel, refused) = self.rx.take_drops();
+        if kernel + refused > 0 {
+            lock(&self.state).drops_host += kernel + refused;
+        }
     }
 
     fn sleep(&self, ns: u64) {
@@ -167,66 +190,66 @@ impl Worker {
         unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     }
 
-    fn receive(&mut self) -> io::Result<()> {
-        loop {
-            let n = self.rx.recv(BATCH)?;
-            if n == 0 {
-                return Ok(());
-            }
-            let now = monotonic_ns();
-            let real_now = wall_ns();
-            let mut st = lock(&self.state);
-            for i in 0..n {
-                let Some(f) = self.rx.frame(i) else { continue };
-                // When the frame really arrived (the kernel's stamp), not when we got
-                // round to reading it; never before the direction's last event.
-                let arrived = f
-                    .stamp_ns
-                    .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
-                    .unwrap_or(now)
-                    .max(st.dir.clock_ns());
-                let data = f.data;
-                if data.len() < self.vnet {
-                    continue;
-                }
-                let (hdr, frame) = data.split_at(self.vnet);
-                let info = ethernet::inspect(frame);
-                let len = afpacket::wire_len(hdr, frame.len()) as u32;
-                let buf = if data.len() <= COPY_MAX {
-                    let mut buf = self.pool.pop().unwrap_or_default();
-                    buf.clear();
-                    buf.extend_from_slice(data);
-                    buf
-                } else if !self.rx.can_take() {
-                    // A receive buffer (SLOT bytes, all initialised: see recycle), filled
-                    // anew; a frame beyond SLOT grows it.
-                    let mut buf = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
-                    buf.clear();
-                    buf.extend_from_slice(data);
-                    buf
-                } else {
-                    let spare = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
-                    self.rx.take(i, spare)
-                };
-                let pkt = Packet {
-                    len,
-                    flow: info.flow,
-                    ecn: info.ecn,
-                    data: buf,
-                    ..Default::default()
-                };
-                st.dir.arrive(arrived, pkt);
-            }
-            self.rx.done();
-            if st.dir.has_dropped() {
-                st.capture_drops(self.dir, self.vnet, &mut self.spent);
-            }
-            drop(st);
-            self.recycle_spent();
-            if n < BATCH {
-                return Ok(());
-            }
+    /// Takes one batch of what has arrived into the direction; true when the batch was
+    /// full (more may wait). One batch at a time, then releases: what is due leaves
+    /// without waiting for a long backlog to be read, and the frames of a batch are
+    /// still in the cache when they are sent.
+    fn receive(&mut self) -> io::Result<bool> {
+        let n = self.rx.recv(BATCH)?;
+        if n == 0 {
+            return Ok(false);
         }
+        let now = monotonic_ns();
+        let real_now = wall_ns();
+        let mut st = lock(&self.state);
+        for i in 0..n {
+            let Some(f) = self.rx.frame(i) else { continue };
+            // When the frame really arrived (the kernel's stamp), not when we got
+            // round to reading it; never before the direction's last event.
+            let arrived = f
+                .stamp_ns
+                .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
+                .unwrap_or(now)
+                .max(st.dir.clock_ns());
+            let data = f.data;
+            if data.len() < self.vnet {
+                continue;
+            }
+            let (hdr, frame) = data.split_at(self.vnet);
+            let info = ethernet::inspect(frame);
+            let len = afpacket::wire_len(hdr, frame.len()) as u32;
+            let buf = if data.len() <= COPY_MAX {
+                let mut buf = self.pool.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(data);
+                buf
+            } else if !self.rx.can_take(i) {
+                // A receive buffer (SLOT bytes, all initialised: see recycle), filled
+                // anew; a frame beyond SLOT grows it.
+                let mut buf = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
+                buf.clear();
+                buf.extend_from_slice(data);
+                buf
+            } else {
+                let spare = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
+                self.rx.take(i, spare)
+            };
+            let pkt = Packet {
+                len,
+                flow: info.flow,
+                ecn: info.ecn,
+                data: buf,
+                ..Default::default()
+            };
+            st.dir.arrive(arrived, pkt);
+        }
+        self.rx.done();
+        if st.dir.has_dropped() {
+            st.capture_drops(self.dir, self.vnet, &mut self.spent);
+        }
+        drop(st);
+        self.recycle_spent();
+        Ok(n == BATCH)
     }
 
     /// Releases what is due; returns when the direction next needs us.
@@ -381,6 +404,8 @@ impl Daemon {
                     lateness: Lateness::new(LATE_BUDGET_NS),
                     window: Lateness::new(LATE_BUDGET_NS),
                     last: Counters::default(),
+                    drops_host: 0,
+                    last_host: 0,
                 }));
                 workers.push(Worker {
                     rx: Rx::open(ends[d], cfg.io, vnet, BATCH, cfg.ring_bytes())
@@ -557,6 +582,7 @@ impl Daemon {
             "ecn_marks": delta(c.ecn_marks, base.ecn_marks),
             "duplicated": delta(c.duplicated, base.duplicated),
             "corrupted": delta(c.corrupted, base.corrupted),
+            "drops_host": st.drops_host - if span_ns.is_some() { st.last_host } else { 0 },
         });
         if let Some(span) = span_ns {
             let bytes = delta(c.delivered_bytes, base.delivered_bytes);
@@ -592,7 +618,7 @@ impl Daemon {
                 let mut st = lock(shared);
                 let w = st.dir.take_sojourn();
                 let late = st.window.summary();
-                st.window = Lateness::new(LATE_BUDGET_NS);
+                st.window.reset();
                 let mut v = self.direction_json(l, d, &st, now, Some(span));
                 v["dequeued"] = json!(w.count);
                 v["sojourn_mean_us"] = json!(w.mean_ns() as f64 / 1e3);
@@ -600,6 +626,7 @@ impl Daemon {
                 v["late_p99_us"] = json!(late.p99_us);
                 lines.push(v.to_string());
                 st.last = st.dir.counters;
+                st.last_host = st.drops_host;
                 if self.events {
                     for e in st.dir.take_events() {
                         lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use thiserror::Error;
 
-use crate::afpacket::{self, SockOpts};
+use crate::afpacket::{self, setsockopt, SockOpts};
 
 /// The slot header (struct tpacket2_hdr) is 32 bytes; the sockaddr_ll the kernel puts
 /// after it starts at its 16-byte-aligned end.
@@ -29,6 +29,10 @@ const SLL_LEN: usize = size_of::<libc::sockaddr_ll>();
 pub const TPACKET2_HDRLEN: usize = SLL_OFFSET + SLL_LEN;
 const TP_STATUS_KERNEL: u32 = 0;
 const TP_STATUS_USER: u32 = 1;
+/// The slot holds the start of a frame too large for it; the whole frame waits in the
+/// socket's receive queue (PACKET_COPY_THRESH).
+const TP_STATUS_COPY: u32 = 2;
+const PACKET_COPY_THRESH: i32 = 7;
 /// Slot sizes are multiples of this (TPACKET_ALIGNMENT).
 const ALIGN: usize = 16;
 
@@ -54,6 +58,8 @@ pub struct SlotFrame<'a> {
     pub stamp_ns: u64,
     /// One of the PACKET_* packet types (PACKET_OUTGOING: our own transmission).
     pub pkttype: u8,
+    /// The whole frame is in the socket's receive queue (the slot has its start).
+    pub queued: bool,
 }
 
 impl SlotFrame<'_> {
@@ -79,6 +85,7 @@ pub fn parse_slot(slot: &[u8], vnet: usize) -> Result<SlotFrame<'_>, SlotError> 
     if slot.len() < TPACKET2_HDRLEN {
         return Err(SlotError::Short(slot.len()));
     }
+    let status = u32_at(slot, 0);
     let len = u32_at(slot, 4) as usize;
     let snaplen = u32_at(slot, 8) as usize;
     let mac = u16_at(slot, 12) as usize;
@@ -101,6 +108,7 @@ pub fn parse_slot(slot: &[u8], vnet: usize) -> Result<SlotFrame<'_>, SlotError> 
         len,
         stamp_ns: sec * 1_000_000_000 + nsec,
         pkttype,
+        queued: status & TP_STATUS_COPY != 0,
     })
 }
 
@@ -174,7 +182,9 @@ unsafe impl Send for RxRing {}
 impl RxRing {
     /// Opens the ring on `name` (all protocols, promiscuous, our own transmissions
     /// ignored); `vnet`: each frame comes with a virtio-net header (superframes whole).
-    pub fn open(name: &str, vnet: bool, geo: Geometry) -> io::Result<RxRing> {
+    /// `queue_big`: a frame larger than a slot also goes whole to the socket's receive
+    /// queue (up to `queue_bytes` there), its slot marked [`SlotFrame::queued`].
+    pub fn open(name: &str, vnet: bool, geo: Geometry, queue_big: Option<usize>) -> io::Result<RxRing> {
         let fd = afpacket::packet_socket(
             name,
             SockOpts {
@@ -185,8 +195,13 @@ impl RxRing {
             },
         )?;
         let raw = fd.as_raw_fd();
+        if let Some(bytes) = queue_big {
+            setsockopt(raw, libc::SOL_PACKET, PACKET_COPY_THRESH, &1i32)?;
+            let bytes = bytes.min(i32::MAX as usize) as i32;
+            setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes)?;
+        }
         let req = geo.request();
-        afpacket::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
         let map_len = req.tp_block_size as usize * req.tp_block_nr as usize;
         // SAFETY: a fresh shared mapping of the ring the kernel just made for raw.
         let map = unsafe {
@@ -226,6 +241,11 @@ impl RxRing {
 
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// A second descriptor of the ring's socket (to read its receive queue).
+    pub fn try_clone_fd(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
     }
 
     /// Bytes of virtio-net header before each frame.
@@ -325,11 +345,13 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_frame_says_so() {
-        let s = slot(2048, 5000, 1968, 80, &[1u8; 1968]);
+    fn a_cut_frame_says_so_and_whether_it_waits_whole_in_the_queue() {
+        let mut s = slot(2048, 5000, 1968, 80, &[1u8; 1968]);
         let f = parse_slot(&s, 0).unwrap();
         assert_eq!((f.data.len(), f.len), (1968, 5000));
-        assert!(f.cut(0));
+        assert!(f.cut(0) && !f.queued);
+        s[0..4].copy_from_slice(&(TP_STATUS_USER | TP_STATUS_COPY).to_ne_bytes());
+        assert!(parse_slot(&s, 0).unwrap().queued);
     }
 
     #[test]

@@ -19,9 +19,10 @@ use crate::ring::{Geometry, RxRing};
 #[serde(rename_all = "lowercase")]
 pub enum IoKind {
     /// recvmmsg into a batch of buffers.
-    #[default]
     Recvmmsg,
-    /// A TPACKET_V2 receive ring (mmap).
+    /// A TPACKET_V2 receive ring (mmap): the daemon's default, which costs the least CPU
+    /// per frame (bench/link_fidelity's floors).
+    #[default]
     Ring,
 }
 
@@ -45,10 +46,6 @@ impl IoKind {
     }
 }
 
-/// The largest superframe the kernel builds (GSO and GRO stop at 64 KiB) and its
-/// Ethernet header.
-const SUPERFRAME_MAX: usize = 65_536 + 14;
-
 /// A frame of the last batch: the virtio-net header (if any) and the frame, and when the
 /// kernel received it (CLOCK_REALTIME ns).
 pub struct RxFrame<'a> {
@@ -64,8 +61,18 @@ pub enum Rx {
         n: usize,
         /// Slots refused (cut or corrupt), counted as they are read.
         refused: Cell<u64>,
+        /// Superframes (with `vnet`: larger than a slot) come whole through the
+        /// socket's receive queue, read here in batches ...
+        queue: Option<PacketSocket>,
+        /// ... and `at_queue[i]` is the message of the batch's i-th frame (NONE: in
+        /// its slot).
+        at_queue: Vec<usize>,
     },
 }
+
+const NONE: usize = usize::MAX;
+/// What a ring's receive queue holds of superframes (as recvmmsg's socket buffer).
+const QUEUE_BYTES: usize = 8 << 20;
 
 impl Rx {
     /// Opens `name` for reading in batches of up to `batch` frames. A ring holds
@@ -74,17 +81,23 @@ impl Rx {
         match io {
             IoKind::Recvmmsg => Ok(Rx::Mmsg(PacketSocket::open(name, batch, vnet)?)),
             IoKind::Ring => {
-                let (max, hdr) = if vnet {
-                    (SUPERFRAME_MAX, VNET_HDR_LEN)
-                } else {
-                    // a VLAN tag's 4 bytes beyond the MTU and Ethernet header
-                    (mtu(name)? + 18, 0)
+                // Slots for the MTU and Ethernet header, and a VLAN tag's 4 bytes; with
+                // vnet, superframes go through the queue (slots of 64 KiB would make a
+                // ring of few slots, or of much memory).
+                let max = mtu(name)? + 18;
+                let hdr = if vnet { VNET_HDR_LEN } else { 0 };
+                let queue_big = vnet.then_some(QUEUE_BYTES);
+                let ring = RxRing::open(name, vnet, Geometry::for_frames(max, hdr, ring_bytes), queue_big)?;
+                let queue = match queue_big {
+                    Some(_) => Some(PacketSocket::receiver(ring.try_clone_fd()?, name, batch)),
+                    None => None,
                 };
-                let ring = RxRing::open(name, vnet, Geometry::for_frames(max, hdr, ring_bytes))?;
                 Ok(Rx::Ring {
                     ring,
                     n: 0,
                     refused: Cell::new(0),
+                    queue,
+                    at_queue: Vec::with_capacity(batch),
                 })
             }
         }
@@ -102,10 +115,40 @@ impl Rx {
     pub fn recv(&mut self, batch: usize) -> io::Result<usize> {
         match self {
             Rx::Mmsg(s) => s.recv_batch(),
-            Rx::Ring { ring, n, .. } => {
+            Rx::Ring {
+                ring,
+                n,
+                queue,
+                at_queue,
+                ..
+            } => {
                 *n = ring.ready(batch);
+                at_queue.clear();
+                if let Some(q) = queue {
+                    let mut k = 0;
+                    for i in 0..*n {
+                        let queued = ring.frame(i).map(|f| f.queued).unwrap_or(false);
+                        at_queue.push(if queued { k } else { NONE });
+                        k += usize::from(queued);
+                    }
+                    // The queue holds the queued frames in the ring's order: take as
+                    // many as this batch's slots stand for. One missing from the queue
+                    // is only its slot's start: refused (see frame).
+                    let got = if k > 0 { q.recv_upto(k)? } else { 0 };
+                    for j in at_queue.iter_mut().filter(|j| **j >= got) {
+                        *j = NONE;
+                    }
+                }
                 Ok(*n)
             }
+        }
+    }
+
+    /// Where the i-th frame of a ring's batch is whole: in the queue (message index).
+    fn queued(&self, i: usize) -> Option<usize> {
+        match self {
+            Rx::Ring { at_queue, .. } => at_queue.get(i).copied().filter(|&j| j != NONE),
+            Rx::Mmsg(_) => None,
         }
     }
 
@@ -117,38 +160,52 @@ impl Rx {
                 data,
                 stamp_ns: s.stamp_ns(i),
             }),
-            Rx::Ring { ring, refused, .. } => match ring.frame(i) {
-                Ok(f) if f.pkttype == libc::PACKET_OUTGOING => None,
-                Ok(f) if !f.cut(ring.vnet()) => Some(RxFrame {
-                    data: f.data,
-                    stamp_ns: Some(f.stamp_ns),
-                }),
-                _ => {
-                    refused.set(refused.get() + 1);
-                    None
+            Rx::Ring {
+                ring, refused, queue, ..
+            } => {
+                // A frame is whole in its slot, or (cut there) in the queue.
+                let whole = self.queued(i).and_then(|j| queue.as_ref()?.frame(j));
+                match ring.frame(i) {
+                    Ok(f) if f.pkttype == libc::PACKET_OUTGOING => None,
+                    Ok(f) if whole.is_some() || !f.cut(ring.vnet()) => Some(RxFrame {
+                        data: whole.unwrap_or(f.data),
+                        stamp_ns: Some(f.stamp_ns),
+                    }),
+                    _ => {
+                        refused.set(refused.get() + 1);
+                        None
+                    }
                 }
-            },
+            }
         }
     }
 
-    /// Whether a large frame's buffer can be handed over whole ([`Rx::take`]).
-    pub fn can_take(&self) -> bool {
-        matches!(self, Rx::Mmsg(_))
+    /// Whether the i-th frame's buffer can be handed over whole ([`Rx::take`]): it
+    /// was received into a buffer of ours, not a ring slot.
+    pub fn can_take(&self, i: usize) -> bool {
+        matches!(self, Rx::Mmsg(_)) || self.queued(i).is_some()
     }
 
-    /// Hands over the i-th frame's buffer (recvmmsg only), see `PacketSocket::take`.
+    /// Hands over the i-th frame's buffer (see `PacketSocket::take`); only where
+    /// [`Rx::can_take`].
     pub fn take(&mut self, i: usize, spare: Vec<u8>) -> Vec<u8> {
-        match self {
-            Rx::Mmsg(s) => s.take(i, spare),
-            Rx::Ring { .. } => unreachable!("a ring's frames are copied, never taken"),
+        let j = self.queued(i);
+        match (self, j) {
+            (Rx::Mmsg(s), _) => s.take(i, spare),
+            (Rx::Ring { queue: Some(q), .. }, Some(j)) => q.take(j, spare),
+            _ => unreachable!("a ring slot's frame is copied, never taken"),
         }
     }
 
     /// Done with the batch: a ring's slots go back to the kernel.
     pub fn done(&mut self) {
-        if let Rx::Ring { ring, n, .. } = self {
+        if let Rx::Ring {
+            ring, n, at_queue, ..
+        } = self
+        {
             ring.release(*n);
             *n = 0;
+            at_queue.clear();
         }
     }
 
@@ -157,6 +214,7 @@ impl Rx {
     pub fn take_drops(&mut self) -> (u64, u64) {
         match self {
             Rx::Mmsg(s) => (afpacket::drops(s.raw_fd()), 0),
+            // PACKET_STATISTICS counts the ring's drops and the queue's together.
             Rx::Ring { ring, refused, .. } => (ring.drops(), refused.replace(0)),
         }
     }

@@ -38,6 +38,15 @@ impl Lateness {
         }
     }
 
+    /// Empties the histogram (keeps the budget and the buckets' memory).
+    pub fn reset(&mut self) {
+        self.counts.fill(0);
+        self.over = 0;
+        self.total = 0;
+        self.max_ns = 0;
+        self.over_budget = 0;
+    }
+
     pub fn record(&mut self, late_ns: u64) {
         let us = (late_ns / 1000) as usize;
         if us < BUCKETS {
@@ -105,5 +114,9 @@ mod tests {
         assert_eq!((s.count, s.p50_us, s.p99_us), (1001, 500.0, 990.0));
         assert_eq!(s.max_us, 50_000.0);
         assert_eq!(s.over_budget, 1);
+        l.reset();
+        assert_eq!(l.summary(), LatenessSummary::default());
+        l.record(2_500);
+        assert_eq!((l.summary().count, l.summary().p50_us), (1, 2.0));
     }
 }
