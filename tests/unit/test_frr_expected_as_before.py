@@ -92,6 +92,7 @@ def test_random_labs_expect_the_same_routes(seeds: range) -> None:
         for r in old:
             assert list(new[r].items()) == list(old[r].items()), (seed, r)
             assert len(new[r]) == len(old[r]) and dict(new[r]) == old[r]
+            assert new[r].texts() == [(str(n), n) for n in old[r]]
             compared += len(old[r])
     assert compared > 1000  # the labs route something
 

@@ -204,29 +204,49 @@ def _components(nodes: Iterable[str], joined: Iterable[tuple[str, str]]) -> dict
     return {n: find(n) for n in parent}
 
 
+class _Table:
+    """Prefix -> what it belongs to, in prefix order, shared by the routers of one OSPF
+    domain and BGP group; each prefix's text (`str`) made once, when first asked for."""
+
+    def __init__(self, labels: dict[ipaddress.IPv4Network, str]) -> None:
+        self.labels = labels
+        self._texts: list[tuple[str, ipaddress.IPv4Network]] | None = None
+
+    def texts(self) -> list[tuple[str, ipaddress.IPv4Network]]:
+        if self._texts is None:
+            self._texts = [(str(n), n) for n in self.labels]
+        return self._texts
+
+
 class Expected(Mapping[ipaddress.IPv4Network, str]):
     """One router's expected prefixes (prefix -> what it belongs to, in prefix order):
     those of its OSPF domain and BGP group, less its own. The routers of one domain share
     one table, so a grid of N routers holds N small sets, not N copies of N prefixes."""
 
-    def __init__(self, table: dict[ipaddress.IPv4Network, str], own: set[ipaddress.IPv4Network]) -> None:
+    def __init__(self, table: _Table, own: set[ipaddress.IPv4Network]) -> None:
         self._table = table
-        self._own = own & table.keys()
+        self._own = own & table.labels.keys()
 
     def __getitem__(self, n: ipaddress.IPv4Network) -> str:
         if n in self._own:
             raise KeyError(n)
-        return self._table[n]
+        return self._table.labels[n]
 
     def __iter__(self) -> Iterator[ipaddress.IPv4Network]:
         own = self._own
-        return (n for n in self._table if n not in own) if own else iter(self._table)
+        return (n for n in self._table.labels if n not in own) if own else iter(self._table.labels)
 
     def __len__(self) -> int:
-        return len(self._table) - len(self._own)
+        return len(self._table.labels) - len(self._own)
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+    def texts(self) -> list[tuple[str, ipaddress.IPv4Network]]:
+        """(`str(prefix)`, prefix) of each, in order: what a poll compares with the text
+        of the kernel's routes, without making a prefix object of every route it reads."""
+        own = {str(n) for n in self._own}
+        return [t for t in self._table.texts() if t[0] not in own]
 
 
 def expected_routes(plan: Plan) -> dict[str, Expected]:
@@ -266,7 +286,7 @@ def expected_routes(plan: Plan) -> dict[str, Expected]:
     by_as = _by_as(plan)
     for m in bgp:
         by_group.setdefault(as_group[asn[m]], set()).update(_announced(plan, m, by_as))
-    tables: dict[tuple, dict[ipaddress.IPv4Network, str]] = {}
+    tables: dict[tuple, _Table] = {}
     out: dict[str, Expected] = {}
     for r in routers:
         key = (domain.get(r), as_group[asn[r]] if r in bgp else None)
@@ -274,7 +294,7 @@ def expected_routes(plan: Plan) -> dict[str, Expected]:
             want = set(by_domain.get(key[0], ())) if key[0] is not None else set()
             if key[1] is not None:
                 want |= by_group[key[1]]
-            tables[key] = {n: labels[n] for n in sorted(want)}
+            tables[key] = _Table({n: labels[n] for n in sorted(want)})
         out[r] = Expected(tables[key], set(own(r)))
     return out
 
