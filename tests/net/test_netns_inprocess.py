@@ -133,3 +133,37 @@ def test_offloads_off_in_one_request_clears_what_the_six_legacy_ones_do(two):
               "generic-segmentation-offload", "generic-receive-offload"):
         assert new[f].startswith("off"), f
         assert f == "generic-receive-offload" or untouched[f].startswith("on"), f  # (veth: GRO off already)
+
+
+def test_sync_links_leaves_every_end_up_and_names_a_missing_device(two):
+    """Ends whose ifindexes are equal (a host's eth0 and switch port 2) are not urgent to
+    the kernel's linkwatch; after sync_links their carrier is taken in (operstate UP),
+    whatever linkwatch's backlog; a device that is not there is named."""
+    a, b = two
+    for i in (7, 8):
+        subprocess.run(["ip", "link", "add", "name", f"e{i}", "netns", a, "index", str(i), "type", "veth",
+                        "peer", "name", f"f{i}", "netns", b, "index", str(i)], check=True)
+    netns.ip_batch(["link set e7 up", "link set e8 up"], a)
+    netns.ip_batch(["link set f7 up", "link set f8 up"], b)
+    netns.sync_links({a: ["e7", "e8"], b: ["f7", "f8"]})
+    assert {l["ifname"]: l["operstate"] for l in ipj(a, "link", "show") if l["ifname"][0] == "e"} == \
+        {"e7": "UP", "e8": "UP"}
+    assert {l["ifname"]: l["operstate"] for l in ipj(b, "link", "show") if l["ifname"][0] == "f"} == \
+        {"f7": "UP", "f8": "UP"}
+    with pytest.raises(netns.NetnsError, match=f"{a}/nosuch0: ethtool get link"):
+        netns.sync_links({a: ["e7", "nosuch0"]})
+
+
+
+def test_the_wait_for_bridge_ports_names_a_port_that_never_forwards(two):
+    from netrig.lab import build
+    from netrig.lab.state import LabError
+
+    mine, _ = two
+    netns.configure({mine: ([], LINES)})  # p0's peer p1 stays down: p0 never forwards
+    with pytest.raises(LabError, match=r"1 not yet, e.g. p0: disabled, its link lowerlayerdown"):
+        build._wait_bridges([mine], timeout=0.2)
+    netns.ip_batch(["link set p1 up"], mine)
+    netns.sync_links({mine: ["p0", "p1"]})
+    build._wait_bridges([mine], timeout=10)
+    assert build._bridge_ports(mine) == [("p0", "UP", "forwarding")]

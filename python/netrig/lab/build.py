@@ -22,6 +22,7 @@ later command that topology again, or refuses if the file is no longer what was 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -260,6 +261,7 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     order = sorted(per_ns, key=lambda ns: -len(per_ns[ns]))
     work = {ns: (devs[ns] if ns in settings else [], per_ns[ns]) for ns in order}
     netns.configure(work)
+    netns.sync_links({ns: ds for ns, ds in devs.items()})
     _wait_bridges(sorted({node_ns[n] for n, k in topo.nodes.items() if k == "switch"}))
     netns.write_hosts(list(dict.fromkeys(node_ns.values())), plan.hosts_file())
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
@@ -309,24 +311,36 @@ def _start_frr(plan: Plan, st: LabState, node_ns: dict[str, str], every_s: float
         st.save()
 
 
+def _bridge_ports(ns: str) -> list[tuple[str, str, str]]:
+    """(port, its operstate, its bridge port state) of every bridge port in `ns`."""
+    p = subprocess.run(["ip", "-n", ns, "-j", "-d", "link", "show", "type", "bridge_slave"],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        raise LabError(f"cannot list the bridge ports of {ns}: {p.stderr.strip()[:200]}")
+    try:
+        rows = json.loads(p.stdout or "[]")
+    except ValueError as e:
+        raise LabError(f"cannot read the bridge ports of {ns}: {e}") from None
+    return [(r["ifname"], r.get("operstate", "?"), r.get("linkinfo", {}).get("info_slave_data", {}).get("state", "?"))
+            for r in rows if "ifname" in r]
+
+
 def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
-    """Until every bridge port forwards: a port learns its carrier through the kernel's
-    linkwatch, which batches events up to a second apart; a frame sent before is lost
-    (a first ping then waits a second for ARP to retry). The wait grows with the ports
-    (linkwatch takes them under the kernel's rtnl lock, shared with everything else on
-    the host): `timeout` plus 5 ms per port."""
+    """Until every bridge port forwards. A port forwards once the kernel's linkwatch has
+    taken in its carrier (netns.sync_links has it done at once) and told its bridge; a
+    frame sent before is lost (a first ping then waits a second for ARP to retry). The
+    wait grows with the ports (the kernel does this under its rtnl lock, shared with
+    everything else on the host): `timeout` plus 5 ms per port."""
     pending = set(namespaces)
     t0 = time.monotonic()
     deadline = t0 + timeout
-    waiting: list[str] = []
+    waiting: list[tuple[str, str, str]] = []
     grown = False
     while pending:
-        for ns in list(pending):
-            p = subprocess.run(["bridge", "-n", ns, "link", "show"], capture_output=True, text=True,
-                               timeout=30)
-            ports = [line for line in p.stdout.splitlines() if " master " in line]
-            waiting = [line for line in ports if "state forwarding" not in line]
-            if p.returncode == 0 and not waiting:
+        for ns in sorted(pending):
+            ports = _bridge_ports(ns)
+            waiting = [p for p in ports if p[2] != "forwarding"]
+            if not waiting:
                 pending.discard(ns)
             elif not grown:
                 deadline += 0.005 * len(ports)
@@ -334,11 +348,10 @@ def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
         if not pending:
             return
         if time.monotonic() > deadline:
-            first = waiting[0].split()[1].split("@")[0].rstrip(":") if waiting else "?"
-            state = waiting[0].split(" state ")[1].split()[0] if waiting and " state " in waiting[0] else "?"
+            name, oper, state = waiting[0] if waiting else ("?", "?", "?")
             raise LabError(f"bridge ports of {', '.join(sorted(pending)[:3])} did not start "
                            f"forwarding within {time.monotonic() - t0:.0f} s ({len(waiting)} not "
-                           f"yet, e.g. {first}: {state})")
+                           f"yet, e.g. {name}: {state}, its link {oper.lower()})")
         time.sleep(0.05)
 
 

@@ -28,6 +28,7 @@ CLONE_NEWNET = 0x40000000
 MS_BIND = 4096
 MNT_DETACH = 2
 SIOCETHTOOL = 0x8946
+ETHTOOL_GLINK = 0x0000000A
 # Legacy ethtool "set" commands (struct ethtool_value {u32 cmd; u32 data}).
 _OFFLOADS = (0x15, 0x17, 0x19, 0x1F, 0x24, 0x2B)  # rx/tx csum, sg, tso, gso, gro
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -120,6 +121,30 @@ def configure(work: dict[str, tuple[list[str], list[str]]], workers: int = 2) ->
             _refused(ns, rtnl.run(ops))
 
     _in_workers(list(work.items()), one, workers)
+
+
+def sync_links(devs: dict[str, list[str]], workers: int = 2) -> None:
+    """Has the kernel take in now the carrier of each namespace's devices (ETHTOOL_GLINK
+    runs the device's pending linkwatch event), rather than when linkwatch gets to it.
+
+    linkwatch, which turns a carrier into operstate UP, attaches the device's qdisc and
+    tells a bridge its port may forward, runs "urgent" events at once but others at most
+    100 a second. A veth end is urgent unless its peer has the same ifindex (in another
+    namespace: a host's eth0 and the switch port numbered 2), and a bridge never is; at
+    1,000 switches the bridges' own events queue up, and a port behind them waited up to
+    25 s (until then its frames, or its host's, were lost)."""
+
+    def one(item: tuple[str, list[str]]) -> None:
+        ns, names = item
+        _join(ns)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for name in names:
+                try:
+                    _ethtool(s, name, bytearray(struct.pack("II", ETHTOOL_GLINK, 0)))
+                except OSError as e:
+                    raise NetnsError(f"{ns}/{name}: ethtool get link: {e.strerror}") from None
+
+    _in_workers([(ns, names) for ns, names in devs.items() if names], one, workers)
 
 
 def _join(ns: str) -> None:
