@@ -43,7 +43,7 @@ def test_a_capture_of_superframes_shows_wire_frames_with_right_checksums(tmp_pat
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(0.3)
-            capture_start(pair.control, "l1", cap)
+            start = capture_start(pair.control, "l1", cap)
             p = pair.in_a(str(binary("netrig-perf")), "-c", pair.b_ip, "-J", "-t", "2", timeout=40)
             time.sleep(0.2)  # what is in flight leaves the link
             stop = capture_stop(pair.control, "l1")
@@ -65,6 +65,10 @@ def test_a_capture_of_superframes_shows_wire_frames_with_right_checksums(tmp_pat
     assert max(int(r[1]) for r in rows) <= MTU + 14, "a frame larger than the wire's"
     assert not any(r[5] for r in rows), "no frame dropped or written whole"
     a_to_b = [r for r in rows if r[0] == "l1 a->b"]
+    # The link charged each superframe the bytes of the segments it carries: exactly
+    # what the capture shows the wire carrying.
+    charged = stop["link_counters"]["a_to_b"]["delivered_bytes"] - start["link_counters"]["a_to_b"]["delivered_bytes"]
+    assert charged == sum(int(r[1]) for r in a_to_b), charged
     times = [float(r[2]) for r in a_to_b]
     assert all(b >= a for a, b in zip(times, times[1:])), "segments in time order"
     # Every payload byte the server received is in the capture, once (no drops here;
