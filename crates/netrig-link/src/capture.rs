@@ -33,7 +33,9 @@
 //! superframe was dropped whole, on arrival). A superframe that cannot be cut (a
 //! `gso_size` of 0, a header length or checksum start past the frame, headers that are
 //! not what its `gso_type` says...) is written whole, with a comment saying why; the
-//! status counts `superframes` (written as segments) and `unsegmented` (written whole).
+//! status counts `superframes` (written as segments) and `unsegmented` (written whole;
+//! a frame that is no superframe but whose partial checksum lies past its end is written
+//! "as it came", counted there too).
 //! A link with offloads off passes frames through untouched: cutting costs nothing there,
 //! nor on any link while no capture covers it.
 //!
@@ -568,9 +570,15 @@ impl Capture {
             }
             Err(why) => {
                 self.counters.unsegmented += 1;
+                // A frame that is no superframe may still carry a checksum it cannot complete.
+                let what = if vnet.get(1).is_some_and(|&t| t != gso::GSO_NONE) {
+                    "netrig-link wrote this superframe whole"
+                } else {
+                    "netrig-link wrote this frame as it came"
+                };
                 let why = match comment {
-                    Some(c) => format!("{c}; netrig-link wrote this superframe whole: {why}"),
-                    None => format!("netrig-link wrote this superframe whole: {why}"),
+                    Some(c) => format!("{c}; {what}: {why}"),
+                    None => format!("{what}: {why}"),
                 };
                 self.write(dir, mono_ns, frame, Some(&why), flags, drop);
             }
@@ -1002,13 +1010,36 @@ mod tests {
         zero.gso_size = 0;
         c.delivered(0, 3_000_000, &zero.to_bytes(), &frame, false, false);
         c.delivered(0, 4_000_000, &[0u8; 10], &frame[..100], false, false); // no offload
+        let past = VnetHdr {
+            flags: crate::gso::F_NEEDS_CSUM,
+            csum_start: 90,
+            csum_offset: 16,
+            ..VnetHdr::default()
+        };
+        c.delivered(0, 5_000_000, &past.to_bytes(), &frame[..100], false, false);
         let st = c.finish();
         let b = blocks(&std::fs::read(&base).unwrap());
-        assert_eq!(b.len(), 10, "4 + 4 segments, a whole superframe, a plain frame");
+        assert_eq!(
+            b.len(),
+            11,
+            "4 + 4 segments, a whole superframe, two plain frames"
+        );
         let lens: Vec<usize> = b.iter().map(|x| x.1.len()).collect();
         assert_eq!(
             lens,
-            [1514, 1514, 1514, 166, 1514, 1514, 1514, 166, frame.len(), 100]
+            [
+                1514,
+                1514,
+                1514,
+                166,
+                1514,
+                1514,
+                1514,
+                166,
+                frame.len(),
+                100,
+                100
+            ]
         );
         // 10 Gbit/s: 0.8 ns a byte; each segment leaves the bytes after it sooner.
         let ts: Vec<u64> = b[..4].iter().map(|x| x.0).collect();
@@ -1031,14 +1062,19 @@ mod tests {
             "netrig-link wrote this superframe whole: its gso_size is 0"
         );
         assert_eq!((b[9].3, b[9].4.as_str()), (FLAG_OUTBOUND, ""));
+        assert_eq!(
+            b[10].4,
+            "netrig-link wrote this frame as it came: its checksum at csum_start 90 + csum_offset 16 \
+             is past its 100 bytes"
+        );
         let cnt = &st["counters"];
         assert_eq!(
             (cnt["frames"].as_u64(), cnt["drops"].as_u64()),
-            (Some(10), Some(4))
+            (Some(11), Some(4))
         );
         assert_eq!(
             (cnt["superframes"].as_u64(), cnt["unsegmented"].as_u64()),
-            (Some(2), Some(1))
+            (Some(2), Some(2))
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -430,7 +430,7 @@ pub fn segment(vnet: &[u8], frame: &[u8], out: &mut Segments) -> Result<bool, Un
     match h.gso_type & !GSO_ECN {
         GSO_TCPV4 if tcp && !lay.v6 => {}
         GSO_TCPV6 if tcp && lay.v6 => {}
-        GSO_UDP_L4 if !tcp && h.gso_type & GSO_ECN == 0 => {}
+        GSO_UDP_L4 if !tcp => {}
         GSO_TCPV4 => {
             return Err(Unsegmented::Headers(
                 "its gso_type is TCPV4 but it is not TCP over IPv4",
