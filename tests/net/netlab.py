@@ -125,15 +125,19 @@ def emulated_pair(tmp: Path, spec: dict, extra: dict | None = None, host_offload
             time.sleep(0.02)
         yield p
     finally:
-        if p.proc and p.proc.poll() is None:
-            p.proc.send_signal(signal.SIGTERM)
-            try:
-                p.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.proc.kill()
-                p.proc.wait(timeout=5)
-        for ns in p.namespaces:
-            sh("ip", "netns", "del", ns, check=False)
+        try:
+            if p.proc and p.proc.poll() is None:
+                p.proc.send_signal(signal.SIGTERM)
+                try:
+                    p.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.proc.kill()
+                    # Closing packet sockets waits for RCU grace periods, which take
+                    # seconds while the kernel frees another lab's namespaces.
+                    p.proc.wait(timeout=30)
+        finally:  # the namespaces go even if the daemon would not
+            for ns in p.namespaces:
+                sh("ip", "netns", "del", ns, check=False)
 
 
 def totals(log: Path) -> dict:

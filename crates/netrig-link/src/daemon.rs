@@ -277,7 +277,8 @@ impl Worker {
             for c in &st.captures {
                 let mut c = lock(c);
                 for (_, p) in out.iter() {
-                    c.delivered(self.dir, at, &p.data[vnet..], p.duplicated, p.corrupted);
+                    let (hdr, frame) = p.data.split_at(vnet);
+                    c.delivered(self.dir, at, hdr, frame, p.duplicated, p.corrupted);
                 }
             }
             if st.dir.has_dropped() {

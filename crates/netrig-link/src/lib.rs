@@ -7,6 +7,7 @@
 //! - `rx`: a link end's receive side, recvmmsg or ring, as the daemon and the forwarder
 //!   both read it.
 //! - `forward`: the bare forwarder (`netrig-link forward`), the floor of the daemon's I/O.
+//! - `gso`: offload superframes cut into the frames a wire would carry (for captures).
 //! - `daemon`: the event loop, one worker per link direction, that releases each frame
 //!   at the time netrig-core's link model says, and samples stats.
 //! - `capture`: captures of links into pcapng files, delivered and dropped frames, with
@@ -30,6 +31,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod forward;
+pub mod gso;
 pub mod netns;
 pub mod ring;
 pub mod rx;

@@ -278,7 +278,8 @@ class Capture:
             c = answer.get("counters") or {}
             out.update({"frames": c.get("frames"), "drops_written": c.get("drops"),
                         "filtered": c.get("filtered"), "lost": c.get("lost"),
-                        "over_size": c.get("over_size"), "files_rotated": c.get("files_rotated")})
+                        "over_size": c.get("over_size"), "files_rotated": c.get("files_rotated"),
+                        "superframes": c.get("superframes"), "unsegmented": c.get("unsegmented")})
             if answer.get("files") is not None:
                 names = [os.path.basename(f) for f in answer["files"]]
         elif not self.where.emulated:

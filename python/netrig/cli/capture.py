@@ -57,6 +57,10 @@ def capture(args: argparse.Namespace) -> int:
         said.append(f"{summary['frames']} frames")
     if summary.get("drops_written"):
         said.append(f"{summary['drops_written']} the link dropped (commented)")
+    if summary.get("superframes"):
+        said.append(f"{summary['superframes']} offload superframes written as their wire segments")
+    if summary.get("unsegmented"):
+        said.append(f"{summary['unsegmented']} written whole, as they came (their comments say why)")
     print(f"captured {where.describe}: {', '.join(said)}: {' '.join(files)}")
     if summary.get("error"):
         raise NetrigError(summary["error"])

@@ -139,8 +139,9 @@ def capture_start(control: str | Path, link: str, path: str | Path, *, dir: str 
 def capture_stop(control: str | Path, link: str, path: str | Path | None = None) -> dict[str, Any]:
     """Stops `link`'s capture (the one writing to `path`, needed when the link has
     several), flushing and closing its file; the daemon's answer: {"capture": final
-    status with "counters" (frames, filtered, drops, bytes, files_rotated) and "files"
-    (oldest first), "link_counters": the link's counters at the stop}."""
+    status with "counters" (frames, filtered, drops, bytes, files_rotated, superframes,
+    unsegmented) and "files" (oldest first), "link_counters": the link's counters at the
+    stop}."""
     req: dict[str, Any] = {"cmd": "capture_stop", "link": link}
     if path is not None:
         req["path"] = str(Path(path).absolute())

@@ -23,7 +23,8 @@ impl DirState {
         for c in &self.captures {
             let mut c = lock(c);
             for x in &spent[start..] {
-                c.dropped(d, x.at_ns, x.pkt.data.get(vnet..).unwrap_or(&[]), x.reason);
+                let (hdr, frame) = x.pkt.data.split_at(vnet.min(x.pkt.data.len()));
+                c.dropped(d, x.at_ns, hdr, frame, x.reason);
             }
         }
     }
