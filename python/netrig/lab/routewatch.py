@@ -172,7 +172,7 @@ class Table:
         self._redo = False  # the dump under way must be done again (events lost, interrupted)
         self.failures = 0  # dumps in a row that did not complete
         self.dumps = 0  # dumps begun
-        self.problem = ""  # why the last one did not
+        self.problem = ""  # why the table was last read again
         self._interned = {} if interned is None else interned  # shared by a watcher's tables
 
     @property
@@ -300,21 +300,20 @@ class Watcher:
         opened: dict[str, socket.socket] = {}
 
         def open_one(router: str) -> None:
-            netns._join(namespaces[router])
-            s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC,
-                              socket.NETLINK_ROUTE)
-            opened[router] = s
-            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-            s.bind((0, 0))
-            s.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, RTNLGRP_IPV4_ROUTE)
+            try:
+                netns._join(namespaces[router])
+                s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC,
+                                  socket.NETLINK_ROUTE)
+                opened[router] = s
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+                s.bind((0, 0))
+                s.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, RTNLGRP_IPV4_ROUTE)
+            except OSError as e:
+                raise WatchError(f"{router}: watching its routes (namespace {namespaces[router]}): "
+                                 f"{e.strerror or e}; netrig needs root (CAP_NET_ADMIN) for this") from None
 
         try:
             netns._in_workers(list(namespaces), open_one, workers)
-        except OSError as e:
-            for s in opened.values():
-                s.close()
-            raise WatchError(f"watching routes: a netlink socket in a router's namespace: {e.strerror or e}; "
-                             "netrig runs as root") from None
         except BaseException:
             for s in opened.values():
                 s.close()
