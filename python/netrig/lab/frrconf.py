@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from netrig.topo.model import Topology
 from netrig.topo.plan import Iface, Plan, Segment
@@ -211,11 +211,31 @@ class _Table:
     def __init__(self, labels: dict[ipaddress.IPv4Network, str]) -> None:
         self.labels = labels
         self._texts: list[tuple[str, ipaddress.IPv4Network]] | None = None
+        self._set: frozenset[str] | None = None
 
     def texts(self) -> list[tuple[str, ipaddress.IPv4Network]]:
         if self._texts is None:
             self._texts = [(str(n), n) for n in self.labels]
         return self._texts
+
+
+class _Texts(Collection[str]):
+    """One router's expected prefixes as text (`str` of each): membership against its
+    table's one shared set, less its own; what a route watcher counts with."""
+
+    def __init__(self, table: _Table, own: set[str]) -> None:
+        if table._set is None:
+            table._set = frozenset(t for t, _ in table.texts())
+        self._all, self._own = table._set, own
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._all and text not in self._own
+
+    def __len__(self) -> int:
+        return len(self._all) - len(self._own)
+
+    def __iter__(self) -> Iterator[str]:
+        return (t for t in self._all if t not in self._own)
 
 
 class Expected(Mapping[ipaddress.IPv4Network, str]):
@@ -247,6 +267,10 @@ class Expected(Mapping[ipaddress.IPv4Network, str]):
         of the kernel's routes, without making a prefix object of every route it reads."""
         own = {str(n) for n in self._own}
         return [t for t in self._table.texts() if t[0] not in own]
+
+    def as_texts(self) -> Collection[str]:
+        """The prefixes' text, for membership and a count (no set per router)."""
+        return _Texts(self._table, {str(n) for n in self._own})
 
 
 def expected_routes(plan: Plan) -> dict[str, Expected]:

@@ -31,6 +31,7 @@ from netrig._bins import binary
 from netrig.errors import NetrigError
 from netrig.lab import build as builder
 from netrig.lab import frr
+from netrig.lab.converge import converge
 from netrig.lab.state import LabError, LabState, alive
 from netrig.link import spec as linkspec
 from netrig.link import userspace
@@ -341,108 +342,13 @@ class Network:
         (`frr.expected_routes`), its OSPF neighbours are Full (`frr.expected_adjacencies`),
         its BGP sessions are Established (`frr.expected_bgp_peers`: a route learnt over
         the first session up is not yet the best one) and no routing table changes for a
-        moment, then until every host reaches every host (one ping a pair, retried); returns the seconds that took. LabError after `timeout` (default
-        `frr.default_wait_s`: enough for the topology's timers), naming which router
-        lacks which prefixes and which hosts do not reach each other."""
-        st = self._lab()
-        t0 = time.monotonic()
-        if not self.topo.dynamic:
-            return 0.0
-        timeout = frr.default_wait_s(self.topo) if timeout is None else timeout
-        deadline = t0 + timeout
-        want = frr.expected_routes(self.plan)
-
-        adjacent = frr.expected_adjacencies(self.plan)
-        sessions = frr.expected_bgp_peers(self.plan)
-        # A session's first UPDATEs leave after the coalesce time (both ends', in turn)
-        hold_s = 2 * frr.bgp_coalesce_s(max((len(v) for v in sessions.values()), default=0)) + 0.5
-        short: dict[str, list[str]] = {}  # router -> what of its protocols is not up yet
-
-        def protocols(r: str) -> list[str]:
-            d = frr.router_dir(st.dir, r)
-            out = []
-            if adjacent.get(r):
-                full = frr.full_by_iface(frr.ospf_neighbours(
-                    frr.vtysh(d, "ospfd", "show ip ospf neighbor json")))
-                out += [f"OSPF on {i}: {full.get(i, 0)} of {k} neighbours Full"
-                        for i, k in adjacent[r].items() if full.get(i, 0) < k]
-            if sessions.get(r):
-                peers = frr.bgp_peers(frr.vtysh(d, "bgpd", "show bgp summary json"))
-                out += [f"BGP session to {p}" for p in frr.not_established(sessions[r], peers)]
-                out += [f"BGP session to {p}: just up" for p in frr.too_new(sessions[r], peers, hold_s)]
-            return out
-
-        def lacks(r: str) -> tuple[str, list[ipaddress.IPv4Network]]:
-            short.pop(r, None)
-            try:
-                have = _destinations(st.node_ns[r])
-            except LabError as e:  # (a machine so busy that ip does not answer: asked again)
-                short[r] = [f"its routing table could not be read ({e})"]
-                return r, []
-            gone = [n for text, n in want[r].texts() if text not in have]
-            if not gone:
-                try:
-                    down = protocols(r)
-                except LabError as e:
-                    down = [str(e)]
-                if down:
-                    short[r] = down
-            return r, gone
-
-        # Settled: every table the same over an SPF hold and a bit (an adjacency that has
-        # just come up has not yet moved the routes), each BGP router's table version
-        # included. BGP sessions must also have been up for hold_s (protocols()): a
-        # session just Established sends its first UPDATEs a coalesce time later, so a
-        # route learnt over another session sits still until then (seen: r12 kept r13's
-        # iBGP route over its own eBGP one, the table still for 0.5 s).
-        t = self.topo.routing.ospf
-        settle_s = 0.5 + (t.ms("spf_delay") + t.ms("spf_hold")) / 1000
-
-        def table(r: str) -> tuple:
-            try:
-                routes = route_table(st.node_ns[r])
-            except LabError:
-                return (object(),)  # unread: equal to no other reading
-            if not sessions.get(r):
-                return (routes,)
-            try:
-                version = frr.bgp_table_version(frr.vtysh(frr.router_dir(st.dir, r), "bgpd",
-                                                          "show bgp summary json"))
-            except LabError as e:
-                version = str(e)
-            return routes, version
-
-        def tables() -> list:
-            return list(pool.map(table, want))
-
-        pending = list(want)
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            while True:
-                missing = {r: m for r, m in pool.map(lacks, pending) if m}
-                pending = list(missing) + [r for r in short if r not in missing]
-                if not pending:
-                    before = tables()
-                    time.sleep(settle_s)
-                    if tables() == before:
-                        break
-                    pending = list(want)
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(poll_s)
-        failing: list[tuple[str, str]] = []
-        if not missing and not short:
-            hosts = self.hosts()
-            failing = [(a, b) for a in hosts for b in hosts if a != b]
-            with ThreadPoolExecutor(max_workers=8) as pool:
-                while failing:
-                    got = list(pool.map(lambda p: self.ping(p[0], p[1], count=1, timeout=1), failing))
-                    failing = [p for p, r in zip(failing, got) if r.received == 0]
-                    if not failing or time.monotonic() > deadline:
-                        break
-                    time.sleep(poll_s)
-        if missing or short or failing:
-            raise LabError(_not_converged(timeout, missing, want, short, failing))
-        return time.monotonic() - t0
+        moment, then until every host reaches every host (one ping a pair, retried);
+        returns the seconds that took. Route changes are watched, not polled
+        (netrig.lab.converge); `poll_s` is how often a router whose protocols were not
+        yet up is asked again, and failing pings are retried. LabError after `timeout`
+        (default `frr.default_wait_s`: enough for the topology's timers), naming which
+        router lacks which prefixes and which hosts do not reach each other."""
+        return converge(self, timeout, poll_s)
 
     def stop_routing(self, router: str) -> None:
         """Stops the router's FRR daemons (protocols, then zebra, which withdraws every
@@ -504,28 +410,6 @@ def _route_list(ns: str, timeout: float = 10.0) -> list[dict]:
     return json.loads(p.stdout or "[]")
 
 
-def route_table(ns: str) -> frozenset[tuple[str, tuple[tuple[str, str], ...]]]:
-    """A namespace's main table as (destination, its next hops (gateway, device)): two
-    equal tables route alike."""
-    out = set()
-    for r in _route_list(ns):
-        hops = r.get("nexthops") or [r]
-        out.add((r.get("dst", ""), tuple(sorted((h.get("gateway", ""), h.get("dev", "")) for h in hops))))
-    return frozenset(out)
-
-
-def _destinations(ns: str) -> set[str]:
-    """`kernel_routes` as text (`str` of each prefix: a host route's /32 written out),
-    not prefix objects: what converge compares, every router every poll."""
-    out = set()
-    for r in _route_list(ns):
-        if r.get("type", "unicast") != "unicast":
-            continue
-        dst = r.get("dst", "")
-        out.add("0.0.0.0/0" if dst == "default" else dst if "/" in dst else dst + "/32")
-    return out
-
-
 def kernel_routes(ns: str) -> set[ipaddress.IPv4Network]:
     """The destinations of the routes in a namespace's main table (an ECMP route, one
     entry with several next hops, counts once; `default` is 0.0.0.0/0)."""
@@ -542,25 +426,6 @@ def _ip(args: list[str]) -> None:
     p = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
     if p.returncode != 0:
         raise LabError(f"ip {' '.join(args)}: {p.stderr.strip()}")
-
-
-def _not_converged(timeout: float, missing: dict[str, list[ipaddress.IPv4Network]],
-                   want: dict[str, dict[ipaddress.IPv4Network, str]], short: dict[str, list[str]],
-                   failing: list[tuple[str, str]]) -> str:
-    parts = [f"routing did not converge in {timeout:g} s"]
-    for r, nets in list(missing.items())[:5]:
-        shown = ", ".join(f"{n} ({want[r][n]})" for n in nets[:4])
-        more = f" and {len(nets) - 4} more" if len(nets) > 4 else ""
-        parts.append(f"{r} has no route to {shown}{more}")
-    if len(missing) > 5:
-        parts.append(f"and {len(missing) - 5} more routers lack routes")
-    for r, ifaces in list(short.items())[:5]:
-        parts.append(f"{r}'s protocols are not all up: {', '.join(ifaces[:4])}")
-    if failing:
-        parts.append("hosts that do not reach each other: "
-                     + ", ".join(f"{a}->{b}" for a, b in failing[:8])
-                     + (f" and {len(failing) - 8} more pairs" if len(failing) > 8 else ""))
-    return "; ".join(parts)
 
 
 def routing_status(st: LabState, timeout: float = 3.0) -> dict[str, dict[str, Any]]:
