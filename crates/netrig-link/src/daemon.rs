@@ -5,10 +5,7 @@
 //! Timing: a frame's arrival is the kernel's receive timestamp, and its due time comes
 //! from the model (virtual time, exact). A worker sleeps (ppoll on its ingress socket,
 //! so arrivals wake it) until shortly before the next due time, by a margin learnt from
-//! how late its timers fire (at most 150 µs), then waits out the rest on the clock; a due
-//! time nearer than that margin is slept to within the timers' typical lateness (a few
-//! µs), not spun through, so that two workers at line rate leave the cores to the
-//! endpoints.
+//! how late its timers fire (at most 150 µs), then waits out the rest on the clock.
 //! Every frame's release lateness is recorded; lateness beyond the budget is counted as
 //! overload.
 
@@ -39,8 +36,6 @@ mod captures;
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
 const BATCH: usize = 64;
 const MIN_MARGIN_NS: u64 = 30_000;
-/// The least lead a sleep shorter than the margin keeps on its due time.
-const MIN_LEAD_NS: u64 = 3_000;
 /// The most a worker spins before a due time. A timer that fires later than this was
 /// held up by the scheduler (the thread was not running), which spinning longer does not
 /// cure: on a busy host it only takes the CPU the late threads are waiting for.
@@ -117,10 +112,6 @@ struct Worker {
     vnet: usize,
     margin_ns: u64,
     oversleep_ns: f64,
-    /// How late a short sleep's timer typically fires, and the lead a short sleep keeps
-    /// on its due time for it (see learn_lead).
-    typical_ns: f64,
-    lead_ns: u64,
     realtime: bool,
     /// Spent small buffers, and spent receive buffers ([`afpacket::SLOT`] bytes).
     pool: Vec<Vec<u8>>,
@@ -168,20 +159,6 @@ impl Worker {
                     // The timer woke us, not a frame: learn how late timers fire, then
                     // wait out the rest on the clock (arrivals keep kernel timestamps).
                     (self.oversleep_ns, self.margin_ns) = learn_margin(self.oversleep_ns, woke - target);
-                    spin_until(wake);
-                }
-            } else if wake > now + self.lead_ns {
-                // Due times closer than the margin (line rate: a frame every 12 µs at 1
-                // Gbit/s, an ACK every ~24 µs back) are slept to as well, but only to
-                // within the timers' typical lateness: a worker that spun through every
-                // gap would take a whole core per direction from the endpoints it
-                // serves, and the scheduler would take it back in slices of
-                // milliseconds (the lateness tail).
-                let target = wake - self.lead_ns;
-                self.sleep(target - now);
-                let woke = monotonic_ns();
-                if woke > target {
-                    (self.typical_ns, self.lead_ns) = learn_lead(self.typical_ns, woke - target);
                     spin_until(wake);
                 }
             } else {
@@ -357,19 +334,6 @@ fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
     )
 }
 
-/// The typical lateness of short sleeps' timers (a moving average over ~32 wake-ups, each
-/// counted up to MIN_MARGIN_NS) and the lead a short sleep keeps for it: twice it plus
-/// 2 µs, within MIN_LEAD_NS..=MIN_MARGIN_NS. A timer later than the lead is a late
-/// release, which the average lets happen now and then rather than spin through every
-/// gap for the sake of the tail.
-fn learn_lead(typical_ns: f64, over_ns: u64) -> (f64, u64) {
-    let typical = typical_ns + (over_ns.min(MIN_MARGIN_NS) as f64 - typical_ns) / 32.0;
-    (
-        typical,
-        ((typical * 2.0) as u64 + 2_000).clamp(MIN_LEAD_NS, MIN_MARGIN_NS),
-    )
-}
-
 fn spin_until(t: u64) {
     while monotonic_ns() < t {
         std::hint::spin_loop();
@@ -453,8 +417,6 @@ impl Daemon {
                     vnet: vnet_len,
                     margin_ns: 60_000,
                     oversleep_ns: 0.0,
-                    typical_ns: 5_000.0,
-                    lead_ns: 12_000,
                     realtime: cfg.realtime,
                     pool: vec![],
                     big_pool: vec![],
@@ -849,31 +811,5 @@ mod tests {
             state = learn_margin(state.0, 1_000);
         }
         assert!(state.0 < 1_500.0 && state.1 == MIN_MARGIN_NS, "{state:?}");
-    }
-
-    #[test]
-    fn short_sleeps_keep_a_lead_of_the_typical_timer_lateness() {
-        // timers steadily 4 µs late: the lead settles at 2 × 4 + 2 = 10 µs
-        let mut state = (5_000.0, 12_000);
-        for _ in 0..500 {
-            state = learn_lead(state.0, 4_000);
-        }
-        assert!(
-            (state.0 - 4_000.0).abs() < 10.0 && state.1.abs_diff(10_000) < 50,
-            "{state:?}"
-        );
-        // one 5 ms stall counts as MIN_MARGIN_NS and moves the average by 1/32 of it
-        let stalled = learn_lead(state.0, 5_000_000);
-        assert!(stalled.1 < 12_000, "{stalled:?}");
-        // punctual timers: the least lead
-        for _ in 0..500 {
-            state = learn_lead(state.0, 0);
-        }
-        assert_eq!(state.1, MIN_LEAD_NS);
-        // always late: never more than the margin
-        for _ in 0..500 {
-            state = learn_lead(state.0, 1_000_000);
-        }
-        assert_eq!(state.1, MIN_MARGIN_NS);
     }
 }
