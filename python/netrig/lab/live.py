@@ -161,6 +161,10 @@ class LiveLab:
         """Each `ip` line the lab runs, for a caller that shows them (Mininet's debug
         level); nothing by default."""
 
+    def say(self, ns: str | None, command: str) -> None:
+        """Any other step the lab takes, as the command that would do it where there is
+        one (`ip netns add X`, `ethtool -K ...`), for the same caller; nothing by default."""
+
     def _devs(self, ns: str | None) -> set[str]:
         return set(self.st.egress.get(ns or "", {}))
 
@@ -181,6 +185,8 @@ class LiveLab:
             if any(netns.exists(ns) for ns in todo):
                 raise LabError(f"namespace {next(ns for ns in todo if netns.exists(ns))} exists "
                                f"(another lab's?): 'netrig down --prefix {self.prefix}'")
+            for ns in todo:
+                self.say(None, f"ip netns add {ns}")
             netns.add(todo)
             per_ns = {ns: ["link set lo up"] for ns in todo}
             for node in getattr(self, "_switch_lines", []):
@@ -201,6 +207,7 @@ class LiveLab:
         if carried and self.emu_ns not in self.st.namespaces:
             self.st.namespaces.append(self.emu_ns)
             self.st.save()
+            self.say(None, f"ip netns add {self.emu_ns}")
             netns.add([self.emu_ns])
             netns.ip_batch(["link set lo up"], self.emu_ns)
         for link in todo:
@@ -227,6 +234,8 @@ class LiveLab:
         for ns, ds in devs.items():
             per_ns.setdefault(ns, []).extend(f"link set {d} up" for d in ds)
             if ns is not None:  # the root namespace's devices keep the host's settings
+                for d in ds:
+                    self.say(ns, f"ethtool -K {d} rx off tx off sg off tso off gso off gro off")
                 netns.offloads_off(ns, ds)
         self._batches(per_ns)
         for link in todo:
@@ -235,6 +244,7 @@ class LiveLab:
             self._start_emulator(carried)
         sw = [l for l in todo if "switch" in (self.kinds[l.a], self.kinds[l.b])]
         if sw:
+            self.say(self.sw_ns, "waiting until every bridge port forwards")
             builder._wait_bridges([self.sw_ns])
 
     def _batches(self, per_ns: dict[str | None, list[str]]) -> None:
@@ -260,6 +270,7 @@ class LiveLab:
         if n:
             sub.mkdir(mode=0o700, exist_ok=True)
         proc = userspace.start(self.emu_ns, cfg, sub)
+        self.say(self.emu_ns, f"netrig-link (pid {proc.pid}) carries {', '.join(l.name for l in links)}")
         for l in links:
             l.control, l.pid = control, proc.pid
             if n:

@@ -50,6 +50,11 @@ class MnLab(LiveLab):
     def log(self, ns: str | None, lines: list[str]) -> None:
         _say_lines(ns, lines)
 
+    def say(self, ns: str | None, command: str) -> None:
+        from mininet.log import debug
+
+        debug(f"*** {ns or 'root namespace'}: {command}\n")
+
     def ip(self, ns: str | None, lines: list[str]) -> str:
         """Runs `ip` lines in ns (None: the root namespace); while building, queues them."""
         if self.batching or not self.realized:
@@ -83,7 +88,11 @@ class MnLab(LiveLab):
         if self.stopped:
             return []
         self.stopped = True
+        for name, pid in self.st.pids.items():
+            self.say(None, f"kill {pid} ({name})")
         hangup(self.shells)
+        for ns in self.st.namespaces:
+            self.say(None, f"ip netns delete {ns}")
         errors = super().stop(notes)
         d = self.st.dir
         if not errors and d.is_dir() and not d.is_symlink() and not (d / "state.json").exists():

@@ -16,7 +16,7 @@ from typing import Any
 from mininet import _lab
 from mininet._shell import NodeShell
 from mininet.link import Intf, Link
-from mininet.log import warn
+from mininet.log import debug, warn
 
 
 class Node(NodeShell):
@@ -59,6 +59,10 @@ class Node(NodeShell):
         self.intfs[port] = intf
         self.ports[intf] = port
         self.nameToIntf[intf.name] = intf
+        debug("\n")
+        debug(f"added intf {intf} ({port}) to node {self.name}\n")
+        if self.inNamespace:
+            debug("moving", intf, "into namespace for", self.name, "\n")
 
     def delIntf(self, intf: Intf) -> None:
         port = self.ports.pop(intf, None)
