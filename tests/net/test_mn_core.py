@@ -105,8 +105,22 @@ def test_pingall_nodes_added_and_removed_while_running(tmp_path):
         ip = h4.IP()
         net.delLink(link)
         third = net.ping([net['h1'], h4], timeout=1)
+        intfs = h4.intfNames()
+        # Mininet's test_ptyleak: a host deleted, then one of the same name added, over
+        # and over; its shell's pty is used and the descriptors come back, not leaked.
+        h2 = net['h2']
+        h2.cmd('cd /tmp')
+        ptys = h2.slave, h2.master
+        same = []
+        for _ in range(3):
+            net.delHost(h2)
+            h2 = net.addHost('h2')
+            same.append(h2.cmd('pwd').strip() != '/tmp' and (h2.slave, h2.master) == ptys)
+        net.addLink(h2, net['s1'])
+        h2.setIP('10.0.0.2/8')
+        fourth = h2.cmd('ping -c1 -W2 ' + net['h1'].IP())  # h1's ARP entry for h2 is stale
         print('RESULT', json.dumps({'first': first, 'second': second, 'third': third,
-                                    'ip': ip, 'intfs': h4.intfNames()}))
+                                    'ip': ip, 'intfs': intfs, 'same': same, 'fourth': fourth}))
         net.stop()
     """)
     assert code == 0, out
@@ -116,6 +130,7 @@ def test_pingall_nodes_added_and_removed_while_running(tmp_path):
     r = result(out)
     assert r["first"] == 0 and r["second"] == 0 and r["third"] == 100, r
     assert r["ip"] == "10.0.0.4" and r["intfs"] == [], r
+    assert r["same"] == [True] * 3 and " 0% packet loss" in r["fourth"], r
 
 
 def test_shell_keeps_state_streams_and_stops_on_interrupt(tmp_path):

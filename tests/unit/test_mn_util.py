@@ -330,3 +330,19 @@ def test_every_name_mininets_examples_import_from_ours_exists():
     missing = [f"{m}.{n}" for m, n in sorted(wanted)
                if not hasattr(importlib.import_module(m), n)]
     assert missing == []
+
+
+def test_a_switch_dpid_from_its_name_or_mininets_sentence():
+    """A switch's default dpid is the first number of its name in hex, 16 digits; a name
+    without one is refused with Mininet's own sentence (test_switchdpidassignment
+    looks for it), then which switch."""
+    from types import SimpleNamespace
+
+    from mininet.node import Switch
+
+    assert Switch.defaultDpid(SimpleNamespace(name="s123", dpidLen=16)) == "000000000000007b"
+    assert Switch.defaultDpid(SimpleNamespace(name="x", dpidLen=16), "1:2") == "0000000000000012"
+    with pytest.raises(Exception) as e:
+        Switch.defaultDpid(SimpleNamespace(name="A", dpidLen=16))
+    assert ("Unable to derive default datapath ID - please either specify a dpid or use a "
+            "canonical switch name such as s23.") in str(e.value) and "'A'" in str(e.value)

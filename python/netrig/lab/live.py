@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from netrig import procs
 from netrig.lab import build as builder
 from netrig.lab import netns
 from netrig.lab.state import LabError, LabState, alive, check_prefix, labs
@@ -156,6 +157,37 @@ class LiveLab:
         if self.realized:  # else _make saves once, before it makes anything
             self._make()
         return link
+
+    def del_node(self, name: str) -> None:
+        """Removes a node whose links are gone (Mininet's delNode): a host's processes and
+        namespace, or a switch's bridge; its name may be used again."""
+        if self.realized:
+            self._fresh()
+        kind = self.kinds.pop(name, None)
+        if kind is None:
+            raise LabError(f"no node named '{name}'")
+        ns = self.st.node_ns.pop(name, None)
+        self.st.plan["nodes"].pop(name, None)
+        if kind == "switch":
+            self._switch_lines = [n for n in getattr(self, "_switch_lines", []) if n != name]
+            if self.realized and self.sw_ns not in self.pending_ns:
+                self.log(self.sw_ns, [f"link del {name}"])
+                netns.ip_batch([f"link del {name}"], self.sw_ns)
+        elif ns is not None and ns != self.sw_ns:
+            if ns in self.pending_ns:
+                self.pending_ns.remove(ns)
+            elif netns.exists(ns):
+                running = [p for p in (procs.here(pid, f"a process of {name}")
+                                       for pid in netns.pids([ns]).get(ns, [])) if p]
+                procs.stop(running, grace_s=2.0)
+                self.say(None, f"ip netns delete {ns}")
+                errors = netns.delete([ns])
+                if errors:
+                    raise LabError(f"node {name}: {'; '.join(errors)}")
+            if ns in self.st.namespaces:
+                self.st.namespaces.remove(ns)
+            self.st.egress.pop(ns, None)
+        self.st.save()
 
     def log(self, ns: str | None, lines: list[str]) -> None:
         """Each `ip` line the lab runs, for a caller that shows them (Mininet's debug

@@ -39,8 +39,8 @@ class Switch(Node):
             return dpid.replace(":", "").rjust(self.dpidLen, "0")
         nums = re.findall(r"\d+", self.name)
         if not nums:
-            raise LabError(f"Unable to derive default datapath ID - please either specify a dpid "
-                           f"or use a canonical switch name such as s23 (not '{self.name}')")
+            raise LabError("Unable to derive default datapath ID - please either specify a dpid "
+                           f"or use a canonical switch name such as s23. (switch '{self.name}')")
         return hex(int(nums[0]))[2:].rjust(self.dpidLen, "0")
 
     def defaultIntf(self) -> Intf | None:

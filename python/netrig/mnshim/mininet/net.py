@@ -172,6 +172,8 @@ class Mininet(NetTests):
             nodes.remove(node)
         self.nameToNode.pop(node.name, None)
         node.stop()
+        if node.name in self.lab.kinds:
+            self.lab.del_node(node.name)
 
     def getNodeByName(self, *args: str) -> Any:
         if len(args) == 1:
