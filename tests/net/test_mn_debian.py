@@ -5,7 +5,7 @@ and their pexpect-driven tests (/usr/share/doc/mininet/examples/test/). Each tes
 runs one of those test files through `netrig mininet`: the file spawns `python -m
 mininet.examples.X` (netrig's python shim, so the example imports netrig's Mininet),
 drives its `mininet>` prompt and checks its output as it does against Mininet. The
-slower ones (limit, cpu, intfoptions, tree1024, ...) run with NETRIG_MININET_SLOW=1; the
+slower ones (limit, intfoptions, tree1024, ...) run with NETRIG_MININET_SLOW=1; the
 note of issue 25 lists every file's result."""
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ FAST = ["emptynet", "linuxrouter", "multitest", "multilink", "multipoll", "bind"
 # Each 12 s to 3 min (the examples' own iperf and CPU runs), or touching the machine's
 # own routing table (sshd routes 10.0.0.0/24 from the root namespace to the lab while
 # it runs): run with NETRIG_MININET_SLOW=1 (the note of issue 25 lists their results).
-SLOW = ["popen", "multiping", "intfoptions", "limit", "linearbandwidth", "cpu", "tree1024", "sshd"]
+SLOW = ["popen", "multiping", "intfoptions", "limit", "linearbandwidth", "tree1024", "sshd"]
+# Not here: test_cpu. cpu.py reads one line of the iperf server's stdout for the probe
+# connection of waitListening, as iperf 2.0 printed; Debian's iperf 2.1.8 reports a
+# connection that sends nothing on stderr ("read tcp flags (peer close) failed"), so the
+# example waits for a line that never comes, with Mininet's own waitListening too.
+# CPU limits are checked by tests/net/test_mn_core.py and Mininet's test_hifi.
 
 
 def run_test_file(name: str) -> None:
