@@ -107,3 +107,18 @@ def test_a_malformed_reply_is_refused():
         rtnl._errors(struct.pack("IHHII", 4000, rtnl.NLMSG_ERROR, 0, 1, 0) + b"\0" * 20, {}, [])
     with pytest.raises(OSError, match="malformed"):
         rtnl._errors(struct.pack("IHHII", 3, rtnl.NLMSG_ERROR, 0, 1, 0), {}, [])
+
+
+def test_run_netns_is_made_shared_once_and_then_known():
+    """netns.add runs `ip netns add` only while /run/netns is not yet the shared mount ip
+    makes (its first use after boot); afterwards every namespace is made in-process."""
+    from netrig.lab.netns import shared_in
+
+    shared = ("42 27 254:0 /run/netns /run/netns rw,relatime shared:1 - ext4 /dev/vda rw\n"
+              "56 42 0:4 net:[4026532669] /run/netns/a rw shared:5 - nsfs nsfs rw\n")
+    private = "42 27 254:0 /run/netns /run/netns rw,relatime - tmpfs tmpfs rw\n"
+    assert shared_in(shared, "/run/netns")
+    assert not shared_in(private, "/run/netns")
+    assert not shared_in(shared, "/run")  # only that mount point
+    assert not shared_in("42 27 254:0 / /run/netns rw shared:1\n", "/run/netns")  # no '-': malformed
+    assert not shared_in("", "/run/netns")

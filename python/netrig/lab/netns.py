@@ -165,9 +165,15 @@ def add(names: list[str], settings: dict[str, dict[str, str]] | None = None, wor
     `default` values (rp_filter, disable_ipv6) from them."""
     settings = settings or {}
     rest = list(names)
-    if rest:
+    if rest and not _shared_mount():
         first = rest.pop(0)
-        p = subprocess.run(["ip", "netns", "add", first], capture_output=True, text=True, timeout=30)
+        try:
+            p = subprocess.run(["ip", "netns", "add", first], capture_output=True, text=True,
+                               timeout=ADD_WAIT_S)
+        except subprocess.TimeoutExpired:
+            raise NetnsError(f"ip netns add {first} did not return in {ADD_WAIT_S:g} s: the kernel "
+                             "holds its network lock (freeing another lab's namespaces? 'ip netns "
+                             "list' shows what is left)") from None
         if p.returncode != 0:
             raise NetnsError(f"ip netns add {first}: {p.stderr.strip()}")
         if settings.get(first):
@@ -191,6 +197,30 @@ def add(names: list[str], settings: dict[str, dict[str, str]] | None = None, wor
             _write_sysctls(ns, settings[ns])
 
     _in_workers(rest, one, workers)
+
+
+ADD_WAIT_S = 120.0  # a kernel freeing 1,000 bridges holds rtnl for ~16 s; many labs, longer
+
+
+def _shared_mount() -> bool:
+    """Whether /run/netns is already the shared mount `ip netns add` makes once (so a
+    namespace can be made in-process without it)."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            return shared_in(f.read(), str(NETNS_DIR))
+    except OSError:
+        return False
+
+
+def shared_in(mountinfo: str, path: str) -> bool:
+    """Whether `path` is a mount point with shared propagation in /proc/PID/mountinfo's
+    text (fields: id parent dev root mountpoint options [optional...] - fstype ...)."""
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 6 and fields[4] == path and "-" in fields[6:]:
+            if any(w.startswith("shared:") for w in fields[6:fields.index("-", 6)]):
+                return True
+    return False
 
 
 def delete(names: Iterable[str]) -> list[str]:
