@@ -28,6 +28,7 @@ use crate::afpacket::{self, PacketSocket};
 use crate::capture::Capture;
 use crate::config::{dir_index, Config};
 use crate::control::{Control, Request};
+use crate::gso;
 use crate::rx::Rx;
 use crate::stats::Lateness;
 
@@ -217,7 +218,7 @@ impl Worker {
             }
             let (hdr, frame) = data.split_at(self.vnet);
             let info = ethernet::inspect(frame);
-            let len = afpacket::wire_len(hdr, frame.len()) as u32;
+            let wire = gso::wire(hdr, frame);
             let buf = if data.len() <= COPY_MAX {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
@@ -235,7 +236,8 @@ impl Worker {
                 self.rx.take(i, spare)
             };
             let pkt = Packet {
-                len,
+                len: wire.bytes,
+                segments: wire.frames,
                 flow: info.flow,
                 ecn: info.ecn,
                 data: buf,

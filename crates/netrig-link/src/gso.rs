@@ -360,6 +360,46 @@ fn finish(seg: &mut [u8], lay: &Layout, ip_id: u16) {
     put16(seg, at, c);
 }
 
+/// What the wire carries for a frame: its bytes (a superframe's segments each repeat its
+/// headers) and how many frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    pub bytes: u32,
+    pub frames: u32,
+}
+
+/// What the wire carries for `frame`, read with virtio-net header `vnet`, without
+/// cutting it: a superframe counts every segment and every segment's headers (Ethernet,
+/// IP, TCP/UDP as the frame has them: `hdr_len` is only the kernel's hint of how much
+/// of the frame is linear). A superframe whose headers this module cannot read counts
+/// `hdr_len` bytes of headers a segment, or TCP over IPv4's 66 when that is no length
+/// within the frame. Every other frame is one frame of its own length.
+pub fn wire(vnet: &[u8], frame: &[u8]) -> Wire {
+    let len = frame.len();
+    let one = Wire {
+        bytes: u32::try_from(len).unwrap_or(u32::MAX),
+        frames: 1,
+    };
+    let Some(h) = VnetHdr::parse(vnet) else { return one };
+    if h.gso_type == GSO_NONE || h.gso_size == 0 {
+        return one;
+    }
+    let headers = match layout(frame) {
+        Ok(lay) => lay.payload,
+        Err(_) if h.hdr_len > 0 && (h.hdr_len as usize) < len => h.hdr_len as usize,
+        Err(_) => 66,
+    };
+    if len <= headers {
+        return one;
+    }
+    let n = (len - headers).div_ceil(h.gso_size as usize);
+    let bytes = (len as u64).saturating_add((n as u64 - 1).saturating_mul(headers as u64));
+    Wire {
+        bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+        frames: u32::try_from(n).unwrap_or(u32::MAX),
+    }
+}
+
 /// How many frames the wire would carry for `frame` (1 for all but a superframe this
 /// module cuts), without cutting it.
 pub fn count(vnet: &[u8], frame: &[u8]) -> usize {

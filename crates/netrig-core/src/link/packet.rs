@@ -10,8 +10,12 @@ pub struct Packet {
     /// Sequence number given by the link on arrival (for tests and pcap).
     pub id: u64,
     /// Bytes on the wire (frame length; serialization uses this plus the rate stage's
-    /// per-packet overhead).
+    /// per-frame overhead for each of its `segments`). For an offload superframe, the
+    /// bytes of the segments it carries, each with its own headers.
     pub len: u32,
+    /// How many frames the wire carries for this packet: an offload superframe's
+    /// segments. 0 and 1 both mean one frame (see [`Packet::frames`]).
+    pub segments: u32,
     /// Flow identity (a hash of the 5-tuple) for per-flow queueing.
     pub flow: u64,
     pub ecn: Ecn,
@@ -34,6 +38,11 @@ impl Packet {
             flow,
             ..Default::default()
         }
+    }
+
+    /// How many frames the wire carries for this packet (at least one).
+    pub fn frames(&self) -> u32 {
+        self.segments.max(1)
     }
 
     /// Marks Congestion Experienced if the packet is ECN-capable; false if it is not
