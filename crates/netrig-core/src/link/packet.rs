@@ -23,10 +23,33 @@ pub struct Packet {
     pub enqueued_ns: u64,
     /// The frame, when there is one (the daemon); empty in simulations.
     pub data: Vec<u8>,
+    /// Bytes of `data` before the Ethernet frame (the daemon's virtio-net header with
+    /// offloads on; 0 otherwise).
+    pub head: u32,
     /// This packet is the copy the link's `duplicate` stage made.
     pub duplicated: bool,
     /// The link's `corrupt` stage flipped a bit of this packet.
     pub corrupted: bool,
+    /// Which bit it flipped (None: the frame had no byte past its Ethernet header), so
+    /// that the daemon can give the frame the checksum a device would have computed
+    /// before the wire flipped it (offloads on: see netrig-link's `corrupt`).
+    pub flip: Option<BitFlip>,
+}
+
+/// One bit flipped: `data[byte] ^= mask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BitFlip {
+    pub byte: usize,
+    pub mask: u8,
+}
+
+impl BitFlip {
+    /// Flips the bit (again: a second call undoes the first).
+    pub fn apply(self, data: &mut [u8]) {
+        if let Some(b) = data.get_mut(self.byte) {
+            *b ^= self.mask;
+        }
+    }
 }
 
 impl Packet {
