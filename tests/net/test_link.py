@@ -8,6 +8,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import time
 
 import pytest
@@ -233,3 +234,62 @@ def test_offload_superframes_pass_whole_when_offloads_stay_on(tmp_path):
             srv.terminate()
     got = doc["end"]["sum_received"]["bits_per_second"]
     assert abs(got / (50e6 * 1448 / 1514) - 1) < 0.04, got
+
+
+# B counts the UDP datagrams its sockets accept on ports 9001 and 9002 for ARGV[1] s.
+UDP_COUNT = """
+import select, socket, sys, time
+socks = {}
+for port in (9001, 9002):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    socks[s] = port
+counts = {9001: 0, 9002: 0}
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    for s in select.select(list(socks), [], [], 0.05)[0]:
+        s.recv(65536)
+        counts[socks[s]] += 1
+print(counts[9001], counts[9002], flush=True)
+"""
+# A sends 100 datagrams to port 9001, then 50 UDP GSO sends (UDP_SEGMENT: each one
+# superframe of 4 datagrams of 1000 bytes) to port 9002.
+UDP_SEND = """
+import socket, sys, time
+plain = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(100):
+    plain.sendto(bytes([i]) * 1000, (sys.argv[1], 9001))
+    time.sleep(0.002)
+gso = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+gso.setsockopt(17, 103, 1000)  # SOL_UDP, UDP_SEGMENT
+for i in range(50):
+    gso.sendto(bytes([i]) * 4000, (sys.argv[1], 9002))
+    time.sleep(0.002)
+"""
+
+
+def test_corrupted_frames_with_offloads_on_are_refused_by_the_receiver(tmp_path):
+    """With offloads on, frames come with their checksums left to the device; a corrupted
+    one must still fail the receiver's checks (its checksum completed before the bit
+    flips), and a corrupted superframe loses one segment, as on a wire."""
+    spec = {"delay_ns": 1 * MS}
+    with emulated_pair(tmp_path, spec, {"offloads_off": False}, host_offloads=True) as pair:
+        assert len(pair.ping(count=2, interval=0.05)) == 2  # neighbours resolved first
+        bad = spec | {"corrupt": {"p": 1.0}}
+        assert pair.request({"cmd": "set", "link": "l1", "dir": "a_to_b", "spec": bad})["ok"]
+        rx = pair.popen_b(sys.executable, "-c", UDP_COUNT, "2.5", stdout=subprocess.PIPE, text=True)
+        try:
+            assert rx.stdout.readline().strip() == "ready"
+            p = pair.in_a(sys.executable, "-c", UDP_SEND, pair.b_ip, timeout=20)
+            assert p.returncode == 0, p.stderr
+            out, _ = rx.communicate(timeout=20)
+        finally:
+            if rx.poll() is None:
+                rx.kill()
+                rx.wait()
+        stats = pair.request({"cmd": "stats"})
+    plain, gso = (int(x) for x in out.split())
+    assert plain == 0, f"{plain} of 100 corrupted datagrams accepted"
+    # Each superframe's corruption hits one of its 4 datagrams.
+    assert gso == 150, (gso, stats)

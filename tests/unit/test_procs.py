@@ -4,11 +4,13 @@ ending processes by PID and start time (netrig.procs.stop), waited for through p
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
 from netrig import procs
 from netrig.procs import end
 
@@ -84,3 +86,26 @@ def test_a_daemon_started_while_adopting_is_ours_and_leaves_no_zombie_once_stopp
         for x in (p, later):
             if x is not None and procs.start_time(x.pid) == x.started:
                 os.kill(x.pid, signal.SIGKILL)
+
+
+def test_stop_reads_pidfds_past_select_s_limit_of_1024():
+    # A lab of 1,000 routers holds 2,000 pidfds at once: their numbers pass FD_SETSIZE.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the open file limit ({hard}) leaves no fd past 1024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    null = os.open(os.devnull, os.O_RDONLY)
+    fillers = []
+    try:
+        while (fd := os.dup(null)) < 1030:
+            fillers.append(fd)
+        os.close(fd)
+        polite = _ready("")
+        done = procs.stop([procs.here(polite.pid, "polite")], grace_s=5)
+        assert done == procs.Stopped([], [])
+        assert polite.wait(timeout=1) == -signal.SIGTERM
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        os.close(null)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

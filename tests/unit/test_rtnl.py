@@ -107,6 +107,19 @@ def test_a_malformed_reply_is_refused():
         rtnl._errors(struct.pack("IHHII", 4000, rtnl.NLMSG_ERROR, 0, 1, 0) + b"\0" * 20, {}, [])
     with pytest.raises(OSError, match="malformed"):
         rtnl._errors(struct.pack("IHHII", 3, rtnl.NLMSG_ERROR, 0, 1, 0), {}, [])
+    ops = rtnl.compile_lines(["link set a up"])
+    # An error without its code would have left its request pending (run waits for it).
+    with pytest.raises(OSError, match="an error message of 2 bytes, without its error code"):
+        rtnl._errors(struct.pack("IHHII", 18, rtnl.NLMSG_ERROR, 0, 1, 0) + b"\0\0", {1: ops[0]}, [])
+    # An extended ack whose echoed request, or whose attribute, runs past it.
+    ack = bytearray(_ack(1, -22, "Invalid argument", echo=b"x" * 8))
+    struct.pack_into("I", ack, 20, 4000)
+    with pytest.raises(OSError, match="echoing a request of 4000"):
+        rtnl._errors(bytes(ack), {1: ops[0]}, [])
+    ack = bytearray(_ack(1, -22, "Invalid argument"))
+    struct.pack_into("H", ack, 36, 200)
+    with pytest.raises(OSError, match="an attribute of 200 bytes"):
+        rtnl._errors(bytes(ack), {1: ops[0]}, [])
 
 
 def test_run_netns_is_made_shared_once_and_then_known():

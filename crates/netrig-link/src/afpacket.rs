@@ -14,26 +14,6 @@ const PACKET_VNET_HDR: i32 = 15;
 /// The virtio-net header that precedes every frame with PACKET_VNET_HDR.
 pub const VNET_HDR_LEN: usize = 10;
 
-/// Bytes on the wire of a frame that may be a GSO superframe (`vnet` is its
-/// virtio-net header): every segment repeats the headers.
-pub fn wire_len(vnet: &[u8], frame_len: usize) -> usize {
-    if vnet.len() < VNET_HDR_LEN || vnet[1] == 0 {
-        return frame_len;
-    }
-    let hdr_len = u16::from_le_bytes([vnet[2], vnet[3]]) as usize;
-    let gso_size = u16::from_le_bytes([vnet[4], vnet[5]]) as usize;
-    let headers = if hdr_len > 0 && hdr_len < frame_len {
-        hdr_len
-    } else {
-        66
-    };
-    if gso_size == 0 || frame_len <= headers {
-        return frame_len;
-    }
-    let segments = (frame_len - headers).div_ceil(gso_size);
-    frame_len + (segments.saturating_sub(1)) * headers
-}
-
 fn check(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -447,22 +427,5 @@ pub fn offloads_off(name: &str) -> io::Result<()> {
             "{name}: could not turn off {}",
             failed.join(", ")
         )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn superframes_count_their_segments_headers() {
-        // A TCP superframe: 66 bytes of headers, 10 segments of 1448 bytes.
-        let mut vnet = [0u8; VNET_HDR_LEN];
-        vnet[1] = 1; // VIRTIO_NET_HDR_GSO_TCPV4
-        vnet[2..4].copy_from_slice(&66u16.to_le_bytes());
-        vnet[4..6].copy_from_slice(&1448u16.to_le_bytes());
-        let frame = 66 + 10 * 1448;
-        assert_eq!(wire_len(&vnet, frame), frame + 9 * 66);
-        assert_eq!(wire_len(&[0u8; VNET_HDR_LEN], 1514), 1514);
     }
 }

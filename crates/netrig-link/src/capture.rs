@@ -25,7 +25,8 @@
 //! false`, each segment counts in the next frame's `epb_dropcount`). A delivered
 //! superframe's segments are stamped with the times they would have left at the link's
 //! rate: the last at the superframe's own time (the emulator released it when its last
-//! bit was due), each earlier one the serialization time of the bytes after it sooner,
+//! bit was due), each earlier one the serialization time of the bytes after it (each
+//! segment with the link's per-frame overhead) sooner,
 //! never before the direction's previous delivered frame; so a capture shows the wire's
 //! spacing (1.2 µs per 1514 bytes at 10 Gbit/s), and tools that read rates or gaps from
 //! timestamps see the link, not a burst. Without a fixed rate (unlimited, or a trace)
@@ -380,8 +381,10 @@ pub struct Capture {
     unwritten_drops: [u64; 2],
     /// Wall clock minus the monotonic clock, at the start (ns).
     wall_offset_ns: i128,
-    /// Each direction's fixed rate (bit/s), which spaces a superframe's segments.
+    /// Each direction's fixed rate (bit/s) and per-frame overhead (bytes), which space
+    /// a superframe's segments.
     bps: [Option<u64>; 2],
+    overhead: [u32; 2],
     /// The time of each direction's last delivered frame (ns, monotonic).
     last_delivered: [u64; 2],
     /// A superframe's segments, the buffer reused.
@@ -451,6 +454,7 @@ impl Capture {
             unwritten_drops: [0, 0],
             wall_offset_ns: wall_ns as i128 - mono_ns as i128,
             bps: [specs[0].rate_bps, specs[1].rate_bps],
+            overhead: [specs[0].overhead_bytes, specs[1].overhead_bytes],
             last_delivered: [0, 0],
             segs: Segments::default(),
             opts,
@@ -474,6 +478,7 @@ impl Capture {
     pub fn set_spec(&mut self, dir: usize, spec: &DirectionSpec) {
         self.comments[dir] = Comments::new(spec);
         self.bps[dir] = spec.rate_bps;
+        self.overhead[dir] = spec.overhead_bytes;
         if let Some(i) = self.if_id[dir] {
             self.interfaces[i as usize].description = Some(explain::describe(spec));
         }
@@ -551,11 +556,13 @@ impl Capture {
                     self.counters.superframes += 1;
                 }
                 let bps = if drop { None } else { self.bps[dir] };
-                // Bytes of the segments after the one being written.
-                let mut after: u64 = segs.iter().map(|s| s.len() as u64).sum();
+                // Bytes on the wire of the segments after the one being written, each
+                // with the link's per-frame overhead (as the rate stage charges them).
+                let overhead = self.overhead[dir] as u64;
+                let mut after: u64 = segs.iter().map(|s| s.len() as u64 + overhead).sum();
                 for k in 0..segs.len() {
                     let seg = segs.get(k);
-                    after -= seg.len() as u64;
+                    after -= seg.len() as u64 + overhead;
                     let ts = match bps {
                         Some(bps) if bps > 0 => {
                             let sooner = (after as u128 * 8_000_000_000).div_ceil(bps as u128);

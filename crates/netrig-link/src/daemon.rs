@@ -28,6 +28,8 @@ use crate::afpacket::{self, PacketSocket};
 use crate::capture::Capture;
 use crate::config::{dir_index, Config};
 use crate::control::{Control, Request};
+use crate::corrupt;
+use crate::gso::{self, Segments};
 use crate::rx::Rx;
 use crate::stats::Lateness;
 
@@ -118,6 +120,8 @@ struct Worker {
     big_pool: Vec<Vec<u8>>,
     /// Dropped frames, written to a capture, whose buffers wait to be reused.
     spent: Vec<Dropped>,
+    /// A corrupted superframe's segments (see [`corrupt`]), the buffer reused.
+    segs: Segments,
 }
 
 /// Frames up to this size are copied out of the receive buffer; larger ones (offload
@@ -217,7 +221,7 @@ impl Worker {
             }
             let (hdr, frame) = data.split_at(self.vnet);
             let info = ethernet::inspect(frame);
-            let len = afpacket::wire_len(hdr, frame.len()) as u32;
+            let wire = gso::wire(hdr, frame);
             let buf = if data.len() <= COPY_MAX {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
@@ -235,7 +239,9 @@ impl Worker {
                 self.rx.take(i, spare)
             };
             let pkt = Packet {
-                len,
+                len: wire.bytes,
+                segments: wire.frames,
+                head: self.vnet as u32,
                 flow: info.flow,
                 ecn: info.ecn,
                 data: buf,
@@ -270,7 +276,12 @@ impl Worker {
                 let late = at.saturating_sub(*due);
                 st.lateness.record(late);
                 st.window.record(late);
-                if let Some(w) = st.pcap.as_mut() {
+            }
+            // Corrupted frames as a wire would carry them (offloads on: checksums
+            // completed, superframes cut), so that the receiver finds the bit wrong.
+            corrupt::on_wire_all(out, vnet, &mut self.segs);
+            if let Some(w) = st.pcap.as_mut() {
+                for (_, pkt) in out.iter() {
                     let _ = w.write(wall_ns(), &pkt.data[vnet..]);
                 }
             }
@@ -421,6 +432,7 @@ impl Daemon {
                     pool: vec![],
                     big_pool: vec![],
                     spent: vec![],
+                    segs: Segments::default(),
                 });
                 shared.push(state);
             }

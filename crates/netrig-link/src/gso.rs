@@ -178,6 +178,12 @@ impl Segments {
         &self.buf[start..self.ends[k]]
     }
 
+    /// The k-th frame, to change.
+    pub fn get_mut(&mut self, k: usize) -> &mut [u8] {
+        let start = if k == 0 { 0 } else { self.ends[k - 1] };
+        &mut self.buf[start..self.ends[k]]
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         (0..self.len()).map(|k| self.get(k))
     }
@@ -360,6 +366,88 @@ fn finish(seg: &mut [u8], lay: &Layout, ip_id: u16) {
     put16(seg, at, c);
 }
 
+/// What the wire carries for a frame: its bytes (a superframe's segments each repeat its
+/// headers) and how many frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    pub bytes: u32,
+    pub frames: u32,
+}
+
+/// What the wire carries for `frame`, read with virtio-net header `vnet`, without
+/// cutting it: a superframe counts every segment and every segment's headers (Ethernet,
+/// IP, TCP/UDP as the frame has them: `hdr_len` is only the kernel's hint of how much
+/// of the frame is linear). A superframe whose headers this module cannot read counts
+/// `hdr_len` bytes of headers a segment, or TCP over IPv4's 66 when that is no length
+/// within the frame. Every other frame is one frame of its own length.
+pub fn wire(vnet: &[u8], frame: &[u8]) -> Wire {
+    let len = frame.len();
+    let one = Wire {
+        bytes: u32::try_from(len).unwrap_or(u32::MAX),
+        frames: 1,
+    };
+    let Some(h) = VnetHdr::parse(vnet) else { return one };
+    if h.gso_type == GSO_NONE || h.gso_size == 0 {
+        return one;
+    }
+    let headers = match layout(frame) {
+        Ok(lay) => lay.payload,
+        Err(_) if h.hdr_len > 0 && (h.hdr_len as usize) < len => h.hdr_len as usize,
+        Err(_) => 66,
+    };
+    if len <= headers {
+        return one;
+    }
+    let n = (len - headers).div_ceil(h.gso_size as usize);
+    let bytes = (len as u64).saturating_add((n as u64 - 1).saturating_mul(headers as u64));
+    Wire {
+        bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+        frames: u32::try_from(n).unwrap_or(u32::MAX),
+    }
+}
+
+/// Completes a partial checksum as a device does: the one's-complement sum from
+/// `start` to the end of the IP packet (a frame's padding is not in it), the field at
+/// `start + offset` holding the pseudo-header's sum; a sum of 0 is written 0xffff, as
+/// the kernel's skb_checksum_help does (for UDP, 0 would say "no checksum"). The caller
+/// has checked that the field lies within the frame.
+fn complete_csum(frame: &mut [u8], start: usize, offset: usize) {
+    let end = layout(frame)
+        .map(|l| l.ip_end)
+        .unwrap_or(frame.len())
+        .max(start + offset + 2);
+    let c = match !fold(sum(&frame[start..end], 0)) {
+        0 => 0xffff,
+        c => c,
+    };
+    put16(frame, start + offset, c);
+}
+
+/// Gives `frame` (not a superframe) the checksum a device would have completed, if its
+/// virtio-net header `vnet` says it needs one. Ok(true): completed; Ok(false): it needs
+/// none; Err: its checksum lies past the frame.
+pub fn complete(vnet: &VnetHdr, frame: &mut [u8]) -> Result<bool, Unsegmented> {
+    if vnet.flags & F_NEEDS_CSUM == 0 {
+        return Ok(false);
+    }
+    let (start, offset) = (vnet.csum_start as usize, vnet.csum_offset as usize);
+    if start + offset + 2 > frame.len() {
+        return Err(Unsegmented::CsumPastFrame {
+            start: vnet.csum_start,
+            offset: vnet.csum_offset,
+            len: frame.len(),
+        });
+    }
+    complete_csum(frame, start, offset);
+    Ok(true)
+}
+
+/// Bytes of the headers every segment of a superframe repeats (Ethernet to TCP/UDP),
+/// if this module can read them.
+pub fn header_len(frame: &[u8]) -> Option<usize> {
+    layout(frame).ok().map(|l| l.payload)
+}
+
 /// How many frames the wire would carry for `frame` (1 for all but a superframe this
 /// module cuts), without cutting it.
 pub fn count(vnet: &[u8], frame: &[u8]) -> usize {
@@ -404,16 +492,8 @@ pub fn segment(vnet: &[u8], frame: &[u8], out: &mut Segments) -> Result<bool, Un
         if !needs_csum {
             return Ok(false);
         }
-        // A device's checksum: the sum from csum_start to the end of the IP packet
-        // (a frame's padding is not in it), the field holding the pseudo-header's.
-        let end = layout(frame)
-            .map(|l| l.ip_end)
-            .unwrap_or(len)
-            .max(start + offset + 2);
         let s = out.push(&[frame]);
-        let f = &mut out.buf[s..];
-        let c = !fold(sum(&f[start..end], 0));
-        put16(f, start + offset, c);
+        complete_csum(&mut out.buf[s..], start, offset);
         return Ok(true);
     }
     if h.gso_size == 0 {

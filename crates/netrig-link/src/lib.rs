@@ -7,7 +7,10 @@
 //! - `rx`: a link end's receive side, recvmmsg or ring, as the daemon and the forwarder
 //!   both read it.
 //! - `forward`: the bare forwarder (`netrig-link forward`), the floor of the daemon's I/O.
-//! - `gso`: offload superframes cut into the frames a wire would carry (for captures).
+//! - `gso`: offload superframes cut into the frames a wire would carry (for captures),
+//!   and what the wire carries for a frame (its bytes and segments, for the rate).
+//! - `corrupt`: a corrupted frame made what the wire would carry with offloads on
+//!   (its checksum completed before the bit flips; a superframe cut, one segment hit).
 //! - `daemon`: the event loop, one worker per link direction, that releases each frame
 //!   at the time netrig-core's link model says, and samples stats.
 //! - `capture`: captures of links into pcapng files, delivered and dropped frames, with
@@ -29,6 +32,7 @@ pub mod afpacket;
 pub mod capture;
 pub mod config;
 pub mod control;
+pub mod corrupt;
 pub mod daemon;
 pub mod forward;
 pub mod gso;

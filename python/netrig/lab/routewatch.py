@@ -15,7 +15,8 @@ present, and when its table last changed. Events are applied idempotently
 (RTM_NEWROUTE replaces, RTM_DELROUTE removes; an event that changes nothing is not a
 change). The kernel dropping events (ENOBUFS, an overrun) makes the table dump again;
 so does a dump the kernel interrupted or refused, and data that does not parse (every
-length is checked before it is used), at most MAX_REDUMPS times in a row.
+length is checked before it is used: netrig.lab.netlink walks the messages and
+attributes), at most MAX_REDUMPS times in a row.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import selectors
 import socket
 import struct
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from netrig.lab import netns
+from netrig.lab.netlink import HEADER, Malformed, align, attributes, messages
 from netrig.lab.state import LabError
 
 # linux/netlink.h, linux/rtnetlink.h
@@ -40,8 +42,6 @@ RT_TABLE_MAIN, RTN_UNICAST = 254, 1
 RTNLGRP_IPV4_ROUTE = 7
 SOL_NETLINK, NETLINK_ADD_MEMBERSHIP = 270, 1
 SO_RCVBUFFORCE = 33
-NLA_TYPE_MASK = 0x3FFF
-HEADER = struct.Struct("IHHII")  # nlmsghdr: length, type, flags, seq, pid
 RTMSG = struct.Struct("BBBBBBBBI")  # family, dst_len, src_len, tos, table, protocol, scope, type, flags
 RTNH = struct.Struct("HBBi")  # rtnexthop: length, flags, hops, ifindex
 RCVBUF = 8 << 20
@@ -57,40 +57,11 @@ class WatchError(LabError):
     pass
 
 
-class Malformed(ValueError):
-    """Netlink data whose lengths do not hold together (said where)."""
-
-
 @dataclass(frozen=True)
 class Route:
     dst: str  # "10.0.1.0/24"
     metric: int
     hops: Hops
-
-
-def messages(data: bytes | memoryview) -> Iterator[tuple[int, int, int, int, memoryview]]:
-    """(type, flags, seq, pid, payload) of each netlink message in one datagram."""
-    view = memoryview(data)
-    at = 0
-    while at < len(view):
-        if len(view) - at < HEADER.size:
-            raise Malformed(f"{len(view) - at} bytes left at {at}, less than a message header")
-        length, kind, flags, seq, pid = HEADER.unpack_from(view, at)
-        if length < HEADER.size or length > len(view) - at:
-            raise Malformed(f"a message of {length} bytes at {at} of a {len(view)}-byte datagram")
-        yield kind, flags, seq, pid, view[at + HEADER.size:at + length]
-        at += (length + 3) & ~3
-
-
-def attributes(data: memoryview) -> Iterator[tuple[int, memoryview]]:
-    """(type, payload) of each rtattr in data."""
-    at = 0
-    while at + 4 <= len(data):
-        length, kind = struct.unpack_from("HH", data, at)
-        if length < 4 or length > len(data) - at:
-            raise Malformed(f"an attribute of {length} bytes at {at} of {len(data)}")
-        yield kind & NLA_TYPE_MASK, data[at + 4:at + length]
-        at += (length + 3) & ~3
 
 
 def _u32(kind: str, v: memoryview) -> int:
@@ -117,7 +88,7 @@ def _multipath(data: memoryview) -> list[tuple[bytes, int]]:
             if kind == RTA_GATEWAY:
                 gateway = _ip4("a next hop's RTA_GATEWAY", v)
         hops.append((gateway, ifindex))
-        at += (length + 3) & ~3
+        at += align(length)
     return hops
 
 

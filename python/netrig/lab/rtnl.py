@@ -8,7 +8,8 @@ BR type bridge [stp_state N]
 anything else returns None and the caller runs `ip` as before. `Batch.run` sends the
 requests in large writes, each acknowledged (NLM_F_ACK), and names the line of every
 request the kernel refused, with the kernel's own words (extended acks) where it gives
-them: what `ip -force -batch` does, minus the process.
+them: what `ip -force -batch` does, minus the process. The acks are walked by
+netrig.lab.netlink, every length checked; a malformed one is an OSError.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import os
 import socket
 import struct
 from dataclasses import dataclass, field
+
+from netrig.lab.netlink import HEADER, Malformed, align, attributes, messages
 
 # linux/netlink.h, linux/rtnetlink.h, linux/if_link.h, linux/if_addr.h
 NLMSG_ERROR = 2
@@ -160,35 +163,34 @@ def _request(op: Op, index: dict[str, int]) -> tuple[int, int, bytes]:
 
 def _errors(data: bytes, pending: dict[int, Op], out: list[str]) -> None:
     """Reads the acks in data: each removes its request from pending; a refusal adds
-    a sentence to out."""
-    at = 0
-    while at + 16 <= len(data):
-        length, kind, flags, seq, _ = struct.unpack_from("IHHII", data, at)
-        if length < 16 or at + length > len(data):
-            raise OSError(f"netlink: a malformed reply ({length} bytes at {at})")
-        if kind == NLMSG_ERROR and length >= 20:
-            (err,) = struct.unpack_from("i", data, at + 16)
+    a sentence to out. A reply whose lengths do not hold together is an OSError."""
+    try:
+        for kind, flags, seq, _, body in messages(data):
+            if kind != NLMSG_ERROR:
+                continue
+            if len(body) < 4:
+                raise Malformed(f"an error message of {len(body)} bytes, without its error code")
+            (err,) = struct.unpack_from("i", body)
             op = pending.pop(seq, None)
             if err and op is not None:
-                words = os.strerror(-err)
-                if flags & NLM_F_ACK_TLVS and length >= 36:
-                    # After the request echoed back: its header only when capped.
-                    (echoed,) = struct.unpack_from("I", data, at + 20)
-                    echoed = 16 if flags & NLM_F_CAPPED else echoed
-                    words = _ext_msg(data[at + 20 + ((echoed + 3) & ~3):at + length]) or words
-                out.append(f"{op.line}: {words}")
-        at += (length + 3) & ~3
+                out.append(f"{op.line}: {_ext_msg(body, flags) or os.strerror(-err)}")
+    except Malformed as e:
+        raise OSError(f"netlink: a malformed reply: {e}") from None
 
 
-def _ext_msg(tlvs: bytes) -> str | None:
-    at = 0
-    while at + 4 <= len(tlvs):
-        n, kind = struct.unpack_from("HH", tlvs, at)
-        if n < 4:
-            return None
+def _ext_msg(body: memoryview, flags: int) -> str | None:
+    """The kernel's own words in an error message's extended ack, if it has one."""
+    if not flags & NLM_F_ACK_TLVS:
+        return None
+    # After the error code, the request echoed back: its header only when capped.
+    if len(body) < 4 + HEADER.size:
+        raise Malformed(f"an extended ack of {len(body)} bytes, without the request's header")
+    echoed = HEADER.size if flags & NLM_F_CAPPED else struct.unpack_from("I", body, 4)[0]
+    if echoed < HEADER.size or 4 + align(echoed) > len(body):
+        raise Malformed(f"an extended ack of {len(body)} bytes echoing a request of {echoed}")
+    for kind, value in attributes(body[4 + align(echoed):]):
         if kind == NLMSGERR_ATTR_MSG:
-            return tlvs[at + 4:at + n].split(b"\0")[0].decode(errors="replace")
-        at += (n + 3) & ~3
+            return bytes(value).split(b"\0")[0].decode(errors="replace")
     return None
 
 
@@ -231,8 +233,7 @@ def run(ops: list[Op]) -> list[str]:
             kind, extra, body = _request(op, index)
             seq += 1
             pending[seq] = op
-            out.append(struct.pack("IHHII", 16 + len(body), kind, NLM_F_REQUEST | NLM_F_ACK | extra, seq, 0)
-                       + body)
+            out.append(HEADER.pack(HEADER.size + len(body), kind, NLM_F_REQUEST | NLM_F_ACK | extra, seq, 0) + body)
             if len(out) >= CHUNK:
                 flush()
         flush()

@@ -265,7 +265,7 @@ impl Direction {
             let Some(p) = next else { break };
             let sojourn = t.saturating_sub(p.enqueued_ns);
             self.window.add(sojourn);
-            let departed = self.rate.departure(t, p.len);
+            let departed = self.rate.departure(t, p.len, p.frames());
             if departed == u64::MAX {
                 // A play-once trace has ended: the link carries nothing more.
                 self.counters.drops_down += 1;
@@ -561,6 +561,42 @@ mod tests {
         // The copy is made before the original is corrupted, and goes first.
         assert_eq!(marks, [(true, false), (false, true)]);
         assert_ne!(out[1].1.data, vec![0; 60]);
+    }
+
+    #[test]
+    fn a_superframe_is_delivered_when_its_segments_sent_apart_would_be() {
+        // Ethernet's 20 bytes of overhead at 100 Mbit/s, 3 ms of delay: 8 segments of
+        // 1514 bytes as one superframe, then as 8 frames, each at time 0.
+        let direction = || {
+            Direction::new(
+                Box::new(DropTail::new(DropTailConfig {
+                    limit: Limit::packets(100),
+                })),
+                Rate::fixed(100_000_000, 20),
+                Delay::new(3_000_000, 0, Distribution::Uniform, 0.0),
+                1,
+            )
+        };
+        let drain = |d: &mut Direction| {
+            let mut out = vec![];
+            while let Some(w) = d.next_wakeup() {
+                d.poll(w, &mut out);
+            }
+            out
+        };
+        let mut whole = direction();
+        let mut superframe = Packet::sized(0, 8 * 1514, 0);
+        superframe.segments = 8;
+        whole.arrive(0, superframe);
+        let whole = drain(&mut whole);
+        let mut apart = direction();
+        for _ in 0..8 {
+            apart.arrive(0, Packet::sized(0, 1514, 0));
+        }
+        let apart = drain(&mut apart);
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].0, apart.last().unwrap().0);
+        assert_eq!(whole[0].0, 3_000_000 + 8 * (1514 + 20) * 80);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Loss, duplication and corruption, with netem's semantics (tc-netem(8)).
 
-use crate::link::packet::Packet;
+use crate::link::packet::{BitFlip, Packet};
 use crate::link::rng::{Correlated, Rng};
 
 /// What drops packets on their way in.
@@ -92,14 +92,20 @@ impl Chance {
     }
 }
 
-/// Flips one random bit of the frame past its Ethernet header, so that it still
-/// reaches its destination and fails its checksum there (netem flips anywhere).
+/// Flips one random bit of the frame past its Ethernet header (which starts `head`
+/// bytes into the packet's data), so that it still reaches its destination and fails
+/// its checksum there (netem flips anywhere); records which in `flip`.
 pub fn corrupt(pkt: &mut Packet, rng: &mut Rng) {
     const ETH_HEADER: usize = 14;
-    if pkt.data.len() > ETH_HEADER {
-        let span = (pkt.data.len() - ETH_HEADER) as u64;
-        let at = ETH_HEADER + rng.below(span) as usize;
-        pkt.data[at] ^= 1 << rng.below(8);
+    let first = pkt.head as usize + ETH_HEADER;
+    if pkt.data.len() > first {
+        let span = (pkt.data.len() - first) as u64;
+        let flip = BitFlip {
+            byte: first + rng.below(span) as usize,
+            mask: 1 << rng.below(8),
+        };
+        flip.apply(&mut pkt.data);
+        pkt.flip = Some(flip);
     }
 }
 
@@ -179,5 +185,31 @@ mod tests {
         let ones: u32 = p.data.iter().map(|b| b.count_ones()).sum();
         assert_eq!(ones, 1);
         assert!(p.data[..14].iter().all(|&b| b == 0));
+        let flip = p.flip.unwrap();
+        assert_eq!(p.data[flip.byte], flip.mask);
+        flip.apply(&mut p.data);
+        assert!(p.data.iter().all(|&b| b == 0), "flipping again undoes it");
+    }
+
+    #[test]
+    fn corruption_flips_past_the_head_and_the_ethernet_header_behind_it() {
+        let mut rng = Rng::new(9);
+        for _ in 0..2_000 {
+            let mut p = Packet {
+                data: vec![0u8; 10 + 14 + 3],
+                head: 10,
+                ..Default::default()
+            };
+            corrupt(&mut p, &mut rng);
+            assert!(p.data[..24].iter().all(|&b| b == 0));
+            assert!(p.flip.unwrap().byte >= 24);
+        }
+        let mut p = Packet {
+            data: vec![0u8; 24],
+            head: 10,
+            ..Default::default()
+        };
+        corrupt(&mut p, &mut rng);
+        assert_eq!((p.flip, p.data), (None, vec![0u8; 24]), "nothing past the header");
     }
 }

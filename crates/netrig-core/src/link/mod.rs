@@ -26,5 +26,5 @@ pub mod schema;
 pub mod spec;
 
 pub use aqm::{DropCause, Drops, Limit, Qdisc, QueueStats};
-pub use packet::{Ecn, Packet};
+pub use packet::{BitFlip, Ecn, Packet};
 pub use rng::Rng;

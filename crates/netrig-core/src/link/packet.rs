@@ -10,8 +10,12 @@ pub struct Packet {
     /// Sequence number given by the link on arrival (for tests and pcap).
     pub id: u64,
     /// Bytes on the wire (frame length; serialization uses this plus the rate stage's
-    /// per-packet overhead).
+    /// per-frame overhead for each of its `segments`). For an offload superframe, the
+    /// bytes of the segments it carries, each with its own headers.
     pub len: u32,
+    /// How many frames the wire carries for this packet: an offload superframe's
+    /// segments. 0 and 1 both mean one frame (see [`Packet::frames`]).
+    pub segments: u32,
     /// Flow identity (a hash of the 5-tuple) for per-flow queueing.
     pub flow: u64,
     pub ecn: Ecn,
@@ -19,10 +23,33 @@ pub struct Packet {
     pub enqueued_ns: u64,
     /// The frame, when there is one (the daemon); empty in simulations.
     pub data: Vec<u8>,
+    /// Bytes of `data` before the Ethernet frame (the daemon's virtio-net header with
+    /// offloads on; 0 otherwise).
+    pub head: u32,
     /// This packet is the copy the link's `duplicate` stage made.
     pub duplicated: bool,
     /// The link's `corrupt` stage flipped a bit of this packet.
     pub corrupted: bool,
+    /// Which bit it flipped (None: the frame had no byte past its Ethernet header), so
+    /// that the daemon can give the frame the checksum a device would have computed
+    /// before the wire flipped it (offloads on: see netrig-link's `corrupt`).
+    pub flip: Option<BitFlip>,
+}
+
+/// One bit flipped: `data[byte] ^= mask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BitFlip {
+    pub byte: usize,
+    pub mask: u8,
+}
+
+impl BitFlip {
+    /// Flips the bit (again: a second call undoes the first).
+    pub fn apply(self, data: &mut [u8]) {
+        if let Some(b) = data.get_mut(self.byte) {
+            *b ^= self.mask;
+        }
+    }
 }
 
 impl Packet {
@@ -34,6 +61,11 @@ impl Packet {
             flow,
             ..Default::default()
         }
+    }
+
+    /// How many frames the wire carries for this packet (at least one).
+    pub fn frames(&self) -> u32 {
+        self.segments.max(1)
     }
 
     /// Marks Congestion Experienced if the packet is ECN-capable; false if it is not

@@ -1,7 +1,9 @@
 //! The rate stage: when does a packet's last bit leave, given when it may start.
 //!
-//! Either a fixed rate (serialization at R bit/s, with an optional per-packet overhead
-//! such as Ethernet's preamble, SFD and inter-frame gap: 20 bytes), or a trace of
+//! Either a fixed rate (serialization at R bit/s, with an optional per-frame overhead
+//! such as Ethernet's preamble, SFD and inter-frame gap: 20 bytes, charged once for
+//! each frame a packet stands for: an offload superframe's segments cross a wire
+//! separately, each with its own overhead), or a trace of
 //! delivery opportunities in mahimahi's format: one line per opportunity, the
 //! millisecond it occurs at; each carries up to one MTU of bytes; the trace repeats
 //! with the period of its last line, or plays once.
@@ -147,7 +149,7 @@ enum Kind {
 #[derive(Debug, Clone)]
 pub struct Rate {
     kind: Kind,
-    /// Bytes added to every packet's length for serialization.
+    /// Bytes added for every frame of a packet for serialization.
     pub overhead: u32,
 }
 
@@ -181,10 +183,12 @@ impl Rate {
         }
     }
 
-    /// When a packet of `len` bytes that may start at `start_ns` has left entirely
-    /// (`u64::MAX`: never, a play-once trace has ended).
-    pub fn departure(&mut self, start_ns: u64, len: u32) -> u64 {
-        let wire = (len + self.overhead) as u128;
+    /// When a packet of `len` bytes standing for `frames` frames on the wire (an
+    /// offload superframe's segments; `len` counts their headers), that may start at
+    /// `start_ns`, has left entirely (`u64::MAX`: never, a play-once trace has ended).
+    /// The overhead is charged once per frame.
+    pub fn departure(&mut self, start_ns: u64, len: u32, frames: u32) -> u64 {
+        let wire = len as u128 + self.overhead as u128 * frames.max(1) as u128;
         match &mut self.kind {
             Kind::Unlimited => start_ns,
             Kind::Fixed { bps } => {
@@ -214,7 +218,7 @@ mod tests {
         let mut free = 0;
         let mut departures = vec![];
         for _ in 0..10_000 {
-            free = r.departure(free, 1500);
+            free = r.departure(free, 1500, 1);
             departures.push(free);
         }
         assert_eq!(departures[0], 1_200_000);
@@ -225,13 +229,33 @@ mod tests {
     fn overhead_counts_on_the_wire() {
         let mut r = Rate::fixed(100_000_000, 20);
         // 1518 + 20 bytes at 100 Mbit/s: 123.04 µs.
-        assert_eq!(r.departure(0, 1518), 123_040);
+        assert_eq!(r.departure(0, 1518, 1), 123_040);
+    }
+
+    #[test]
+    fn a_superframe_takes_the_time_of_its_segments_sent_one_by_one() {
+        // 10 segments of 1514 bytes (66 of headers each), 20 bytes of overhead each, at
+        // 1 Gbit/s: the superframe's len counts every segment's headers.
+        let (k, seg, overhead, bps) = (10u32, 1514u32, 20, 1_000_000_000);
+        let mut apart = Rate::fixed(bps, overhead);
+        let mut free = 0;
+        for _ in 0..k {
+            free = apart.departure(free, seg, 1);
+        }
+        let mut whole = Rate::fixed(bps, overhead);
+        assert_eq!(whole.departure(0, k * seg, k), free);
+        assert_eq!(free, 10 * (1514 + 20) * 8);
+        // Charged as one frame, it would leave 9 overheads early.
+        assert_eq!(
+            Rate::fixed(bps, overhead).departure(0, k * seg, 1),
+            free - 9 * 20 * 8
+        );
     }
 
     #[test]
     fn extreme_rates_stay_exact() {
-        assert_eq!(Rate::fixed(1_000, 0).departure(0, 125), 1_000_000_000);
-        assert_eq!(Rate::fixed(10_000_000_000, 0).departure(0, 1250), 1_000);
+        assert_eq!(Rate::fixed(1_000, 0).departure(0, 125, 1), 1_000_000_000);
+        assert_eq!(Rate::fixed(10_000_000_000, 0).departure(0, 1250, 1), 1_000);
     }
 
     #[test]
@@ -268,7 +292,7 @@ mod tests {
         let mut t = 0;
         let mut n = 0u64;
         while t < 10_000_000_000 {
-            t = r.departure(t, 1500);
+            t = r.departure(t, 1500, 1);
             n += 1;
         }
         let achieved = n as f64 * 1500.0 * 8.0 / (t as f64 / 1e9);
@@ -279,18 +303,18 @@ mod tests {
     fn small_packets_share_an_opportunity_and_large_ones_span_two() {
         let trace = Trace::parse("1\n2\n3\n4\n", true, 1500).unwrap();
         let mut r = Rate::trace(trace, 0);
-        assert_eq!(r.departure(0, 500), 1_000_000);
-        assert_eq!(r.departure(0, 500), 1_000_000);
-        assert_eq!(r.departure(0, 1000), 2_000_000); // 500 left at 1 ms, 500 more at 2 ms
-                                                     // Unused opportunities are lost: a packet ready at 3.5 ms goes at 4 ms.
-        assert_eq!(r.departure(3_500_000, 100), 4_000_000);
+        assert_eq!(r.departure(0, 500, 1), 1_000_000);
+        assert_eq!(r.departure(0, 500, 1), 1_000_000);
+        assert_eq!(r.departure(0, 1000, 1), 2_000_000); // 500 left at 1 ms, 500 more at 2 ms
+                                                        // Unused opportunities are lost: a packet ready at 3.5 ms goes at 4 ms.
+        assert_eq!(r.departure(3_500_000, 100, 1), 4_000_000);
     }
 
     #[test]
     fn a_play_once_trace_ends() {
         let mut r = Rate::trace(Trace::parse("1\n2\n", false, 1500).unwrap(), 0);
-        assert_eq!(r.departure(0, 1500), 1_000_000);
-        assert_eq!(r.departure(0, 1500), 2_000_000);
-        assert_eq!(r.departure(0, 1500), u64::MAX);
+        assert_eq!(r.departure(0, 1500, 1), 1_000_000);
+        assert_eq!(r.departure(0, 1500, 1), 2_000_000);
+        assert_eq!(r.departure(0, 1500, 1), u64::MAX);
     }
 }

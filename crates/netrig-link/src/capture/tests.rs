@@ -222,8 +222,10 @@ fn a_superframe_is_written_as_its_segments_spaced_at_the_link_rate() {
     let dir = tmpdir("segments");
     let base = dir.join("cap.pcapng");
     let req = format!(r#"{{"link":"l1","dir":"a_to_b","path":"{}"}}"#, base.display());
-    let s: DirectionSpec =
-        serde_json::from_str(r#"{"rate_bps": 10000000000, "queue": {"limit_packets": 100}}"#).unwrap();
+    let s: DirectionSpec = serde_json::from_str(
+        r#"{"rate_bps": 10000000000, "overhead_bytes": 20, "queue": {"limit_packets": 100}}"#,
+    )
+    .unwrap();
     let mut c = Capture::start("l1", request(&req).check().unwrap(), [&s, &s], 0, 0).unwrap();
     let frame = superframe(false, tcp(1000, 0x18), &payload(3 * 1448 + 100), 7);
     let v = vnet(GSO_TCPV4, 1448, 34, 16);
@@ -264,11 +266,12 @@ fn a_superframe_is_written_as_its_segments_spaced_at_the_link_rate() {
             100
         ]
     );
-    // 10 Gbit/s: 0.8 ns a byte; each segment leaves the bytes after it sooner.
+    // 10 Gbit/s: 0.8 ns a byte; each segment leaves the bytes after it, 20 bytes of
+    // overhead each, sooner.
     let ts: Vec<u64> = b[..4].iter().map(|x| x.0).collect();
     assert_eq!(
         ts,
-        [1_000_000 - 2556, 1_000_000 - 1344, 1_000_000 - 133, 1_000_000]
+        [1_000_000 - 2604, 1_000_000 - 1376, 1_000_000 - 149, 1_000_000]
     );
     for x in &b[..8] {
         verify(&x.1, 14, false);

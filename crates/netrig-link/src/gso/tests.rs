@@ -321,6 +321,43 @@ fn malformed_headers_are_refused_with_the_reason_and_never_panic() {
 }
 
 #[test]
+fn the_wire_carries_a_superframe_as_its_segments_each_with_its_headers() {
+    let data = payload(3 * 1448 + 100);
+    let frame = superframe(false, tcp(1, 0x10), &data, 1);
+    // The kernel's hdr_len is a hint of the linear part, not the headers' length: the
+    // headers are read from the frame (66 bytes), as the capture cuts it.
+    let mut hint = VnetHdr::parse(&vnet(GSO_TCPV4, 1448, 34, 16)).unwrap();
+    hint.hdr_len = 1000;
+    let w = wire(&hint.to_bytes(), &frame);
+    let mut out = Segments::default();
+    assert_eq!(segment(&hint.to_bytes(), &frame, &mut out), Ok(true));
+    let cut: usize = out.iter().map(|f| f.len()).sum();
+    assert_eq!((w.bytes as usize, w.frames), (cut, 4));
+    assert_eq!(cut, frame.len() + 3 * 66);
+    // Headers it cannot read: the hint, else 66 bytes.
+    let mut odd = frame.clone();
+    odd[12] = 0x88; // not IPv4 or IPv6
+    hint.hdr_len = 100;
+    let w = wire(&hint.to_bytes(), &odd);
+    assert_eq!(w.frames as usize, (odd.len() - 100).div_ceil(1448));
+    assert_eq!(w.bytes as usize, odd.len() + (w.frames as usize - 1) * 100);
+    hint.hdr_len = 0;
+    assert_eq!(wire(&hint.to_bytes(), &odd).bytes as usize, odd.len() + 3 * 66);
+    // Plain frames, frames without a header, a gso_size of 0: one frame as it is.
+    let one = Wire {
+        bytes: frame.len() as u32,
+        frames: 1,
+    };
+    assert_eq!(wire(&vnet(GSO_NONE, 0, 34, 16), &frame), one);
+    assert_eq!(wire(&[], &frame), one);
+    assert_eq!(wire(&vnet(GSO_TCPV4, 0, 34, 16), &frame), one);
+    // 64 KiB of 1-byte segments stays within u32 (the link charges it, as a wire would).
+    let big = superframe(false, tcp(1, 0x10), &payload(65_000), 1);
+    let w = wire(&vnet(GSO_TCPV4, 1, 34, 16), &big);
+    assert_eq!((w.frames, w.bytes as usize), (65_000, 65_000 * 67));
+}
+
+#[test]
 fn too_many_segments_are_refused() {
     let frame = superframe(false, tcp(1, 0x10), &payload(5000), 1);
     let mut out = Segments::default();
