@@ -135,3 +135,44 @@ def test_run_netns_is_made_shared_once_and_then_known():
     assert not shared_in(shared, "/run")  # only that mount point
     assert not shared_in("42 27 254:0 / /run/netns rw shared:1\n", "/run/netns")  # no '-': malformed
     assert not shared_in("", "/run/netns")
+
+
+def _link(name: bytes, oper: int, slave: bytes | None, state: int | None, seq: int = 1, flags: int = 2) -> bytes:
+    """One RTM_NEWLINK of a dump: ifinfomsg, IFLA_IFNAME, IFLA_OPERSTATE, and for a port
+    IFLA_LINKINFO { INFO_SLAVE_KIND, INFO_SLAVE_DATA { BRPORT_STATE } }."""
+    attrs = rtnl._attr(rtnl.IFLA_IFNAME, name + b"\0") + rtnl._attr(rtnl.IFLA_OPERSTATE, bytes([oper]))
+    if slave is not None:
+        info = rtnl._attr(rtnl.IFLA_INFO_SLAVE_KIND, slave + b"\0")
+        if state is not None:
+            info += rtnl._attr(rtnl.IFLA_INFO_SLAVE_DATA, rtnl._attr(rtnl.IFLA_BRPORT_STATE, bytes([state])))
+        attrs += rtnl._attr(rtnl.IFLA_LINKINFO, info)
+    body = struct.pack("BxHiII", 0, 1, 7, 0, 0) + attrs
+    return struct.pack("IHHII", 16 + len(body), rtnl.RTM_NEWLINK, flags, seq, 0) + body
+
+
+class _Replies:
+    def __init__(self, *datagrams: bytes) -> None:
+        self.left = list(datagrams)
+
+    def recv(self, n: int) -> bytes:
+        return self.left.pop(0)
+
+
+def test_a_link_dump_gives_the_bridge_ports_as_ip_names_them():
+    done = struct.pack("IHHII", 20, rtnl.NLMSG_DONE, 2, 1, 0) + b"\0" * 4
+    replies = _Replies(_link(b"lo", 0, None, None) + _link(b"s1", 6, None, None)
+                       + _link(b"s1-eth1", 6, b"bridge", 3), _link(b"s1-eth2", 3, b"bridge", 0)
+                       + _link(b"bond0p", 6, b"bond", None) + _link(b"x", 6, b"bridge", 9)
+                       + _link(b"other", 6, b"bridge", 3, seq=9) + done)
+    ports, whole = rtnl._link_dump(replies, 1)
+    assert whole and ports == [("s1-eth1", "UP", "forwarding"), ("s1-eth2", "LOWERLAYERDOWN", "disabled"),
+                               ("x", "UP", "9")]
+    # A dump the kernel says changed under it is not whole (bridge_ports dumps again).
+    ports, whole = rtnl._link_dump(_Replies(_link(b"p", 6, b"bridge", 3, flags=2 | rtnl.NLM_F_DUMP_INTR)
+                                            + done), 1)
+    assert ports == [("p", "UP", "forwarding")] and not whole
+    with pytest.raises(OSError, match="malformed link dump"):
+        rtnl._link_dump(_Replies(_link(b"p", 6, b"bridge", 3)[:-3]), 1)
+    err = struct.pack("IHHII", 20, rtnl.NLMSG_ERROR, 0, 1, 0) + struct.pack("i", -1)
+    with pytest.raises(OSError, match="link dump refused"):
+        rtnl._link_dump(_Replies(err), 1)

@@ -238,3 +238,70 @@ def run(ops: list[Op]) -> list[str]:
                 flush()
         flush()
     return errors
+
+
+# Reading bridge ports (RTM_GETLINK dump).
+RTM_GETLINK = 18
+NLMSG_DONE, NLM_F_DUMP, NLM_F_DUMP_INTR = 3, 0x300, 0x10
+IFLA_OPERSTATE = 16
+OPERSTATES = ("UNKNOWN", "NOTPRESENT", "DOWN", "LOWERLAYERDOWN", "TESTING", "DORMANT", "UP")
+PORT_STATES = ("disabled", "listening", "learning", "forwarding", "blocking")
+IFINFOMSG = 16
+
+
+def bridge_ports() -> list[tuple[str, str, str]]:
+    """(port, its operstate, its bridge port state) of every bridge port in the calling
+    thread's namespace, as `ip -d link show type bridge_slave` would say them, from one
+    link dump (dumped again if the kernel says it changed under the dump)."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as s:
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 1 << 22)
+        s.bind((0, 0))
+        for seq in range(1, 4):
+            body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
+            s.sendall(HEADER.pack(HEADER.size + len(body), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq, 0)
+                      + body)
+            ports, complete = _link_dump(s, seq)
+            if complete:
+                return ports
+    raise OSError("the link dump kept changing under it (three tries)")
+
+
+def _link_dump(s: socket.socket, seq: int) -> tuple[list[tuple[str, str, str]], bool]:
+    ports: list[tuple[str, str, str]] = []
+    whole = True
+    while True:
+        data = s.recv(1 << 20)
+        try:
+            for kind, flags, got, _, payload in messages(data):
+                if got != seq:
+                    continue
+                if kind == NLMSG_DONE:
+                    return ports, whole
+                if kind == NLMSG_ERROR:
+                    code = -struct.unpack_from("i", payload)[0] if len(payload) >= 4 else 0
+                    raise OSError(code, f"link dump refused: {os.strerror(code)}")
+                if kind == RTM_NEWLINK and len(payload) >= IFINFOMSG:
+                    whole = whole and not flags & NLM_F_DUMP_INTR
+                    port = _port(payload[IFINFOMSG:])
+                    if port is not None:
+                        ports.append(port)
+        except Malformed as e:
+            raise OSError(f"a malformed link dump: {e}") from None
+
+
+def _port(attrs: memoryview) -> tuple[str, str, str] | None:
+    name, oper, state, slave = None, "?", "?", b""
+    for kind, value in attributes(attrs):
+        if kind == IFLA_IFNAME:
+            name = bytes(value).split(b"\0", 1)[0].decode(errors="replace")
+        elif kind == IFLA_OPERSTATE and len(value) >= 1:
+            oper = OPERSTATES[value[0]] if value[0] < len(OPERSTATES) else str(value[0])
+        elif kind == IFLA_LINKINFO:
+            for ik, iv in attributes(value):
+                if ik == IFLA_INFO_SLAVE_KIND:
+                    slave = bytes(iv).split(b"\0", 1)[0]
+                elif ik == IFLA_INFO_SLAVE_DATA:
+                    for pk, pv in attributes(iv):
+                        if pk == IFLA_BRPORT_STATE and len(pv) >= 1:
+                            state = PORT_STATES[pv[0]] if pv[0] < len(PORT_STATES) else str(pv[0])
+    return (name, oper, state) if name is not None and slave == b"bridge" else None
