@@ -24,15 +24,16 @@ def test_routing_scale_prints_its_usage(flag):
     p = routing_scale(flag)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("Time, memory and CPU of OSPF labs"), p.stdout[:200]
-    assert "Usage: bench/routing_scale [SIZES...]" in p.stdout
+    assert "Usage: bench/routing_scale [--no-floor] [SIZES...]" in p.stdout
     assert p.stderr == ""
 
 
-@pytest.mark.parametrize("arg", ["abc", "1.5"])
+@pytest.mark.parametrize("arg", ["abc", "1.5", "--no-floor abc"])
 def test_routing_scale_refuses_a_word_in_one_sentence(arg):
-    p = routing_scale(arg)
+    p = routing_scale(*arg.split())
+    word = arg.split()[-1]
     assert p.returncode == 2, (p.stdout, p.stderr)
-    assert p.stderr == (f"routing_scale: '{arg}' is not a number of routers; give whole numbers from 1 to 2000 "
+    assert p.stderr == (f"routing_scale: '{word}' is not a number of routers; give whole numbers from 1 to 2000 "
                         "(see --help)\n"), p.stderr
     assert p.stdout == ""
 

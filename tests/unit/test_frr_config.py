@@ -8,7 +8,9 @@ import pytest
 from netrig.lab import frr
 from netrig.lab.state import LabError
 from netrig.topo.load import loads
+from netrig.topo.model import Topology
 from netrig.topo.plan import make_plan
+from netrig.topo.protocols import spf_throttle_ms
 
 RING = """
 name: ring
@@ -247,3 +249,42 @@ def test_a_session_just_up_is_not_yet_settled():
         "10.9.9.9": {"remoteAs": 1, "state": "Established", "peerUptimeMsec": 0}}}})
     assert frr.too_new(want, peers, 2.9) == ["10.0.12.2 (AS 65002, up 1.0 s of 2.9 s)"]
     assert frr.too_new(want, peers, 0.5) == []
+
+
+def _line(n: int, ospf: dict | None = None, frr_lines: str | None = None) -> Topology:
+    t = Topology(f"line{n}", pool="10.0.0.0/12", routing={"ospf": {"hello": "1s", **(ospf or {})}})
+    for i in range(1, n + 1):
+        t.router(f"r{i}", ospf=True, frr={"ospfd": frr_lines} if frr_lines and i == 1 else None)
+        if i > 1:
+            t.link(f"r{i - 1}", f"r{i}")
+    return t
+
+
+def _throttle(t) -> str:
+    router = block(frr.configs(make_plan(t), "r1")["ospfd.conf"], "router ospf")
+    return next(x for x in router if x.startswith(" timers throttle spf"))
+
+
+def test_spf_throttle_grows_with_the_lab_where_the_file_gives_none():
+    assert spf_throttle_ms(1) == spf_throttle_ms(100) == (0, 50, 5000)  # FRR's own
+    assert spf_throttle_ms(101) == (101, 404, 5000)
+    assert spf_throttle_ms(500) == (500, 2000, 5000) and spf_throttle_ms(1000) == (1000, 4000, 10000)
+    assert _throttle(_line(3)) == " timers throttle spf 0 50 5000"
+    big = _line(150)
+    assert big.ospf_routers == 150 and big.ospf_ms("spf_hold") == 600
+    assert _throttle(big) == " timers throttle spf 150 600 5000"
+    # only OSPF routers count
+    big.router("b1", bgp=65001)
+    assert big.ospf_routers == 150
+    big.router("o1", ospf=True)
+    assert big.ospf_routers == 151 and big.ospf_ms("spf_delay") == 151
+
+
+def test_a_given_spf_throttle_and_raw_lines_win_over_the_scaled_one():
+    t = _line(150, {"spf_delay": "10ms", "spf_max_hold": "2s"})
+    assert _throttle(t) == " timers throttle spf 10 600 2000"  # the hold not given: scaled
+    raw = "router ospf\n timers throttle spf 0 50 5000\nexit"
+    conf = frr.configs(make_plan(_line(150, frr_lines=raw)), "r1")["ospfd.conf"]
+    ours, theirs = conf.index(" timers throttle spf 150 600 5000"), conf.index(" timers throttle spf 0 50 5000")
+    assert ours < theirs  # FRR applies the later: the file's own line wins
+    assert conf.rstrip().endswith(raw)

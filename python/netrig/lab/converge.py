@@ -48,8 +48,7 @@ def converge(net: Any, timeout: float | None, poll_s: float) -> float:
     sessions = frr.expected_bgp_peers(net.plan)
     # A session's first UPDATEs leave after the coalesce time (both ends', in turn)
     hold_s = 2 * frr.bgp_coalesce_s(max((len(v) for v in sessions.values()), default=0)) + 0.5
-    t = net.topo.routing.ospf
-    settle_s = 0.5 + (t.ms("spf_delay") + t.ms("spf_hold")) / 1000
+    settle_s = 0.5 + (net.topo.ospf_ms("spf_delay") + net.topo.ospf_ms("spf_hold")) / 1000
     dirs = {r: frr.router_dir(st.dir, r) for r in want}
     short: dict[str, list[str]] = {}  # router -> what of its protocols is not up
     seen: dict[str, tuple] = {}  # router -> (its OSPF databases, BGP table version) when asked

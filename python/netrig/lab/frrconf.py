@@ -11,8 +11,10 @@ which re-exports the names below.
   is active, point-to-point on a link between two routers and broadcast on a switch
   segment; every other interface is passive (its subnet is announced, nobody is
   talked to). Cost: the link's `cost`, else ceil(reference bandwidth / the rate
-  leaving the interface), 1 ... 65535 (unrated: 1). Timers from `topo.routing.ospf`;
-  FRR's MinLSArrival is min(lsa_interval, its default 1 s).
+  leaving the interface), 1 ... 65535 (unrated: 1). Timers from `topo.routing.ospf`
+  (SPF's throttle, where not given, scaled with the lab: `Topology.ospf_ms`);
+  FRR's MinLSArrival is min(lsa_interval, its default 1 s). A router's raw `frr:`
+  lines come after netrig's, so a `timers throttle spf` of its own wins.
 - BGP: eBGP over every segment shared with a BGP router of another AS (its address on
   the segment); iBGP, loopback to loopback with next-hop-self, with every other router
   of the AS; each router announces its connected subnets and its loopback, and a border
@@ -153,7 +155,8 @@ def _ospf(plan: Plan, router: str) -> list[str]:
     lo = plan.loopbacks[router]
     lines += ["interface lo", f" ip ospf area {topo.routing_of(router).ospf_area}", "exit",
               "router ospf", f" ospf router-id {lo.ip}", " log-adjacency-changes detail",
-              f" timers throttle spf {t.ms('spf_delay')} {t.ms('spf_hold')} {t.ms('spf_max_hold')}",
+              f" timers throttle spf {topo.ospf_ms('spf_delay')} {topo.ospf_ms('spf_hold')} "
+              f"{topo.ospf_ms('spf_max_hold')}",
               f" timers throttle lsa all {t.ms('lsa_interval')}",
               f" timers lsa min-arrival {min(t.ms('lsa_interval'), 1000)}", "exit"]
     return lines

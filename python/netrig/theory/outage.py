@@ -112,9 +112,9 @@ def expect(plan: Plan, ev: Event, src: str, dst: str, both_ways: bool = False) -
         return Window(cut, cut, f"no other way from {src} to {dst}: cut until {_back_words(ev)}")
     proto = _protocol(topo, ev, _upstream(topo, hops, ev.router) if ev.router else None)
     ospf, bgp = topo.routing.ospf, topo.routing.bgp
-    spf = ospf.ms("spf_delay") / 1e3
-    hold = ospf.ms("spf_hold") / 1e3 if ev.spf_recent else 0.0
-    spf_words = f"SPF {ospf.ms('spf_delay')} ms" + (f" + hold {ospf.ms('spf_hold')} ms" if hold else "")
+    spf = topo.ospf_ms("spf_delay") / 1e3
+    hold = topo.ospf_ms("spf_hold") / 1e3 if ev.spf_recent else 0.0
+    spf_words = f"SPF {topo.ospf_ms('spf_delay')} ms" + (f" + hold {topo.ospf_ms('spf_hold')} ms" if hold else "")
     silent = ev.action in ("down", "stop")
     if proto == "ospf" and silent:
         dead, hello = ospf.dead_s, ospf.hello_s

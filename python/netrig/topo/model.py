@@ -110,6 +110,7 @@ class Topology:
         self.routing = routing if isinstance(routing, Routing) else Routing.model_validate(routing or {})
         self.nodes: dict[str, str] = {}
         self.routers: dict[str, Router] = {}  # every router's routing (static: Router())
+        self._ospf_count = (-1, 0)  # (len(routers) when counted, routers running OSPF)
         self.links: list[Link] = []
         self.source: str | None = None
         self.lines: dict[str, int] = {}  # the line of name: and prefix: in `source`
@@ -138,6 +139,18 @@ class Topology:
                                  for p in _problems_of(e)]) from None
         self.routers[name] = spec.routing()
         return self._node(name, "router")
+
+    @property
+    def ospf_routers(self) -> int:
+        """How many routers run OSPF (counted again only when a router is added)."""
+        if self._ospf_count[0] != len(self.routers):
+            self._ospf_count = (len(self.routers), sum(r.ospf_area is not None for r in self.routers.values()))
+        return self._ospf_count[1]
+
+    def ospf_ms(self, key: str) -> int:
+        """An OSPF timer of `routing.ospf` in ms, SPF's throttle scaled with the lab's
+        OSPF routers where the file gives none (protocols.spf_throttle_ms)."""
+        return self.routing.ospf.ms(key, self.ospf_routers)
 
     def routing_of(self, node: str) -> Router:
         """A node's routing (a host, switch or static router: nothing dynamic)."""

@@ -113,8 +113,13 @@ def _whole_seconds(lo: int, hi: int) -> Any:
     return classmethod(check)
 
 
+_SPF_KEYS = ("spf_delay", "spf_hold", "spf_max_hold")
+
+
 def _millis(hi: int) -> Any:
     def check(cls: Any, v: Any) -> Any:
+        if v is None:
+            return None
         s = units.seconds_not_negative(v)
         if s * 1000 != int(round(s * 1000)) or s * 1000 > hi:
             raise ValueError(f"'{v}': give whole milliseconds, 0 ... {hi} ms")
@@ -122,20 +127,41 @@ def _millis(hi: int) -> Any:
     return classmethod(check)
 
 
+# SPF's throttle (delay, hold, most hold) in ms where the file gives none: FRR's own up
+# to SPF_SCALE_FROM OSPF routers, then grown with the lab (spf_throttle_ms).
+SPF_FRR_MS = (0, 50, 5000)
+SPF_SCALE_FROM = 100
+
+
+def spf_throttle_ms(routers: int) -> tuple[int, int, int]:
+    """SPF's (delay, hold, most hold) in ms for a lab of `routers` OSPF routers: FRR's
+    0/50/5000 up to SPF_SCALE_FROM; above, n / 4n / max(5000, 10n) ms (500 routers:
+    0.5/2/5 s; 1,000: 1/4/10 s). One SPF run costs time in proportion to the routers
+    (9 ms at 500 routers) and every router runs it for each burst of LSAs, so a
+    lab-wide round costs n^2: with FRR's throttle, 500 routers took 453 s to build and
+    FRR 843 s of CPU (bench/routing_scale), with these 126 s and 200 s (docs/guides/
+    routing.md)."""
+    if routers <= SPF_SCALE_FROM:
+        return SPF_FRR_MS
+    return routers, 4 * routers, max(SPF_FRR_MS[2], 10 * routers)
+
+
 class OspfTimers(BaseModel):
     """OSPF's timers for every OSPF router of the lab. Hello and dead are OSPF's (and
     FRR's) defaults; `lsa_interval` is not: RFC 2328's MinLSInterval (FRR: 5 s) holds
     back the LSAs of routers that start together by seconds, so netrig defaults to 0
-    (set 5s for FRR's behaviour). `reference_bandwidth` turns a link's rate into its
+    (set 5s for FRR's behaviour). SPF's throttle (`spf_delay`, `spf_hold`,
+    `spf_max_hold`), where not given, grows with the lab (`spf_throttle_ms`; read it
+    through `Topology.ospf_ms`). `reference_bandwidth` turns a link's rate into its
     cost (FRR's auto-cost: reference / rate, at least 1; an unrated link costs 1) where
     the link gives no `cost`."""
 
     model_config = ConfigDict(extra="forbid")
     hello: str | int = "10s"
     dead: str | int | None = None  # 4 x hello
-    spf_delay: str | int = "0ms"
-    spf_hold: str | int = "50ms"
-    spf_max_hold: str | int = "5s"
+    spf_delay: str | int | None = None  # None: spf_throttle_ms(OSPF routers)
+    spf_hold: str | int | None = None
+    spf_max_hold: str | int | None = None
     lsa_interval: str | int = "0s"
     reference_bandwidth: str | int = "100Mbit"
 
@@ -159,8 +185,13 @@ class OspfTimers(BaseModel):
     def dead_s(self) -> int:
         return int(units.seconds(self.dead)) if self.dead is not None else 4 * self.hello_s
 
-    def ms(self, key: str) -> int:
-        return int(round(units.seconds(getattr(self, key)) * 1000))
+    def ms(self, key: str, routers: int = 0) -> int:
+        """A timer in ms; an SPF throttle not given is netrig's for `routers` OSPF
+        routers (spf_throttle_ms)."""
+        value = getattr(self, key)
+        if value is None and key in _SPF_KEYS:
+            return spf_throttle_ms(routers)[_SPF_KEYS.index(key)]
+        return int(round(units.seconds(value) * 1000))
 
     @property
     def reference_bps(self) -> float:

@@ -52,7 +52,7 @@ class Planned:
 def timeline(spec: ScenarioFile, topo: Topology, end_s: float) -> list[Planned]:
     """The scenario's events in time order (ties in file order); end_s: the run's end."""
     order = sorted(range(len(spec.events)), key=lambda i: (spec.events[i].at_s, i))
-    spf_hold_max = topo.routing.ospf.ms("spf_max_hold") / 1e3
+    spf_hold_max = topo.ospf_ms("spf_max_hold") / 1e3
     out = []
     for k, i in enumerate(order):
         ev = spec.events[i]
