@@ -22,9 +22,11 @@ later command that topology again, or refuses if the file is no longer what was 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from netrig import procs, safefs
 from netrig.errors import NetrigError
-from netrig.lab import frr, netns, qdiscs, rtnl
+from netrig.lab import frr, netns, qdiscs
 from netrig.lab.state import LabError, LabState, alive, check_prefix, labs, read_topology, sha256
 from netrig.link import kernel, userspace
 from netrig.link import spec as linkspec
@@ -310,12 +312,17 @@ def _start_frr(plan: Plan, st: LabState, node_ns: dict[str, str], every_s: float
 
 
 def _bridge_ports(ns: str) -> list[tuple[str, str, str]]:
-    """(port, its operstate, its bridge port state) of every bridge port in `ns`: one
-    link dump from a thread in it (rtnl.bridge_ports), not an `ip -j -d` process."""
+    """(port, its operstate, its bridge port state) of every bridge port in `ns`."""
+    p = subprocess.run(["ip", "-n", ns, "-j", "-d", "link", "show", "type", "bridge_slave"],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        raise LabError(f"cannot list the bridge ports of {ns}: {p.stderr.strip()[:200]}")
     try:
-        return netns.run_in(ns, rtnl.bridge_ports)
-    except (OSError, netns.NetnsError) as e:
-        raise LabError(f"cannot list the bridge ports of {ns}: {e}") from None
+        rows = json.loads(p.stdout or "[]")
+    except ValueError as e:
+        raise LabError(f"cannot read the bridge ports of {ns}: {e}") from None
+    return [(r["ifname"], r.get("operstate", "?"), r.get("linkinfo", {}).get("info_slave_data", {}).get("state", "?"))
+            for r in rows if "ifname" in r]
 
 
 def _wait_bridges(namespaces: list[str], timeout: float = 5.0) -> None:
