@@ -39,6 +39,7 @@ def converge(net: Any, timeout: float | None, poll_s: float) -> float:
     returns the seconds it took, LabError after timeout."""
     st = net._lab()
     t0 = time.monotonic()
+    net.routes_in_s = None
     if not net.topo.dynamic:
         return 0.0
     timeout = frr.default_wait_s(net.topo) if timeout is None else timeout
@@ -103,6 +104,8 @@ def converge(net: Any, timeout: float | None, poll_s: float) -> float:
             if w.incomplete():
                 wait = min(1.0, deadline - now)
                 continue
+            if net.routes_in_s is None:
+                net.routes_in_s = now - t0
             unconfirmed = [r for r in want if r not in confirmed]
             if unconfirmed:
                 # A router whose SPF run is due is asked again once it has run (at 500

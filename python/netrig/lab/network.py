@@ -175,6 +175,7 @@ class Network:
         self.prefix = prefix or topo.lab_prefix
         self.progress = progress
         self.seed = seed
+        self.routes_in_s: float | None = None  # set by converge: every route in the kernel
         self.plan: Plan = make_plan(topo)
         self.state: LabState | None = None
         self._port = 5201
@@ -347,7 +348,9 @@ class Network:
         (netrig.lab.converge); `poll_s` is how often a router whose protocols were not
         yet up is asked again, and failing pings are retried. LabError after `timeout`
         (default `frr.default_wait_s`: enough for the topology's timers), naming which
-        router lacks which prefixes and which hosts do not reach each other."""
+        router lacks which prefixes and which hosts do not reach each other.
+        `routes_in_s` is then how long after the call every expected route was first in
+        the kernel (the rest is the protocols settling and the pings)."""
         return converge(self, timeout, poll_s)
 
     def stop_routing(self, router: str) -> None:
