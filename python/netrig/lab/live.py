@@ -177,9 +177,7 @@ class LiveLab:
             if ns in self.pending_ns:
                 self.pending_ns.remove(ns)
             elif netns.exists(ns):
-                running = [p for p in (procs.here(pid, f"a process of {name}")
-                                       for pid in netns.pids([ns]).get(ns, [])) if p]
-                procs.stop(running, grace_s=2.0)
+                procs.stop(builder._in_namespaces(netns.inodes([ns])), grace_s=builder.OTHERS_STOP_S)
                 self.say(None, f"ip netns delete {ns}")
                 errors = netns.delete([ns])
                 if errors:
