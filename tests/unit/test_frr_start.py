@@ -146,31 +146,3 @@ def test_vtysh_runs_in_no_namespace_of_the_lab(monkeypatch, tmp_path):
     assert frr.vtysh(tmp_path, "ospfd", "show ip ospf neighbor json") == {"neighbors": {}}
     assert seen == [["vtysh", "--config_dir", str(tmp_path), "--vty_socket", str(tmp_path),
                      "-d", "ospfd", "-c", "show ip ospf neighbor json"]]
-
-
-def test_teardown_gives_many_daemons_a_longer_grace_before_sigkill(monkeypatch, tmp_path):
-    """Daemons stopped together exit one after another where the disk serialises their
-    cleanup: the grace grows with the group (protocol daemons first, then zebras)."""
-    from netrig import procs
-    from netrig.lab import build, frr, netns
-    from netrig.lab.state import LabState
-
-    graces: list[tuple[int, float]] = []
-
-    def stop(group, grace_s=5.0, kill_wait_s=5.0, sig=None):
-        graces.append((len(group), grace_s))
-        return procs.Stopped([], [])
-
-    monkeypatch.setattr(procs, "stop", stop)
-    monkeypatch.setattr(procs, "collect", lambda group: None)
-    monkeypatch.setattr(procs, "reaped", lambda group, timeout=0: [])
-    monkeypatch.setattr(netns, "inodes", lambda names: {})
-    monkeypatch.setattr(netns, "delete", lambda names: [])
-    monkeypatch.setattr(frr, "strays", lambda d: [])
-    st = LabState.__new__(LabState)
-    st.prefix, st.namespaces, st.pids = "t", [], {}
-    st.frr = {f"r{i}": {"zebra": [1000 + i, 1], "ospfd": [2000 + i, 1]} for i in range(500)}
-    monkeypatch.setattr(LabState, "dir", property(lambda self: tmp_path), raising=False)
-    build.teardown(st, [])
-    assert graces[:2] == [(500, 15.0), (500, 15.0)], graces
-    assert frr.stop_wait_s(1) == frr.STOP_WAIT_S + 0.02

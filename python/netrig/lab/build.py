@@ -380,8 +380,8 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
         stuck.update(done.left)
 
     daemons = [(d, procs.Proc(p, s, f"{d} of {r}")) for r, ds in st.frr.items() for d, (p, s) in ds.items()]
-    for group in ([p for d, p in daemons if d != "zebra"], [p for d, p in daemons if d == "zebra"]):
-        stop(group, frr.stop_wait_s(len(group)))
+    stop([p for d, p in daemons if d != "zebra"], frr.STOP_WAIT_S)
+    stop([p for d, p in daemons if d == "zebra"], frr.STOP_WAIT_S)
     pid = st.pids.get("netrig-link", 0)
     link = procs.here(pid, "netrig-link") if alive(pid, "netrig-link") else None
     if link is not None:

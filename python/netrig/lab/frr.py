@@ -51,7 +51,7 @@ from netrig.lab.state import LabError, daemon_dir
 from netrig.topo.model import Topology
 from netrig.topo.plan import Plan
 
-__all__ = ["STOP_WAIT_S", "stop_wait_s", "VTYSH", "check_installed", "configs", "cost", "daemons", "daemons_dir",
+__all__ = ["STOP_WAIT_S", "VTYSH", "check_installed", "configs", "cost", "daemons", "daemons_dir",
            "default_wait_s", "expected_adjacencies", "expected_bgp_peers", "expected_routes",
            "frr_dir", "full_by_iface", "not_established", "remove", "router_dir", "router_status",
            "running", "segment_label", "start", "start_router", "start_time", "stop", "stop_all",
@@ -63,14 +63,6 @@ VTYSH = "vtysh"
 ORDER = ("zebra", "staticd", "ospfd", "bgpd")
 INSTALL_HINT = "apt-get install frr, or bash scripts/install.sh"
 STOP_WAIT_S = 5.0
-STOP_WAIT_PER_DAEMON_S = 0.02  # exiting, each removes /var/tmp/frr/DAEMON.PID: on a disk
-# mounted with discard those removals queue behind each other (133 of 500 routers'
-# ospfds were still in rmdir 10 s after SIGTERM); killed, a daemon leaves its directory
-
-
-def stop_wait_s(daemons: int) -> float:
-    """The grace SIGTERM gives `daemons` FRR daemons stopped together before SIGKILL."""
-    return STOP_WAIT_S + STOP_WAIT_PER_DAEMON_S * daemons
 USER = "frr"  # Debian's FRR user and group (FRR's own default); frr is in group frrvty
 # A router's directory: root's, group frr; frr makes its pid files and sockets there, and
 # the sticky bit keeps netrig's files (configs, logs) from being replaced by frr.
