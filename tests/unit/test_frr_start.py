@@ -103,6 +103,7 @@ def test_a_daemon_starts_in_its_network_namespace_without_ip_netns_exec(monkeypa
     pid, started = frr._start_daemon(lab, "r1", "sv-r1", "zebra")
     (ns, argv), = ran
     assert ns == "sv-r1" and argv[0] == str(frr.frr_dir() / "zebra") and "netns" not in argv
+    assert argv[argv.index("--limit-fds") + 1] == "1024"
     assert pid == os.getpid() and started == frr.start_time(os.getpid())
 
 
@@ -118,10 +119,12 @@ def test_every_zebra_starts_before_any_other_daemon(monkeypatch):
     t.link("r2", "r3")
     plan = make_plan(t)
     order: list[tuple[str, str]] = []
+    fds_of: dict[str, int] = {}
     monkeypatch.setattr(frr, "write", lambda plan, lab_dir, r, ns: None)
     monkeypatch.setattr(frr, "_wait_zserv", lambda lab_dir, r: order.append((r, "zserv.api")))
     monkeypatch.setattr(frr, "_start_daemon",
-                        lambda lab_dir, r, ns, name: (order.append((r, name)), [len(order), 7])[1])
+                        lambda lab_dir, r, ns, name, fds: (order.append((r, name)), fds_of.setdefault(name, fds),
+                                                           [len(order), 7])[2])
     recorded: dict[str, list] = {}
     frr.start(plan, None, {r: f"w-{r}" for r in t.dynamic},
               lambda r, ds: recorded.setdefault(r, []).append(sorted(ds)), workers=2)
@@ -131,6 +134,9 @@ def test_every_zebra_starts_before_any_other_daemon(monkeypatch):
         mine = [n for x, n in order if x == r]
         assert mine == ["zebra", "zserv.api", "ospfd", "bgpd"], mine
         assert recorded[r] == [["zebra"], ["bgpd", "ospfd", "zebra"]]
+    # FRR's packaged limit, not the 20,000 inherited (tables sized for it cost 2.9 MB a
+    # router); bgpd's grows with the sessions it may have
+    assert fds_of["zebra"] == fds_of["ospfd"] == 1024 and fds_of["bgpd"] == 1024 + 2 * (3 + 2)
 
 
 def test_vtysh_runs_in_no_namespace_of_the_lab(monkeypatch, tmp_path):
