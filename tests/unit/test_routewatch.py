@@ -95,6 +95,47 @@ def test_a_route_parsed_with_its_next_hops():
     assert ecmp is not None and ecmp.hops == ((ip("10.0.0.2"), 3), (ip("10.0.9.2"), 4))
 
 
+def kernel(dst: str, via: str, oif: int, *, nh: int | None = None, metric: int = 20, table: int = 254,
+           rtype: int = 1, family: int = 2, plen: int | None = None, extra: tuple[int, int] | None = None) -> bytes:
+    """A route as the kernel writes one (fib_dump_info's order: table, destination,
+    priority, the nexthop object's id, gateway, device), which parse_route reads at once."""
+    net, bits = dst.split("/")
+    body = struct.pack("BBBBBBBBI", family, int(bits) if plen is None else plen, 0, 0, min(table, 255), 188, 0,
+                       rtype, 0)
+    body += attr(rw.RTA_TABLE, struct.pack("I", table)) + attr(rw.RTA_DST, ip(net))
+    body += attr(rw.RTA_PRIORITY, struct.pack("I", metric))
+    if nh is not None:
+        body += attr(rw.RTA_NH_ID, struct.pack("I", nh))
+    if extra is not None:  # another 4-byte attribute in its place (RTA_FLOW, say)
+        body += attr(extra[0], struct.pack("I", extra[1]))
+    return body + attr(rw.RTA_GATEWAY, ip(via)) + attr(rw.RTA_OIF, struct.pack("I", oif))
+
+
+@pytest.mark.parametrize("nh", [None, 17])
+def test_the_kernels_own_layout_reads_as_the_attribute_walk_does(nh):
+    for dst, via, oif, metric in [("10.0.1.0/24", "10.0.0.2", 3, 20), ("10.255.0.9/32", "10.1.2.1", 7, 110),
+                                  ("0.0.0.0/0", "10.0.0.1", 1, 0)]:
+        fast = kernel(dst, via, oif, nh=nh, metric=metric)
+        assert len(fast) in rw._FAST
+        if dst == "0.0.0.0/0":  # (the kernel writes no RTA_DST for it: the walk's case)
+            continue
+        assert rw.parse_route(memoryview(fast)) == rw.parse_route(route(dst, via, oif, metric=metric)) \
+            == rw.Route(dst, metric, ((ip(via), oif),))
+    # the same length with another attribute where the nexthop id was: walked, not misread
+    other = kernel("10.0.1.0/24", "10.0.0.2", 3, extra=(11, 5))  # RTA_FLOW
+    assert rw.parse_route(other) == rw.Route("10.0.1.0/24", 20, ((ip("10.0.0.2"), 3),))
+
+
+@pytest.mark.parametrize("kw", [dict(table=255), dict(table=1000), dict(rtype=2), dict(family=10)])
+def test_routes_not_watched_are_none_in_the_kernels_layout_too(kw):
+    assert rw.parse_route(kernel("10.0.1.0/24", "10.0.0.2", 3, nh=4, **kw)) is None
+
+
+def test_a_prefix_longer_than_32_is_malformed_in_the_kernels_layout_too():
+    with pytest.raises(rw.Malformed, match="prefix length 33"):
+        rw.parse_route(kernel("10.0.1.0/24", "10.0.0.2", 3, plen=33))
+
+
 @pytest.mark.parametrize("kw", [dict(table=255), dict(table=1000), dict(rtype=2), dict(rtype=6), dict(family=10)])
 def test_routes_not_watched_are_none(kw):
     # local table, a table id only in RTA_TABLE, local and blackhole types, IPv6

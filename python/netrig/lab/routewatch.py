@@ -27,7 +27,7 @@ import socket
 import struct
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from netrig.lab import netns
 from netrig.lab.netlink import HEADER, NLA_TYPE_MASK, Malformed, align, attributes, messages
@@ -57,8 +57,7 @@ class WatchError(LabError):
     pass
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
     dst: str  # "10.0.1.0/24"
     metric: int
     hops: Hops
@@ -90,12 +89,52 @@ _ATTR = struct.Struct("HH")
 _U32 = struct.Struct("I")
 
 
+def _header(kind: int) -> int:
+    """An 8-byte attribute's header as one native u32 (length, then type)."""
+    return _U32.unpack(_ATTR.pack(8, kind))[0]
+
+
+# The kernel's own layouts of an IPv4 route with one next hop (fib_dump_info: table,
+# destination, priority, the nexthop object's id where zebra uses one, gateway, device):
+# read with one unpack when the attribute headers are these, else walked one by one.
+_FAST = {
+    12 + 48: (struct.Struct("=BBBBBBBBI II I4s II II I4s II"),
+              tuple(_header(k) for k in (RTA_TABLE, RTA_DST, RTA_PRIORITY, RTA_NH_ID, RTA_GATEWAY, RTA_OIF))),
+    12 + 40: (struct.Struct("=BBBBBBBBI II I4s II I4s II"),
+              tuple(_header(k) for k in (RTA_TABLE, RTA_DST, RTA_PRIORITY, RTA_GATEWAY, RTA_OIF))),
+}
+# A destination's text by its address and prefix length: a lab has a few thousand
+# destinations, read a million times (bounded: past it, text is made afresh).
+_TEXTS: dict[tuple[bytes, int], str] = {}
+_TEXTS_MAX = 1 << 16
+
+
+def _text(dst: bytes, dst_len: int) -> str:
+    key = (dst, dst_len)
+    text = _TEXTS.get(key)
+    if text is None:
+        text = f"{socket.inet_ntoa(dst)}/{dst_len}"
+        if len(_TEXTS) < _TEXTS_MAX:
+            _TEXTS[key] = text
+    return text
+
+
 def parse_route(payload: memoryview | bytes) -> Route | None:
     """The route of an RTM_NEWROUTE/RTM_DELROUTE payload, or None when it is none of
-    ours to watch (not IPv4, not the main table, not unicast). The attributes are walked
-    inline, every length checked as netlink.attributes does (a 1,000-router lab's
-    watcher reads about a million routes: 5.3 us each here, message walk included, against 7.0)."""
+    ours to watch (not IPv4, not the main table, not unicast). The kernel's common
+    layouts (_FAST) are read at once; any other is walked attribute by attribute, every
+    length checked as netlink.attributes does (a 500-router lab's watcher reads about
+    750,000 routes from its first dumps: 7.2 -> 3.0 us each here, into the table)."""
     n = len(payload)
+    fast = _FAST.get(n)
+    if fast is not None:
+        v = fast[0].unpack_from(payload, 0)
+        if v[9::2] == fast[1]:
+            if v[0] != socket.AF_INET or v[7] != RTN_UNICAST or v[10] != RT_TABLE_MAIN:
+                return None
+            if v[1] > 32:
+                raise Malformed(f"an IPv4 route of prefix length {v[1]}")
+            return Route(_text(v[12], v[1]), v[14], ((v[-3], v[-1]),))
     if n < RTMSG.size:
         raise Malformed(f"a route message of {n} bytes, less than an rtmsg")
     family, dst_len, _, _, table, _, _, rtype, _ = RTMSG.unpack_from(payload, 0)
@@ -136,7 +175,7 @@ def parse_route(payload: memoryview | bytes) -> Route | None:
     hops = multipath if multipath is not None else [(gateway, oif)]
     if nh_id and hops == [(b"", 0)]:  # a nexthop object the kernel did not spell out
         hops = [(b"nh", nh_id)]
-    return Route(f"{socket.inet_ntoa(dst)}/{dst_len}", metric, tuple(sorted(hops)))
+    return Route(_text(dst, dst_len), metric, tuple(sorted(hops)))
 
 
 _ROUTE_ATTRS = {RTA_DST: "RTA_DST", RTA_TABLE: "RTA_TABLE", RTA_PRIORITY: "RTA_PRIORITY",
@@ -195,8 +234,16 @@ class Table:
 
     def feed(self, data: bytes | memoryview, now: float) -> bool:
         """Applies one datagram; True when a dump must be sent (the one under way failed)."""
+        dump, portid = self.dump_seq, self.portid
         try:
             for kind, flags, seq, pid, body in messages(data):
+                if kind == RTM_NEWROUTE and seq == dump and pid == portid and not flags & NLM_F_DUMP_INTR \
+                        and dump is not None:  # a dump's reply (most of what is read): as _route would
+                    self._dump_seen = True
+                    route = parse_route(body)
+                    if route is not None:
+                        self._apply(self._fresh, kind, route)
+                    continue
                 ours = self.dump_seq is not None and seq == self.dump_seq and pid == self.portid
                 if kind in (RTM_NEWROUTE, RTM_DELROUTE):
                     self._route(kind, flags, ours, body, now)
@@ -239,6 +286,10 @@ class Table:
     def _apply(self, table: dict[str, Routes], kind: int, route: Route) -> bool:
         """True when the table changed."""
         old = table.get(route.dst, ())
+        if not old and kind == RTM_NEWROUTE:  # (most: a dump's, a new destination's)
+            new = ((route.metric, self._interned.setdefault(route.hops, route.hops)),)
+            table[route.dst] = self._interned.setdefault(new, new)
+            return True
         others = tuple(r for r in old if r[0] != route.metric)
         if kind == RTM_NEWROUTE:
             new = tuple(sorted((*others, (route.metric, self._interned.setdefault(route.hops, route.hops)))))
