@@ -96,7 +96,8 @@ def test_a_route_parsed_with_its_next_hops():
 
 
 def kernel(dst: str, via: str, oif: int, *, nh: int | None = None, metric: int = 20, table: int = 254,
-           rtype: int = 1, family: int = 2, plen: int | None = None, extra: tuple[int, int] | None = None) -> bytes:
+           rtype: int = 1, family: int = 2, plen: int | None = None, extra: tuple[int, int] | None = None,
+           multipath: list[tuple[str, int]] | None = None) -> bytes:
     """A route as the kernel writes one (fib_dump_info's order: table, destination,
     priority, the nexthop object's id, gateway, device), which parse_route reads at once."""
     net, bits = dst.split("/")
@@ -108,6 +109,9 @@ def kernel(dst: str, via: str, oif: int, *, nh: int | None = None, metric: int =
         body += attr(rw.RTA_NH_ID, struct.pack("I", nh))
     if extra is not None:  # another 4-byte attribute in its place (RTA_FLOW, say)
         body += attr(extra[0], struct.pack("I", extra[1]))
+    if multipath is not None:
+        hops = b"".join(struct.pack("HBBi", 16, 0, 0, idx) + attr(rw.RTA_GATEWAY, ip(gw)) for gw, idx in multipath)
+        return body + attr(rw.RTA_MULTIPATH, hops)
     return body + attr(rw.RTA_GATEWAY, ip(via)) + attr(rw.RTA_OIF, struct.pack("I", oif))
 
 
@@ -116,14 +120,25 @@ def test_the_kernels_own_layout_reads_as_the_attribute_walk_does(nh):
     for dst, via, oif, metric in [("10.0.1.0/24", "10.0.0.2", 3, 20), ("10.255.0.9/32", "10.1.2.1", 7, 110),
                                   ("0.0.0.0/0", "10.0.0.1", 1, 0)]:
         fast = kernel(dst, via, oif, nh=nh, metric=metric)
-        assert len(fast) in rw._FAST
+        assert rw._fast(fast, len(fast)) is not False
         if dst == "0.0.0.0/0":  # (the kernel writes no RTA_DST for it: the walk's case)
             continue
         assert rw.parse_route(memoryview(fast)) == rw.parse_route(route(dst, via, oif, metric=metric)) \
             == rw.Route(dst, metric, ((ip(via), oif),))
-    # the same length with another attribute where the nexthop id was: walked, not misread
+    hops = [("10.0.9.2", 4), ("10.0.0.2", 3), ("10.0.5.1", 9)]
+    for k in (1, 2, 3):
+        fast = kernel("10.0.1.0/24", "", 0, nh=nh, multipath=hops[:k])
+        assert rw._fast(fast, len(fast)) is not False
+        assert rw.parse_route(fast) == rw.parse_route(route("10.0.1.0/24", multipath=hops[:k])) \
+            == rw.Route("10.0.1.0/24", 20, tuple(sorted((ip(g), i) for g, i in hops[:k])))
+    # another attribute where the nexthop id was, or in a next hop: walked, not misread
     other = kernel("10.0.1.0/24", "10.0.0.2", 3, extra=(11, 5))  # RTA_FLOW
+    assert rw._fast(other, len(other)) is False
     assert rw.parse_route(other) == rw.Route("10.0.1.0/24", 20, ((ip("10.0.0.2"), 3),))
+    flow = struct.pack("HBBi", 24, 0, 0, 4) + attr(rw.RTA_GATEWAY, ip("10.0.9.2")) + attr(11, b"\0" * 4)
+    odd = kernel("10.0.1.0/24", "", 0, nh=nh, multipath=[])[:-4] + attr(rw.RTA_MULTIPATH, flow)
+    assert rw._fast(odd, len(odd)) is False
+    assert rw.parse_route(odd) == rw.Route("10.0.1.0/24", 20, ((ip("10.0.9.2"), 4),))
 
 
 @pytest.mark.parametrize("kw", [dict(table=255), dict(table=1000), dict(rtype=2), dict(family=10)])

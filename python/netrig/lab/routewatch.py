@@ -94,15 +94,54 @@ def _header(kind: int) -> int:
     return _U32.unpack(_ATTR.pack(8, kind))[0]
 
 
-# The kernel's own layouts of an IPv4 route with one next hop (fib_dump_info: table,
-# destination, priority, the nexthop object's id where zebra uses one, gateway, device):
-# read with one unpack when the attribute headers are these, else walked one by one.
-_FAST = {
-    12 + 48: (struct.Struct("=BBBBBBBBI II I4s II II I4s II"),
-              tuple(_header(k) for k in (RTA_TABLE, RTA_DST, RTA_PRIORITY, RTA_NH_ID, RTA_GATEWAY, RTA_OIF))),
-    12 + 40: (struct.Struct("=BBBBBBBBI II I4s II I4s II"),
-              tuple(_header(k) for k in (RTA_TABLE, RTA_DST, RTA_PRIORITY, RTA_GATEWAY, RTA_OIF))),
-}
+# The kernel's own layout of an IPv4 route (fib_dump_info: table, destination, priority,
+# the nexthop object's id where zebra uses one, then gateway and device, or RTA_MULTIPATH
+# of rtnexthops each with its gateway) is read with a few unpacks (_fast); any other
+# layout is walked attribute by attribute.
+_HEAD = struct.Struct("=BBBBBBBBI II I4s II")  # rtmsg; table, destination, priority (header, value)
+_HEAD_ATTRS = (_header(RTA_TABLE), _header(RTA_DST), _header(RTA_PRIORITY))
+_NH_ID = _header(RTA_NH_ID)
+_PAIR = struct.Struct("=I4sII")  # gateway, device (header, value each)
+_PAIR_ATTRS = (_header(RTA_GATEWAY), _header(RTA_OIF))
+_HOP = struct.Struct("=HBBiI4s")  # an rtnexthop (length, flags, hops, device) and its gateway
+_HOP_SIZE = 16
+_GATEWAY = _header(RTA_GATEWAY)
+
+
+def _fast(payload: memoryview | bytes, n: int) -> Route | None | bool:
+    """parse_route for the kernel's layout; False when the payload is not in it."""
+    if n < _HEAD.size + _PAIR.size:
+        return False
+    v = _HEAD.unpack_from(payload, 0)
+    if (v[9], v[11], v[13]) != _HEAD_ATTRS:
+        return False
+    at = _HEAD.size
+    if _U32.unpack_from(payload, at)[0] == _NH_ID:
+        at += 8
+    rest = n - at
+    if rest == _PAIR.size:
+        gw_attr, gateway, oif_attr, oif = _PAIR.unpack_from(payload, at)
+        if (gw_attr, oif_attr) != _PAIR_ATTRS:
+            return False
+        hops: Hops = ((gateway, oif),)
+    else:
+        head = _U32.unpack_from(payload, at)[0]
+        if head & 0xFFFF != rest or head >> 16 != RTA_MULTIPATH or (rest - 4) % _HOP_SIZE:
+            return False
+        out = []
+        for k in range(at + 4, n, _HOP_SIZE):
+            length, _, _, ifindex, gw_attr, gateway = _HOP.unpack_from(payload, k)
+            if length != _HOP_SIZE or gw_attr != _GATEWAY:
+                return False
+            out.append((gateway, ifindex))
+        hops = tuple(sorted(out))
+    if v[0] != socket.AF_INET or v[7] != RTN_UNICAST or v[10] != RT_TABLE_MAIN:
+        return None
+    if v[1] > 32:
+        raise Malformed(f"an IPv4 route of prefix length {v[1]}")
+    return Route(_text(v[12], v[1]), v[14], hops)
+
+
 # A destination's text by its address and prefix length: a lab has a few thousand
 # destinations, read a million times (bounded: past it, text is made afresh).
 _TEXTS: dict[tuple[bytes, int], str] = {}
@@ -122,19 +161,13 @@ def _text(dst: bytes, dst_len: int) -> str:
 def parse_route(payload: memoryview | bytes) -> Route | None:
     """The route of an RTM_NEWROUTE/RTM_DELROUTE payload, or None when it is none of
     ours to watch (not IPv4, not the main table, not unicast). The kernel's common
-    layouts (_FAST) are read at once; any other is walked attribute by attribute, every
+    layout is read at once (_fast); any other is walked attribute by attribute, every
     length checked as netlink.attributes does (a 500-router lab's watcher reads about
     750,000 routes from its first dumps: 7.2 -> 3.0 us each here, into the table)."""
     n = len(payload)
-    fast = _FAST.get(n)
-    if fast is not None:
-        v = fast[0].unpack_from(payload, 0)
-        if v[9::2] == fast[1]:
-            if v[0] != socket.AF_INET or v[7] != RTN_UNICAST or v[10] != RT_TABLE_MAIN:
-                return None
-            if v[1] > 32:
-                raise Malformed(f"an IPv4 route of prefix length {v[1]}")
-            return Route(_text(v[12], v[1]), v[14], ((v[-3], v[-1]),))
+    fast = _fast(payload, n)
+    if fast is not False:
+        return fast  # type: ignore[return-value]
     if n < RTMSG.size:
         raise Malformed(f"a route message of {n} bytes, less than an rtmsg")
     family, dst_len, _, _, table, _, _, rtype, _ = RTMSG.unpack_from(payload, 0)
