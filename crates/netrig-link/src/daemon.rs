@@ -31,7 +31,7 @@ use crate::control::{Control, Request};
 use crate::corrupt;
 use crate::gso::{self, Segments};
 use crate::rx::Rx;
-use crate::stats::Lateness;
+use crate::stats::{Lateness, LatenessSummary};
 
 mod captures;
 
@@ -91,6 +91,35 @@ pub struct DirState {
     last_host: u64,
 }
 
+/// What a stats line says of a direction, copied under its lock (the line is made
+/// after the lock is let go, so the worker never waits for JSON).
+#[derive(Clone, Copy)]
+struct DirSnapshot {
+    counters: Counters,
+    last: Counters,
+    qdisc: &'static str,
+    queue_packets: usize,
+    queue_bytes: u64,
+    in_flight: usize,
+    drops_host: u64,
+    last_host: u64,
+}
+
+impl DirState {
+    fn snapshot(&self) -> DirSnapshot {
+        DirSnapshot {
+            counters: self.dir.counters,
+            last: self.last,
+            qdisc: self.dir.qdisc_name(),
+            queue_packets: self.dir.queue_packets(),
+            queue_bytes: self.dir.queue_bytes(),
+            in_flight: self.dir.in_flight(),
+            drops_host: self.drops_host,
+            last_host: self.last_host,
+        }
+    }
+}
+
 type Shared = Arc<Mutex<DirState>>;
 /// Lock order: a direction's state (a_to_b before b_to_a), then its capture.
 type SharedCapture = Arc<Mutex<Capture>>;
@@ -142,14 +171,27 @@ impl Worker {
         }
         let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
         let mut next_count = 0;
+        let state = self.state.clone();
         while !STOP.load(Ordering::Relaxed) {
-            let more = self.receive()?;
-            let now = monotonic_ns();
-            if now >= next_count {
-                self.count_host_drops();
-                next_count = now + HOST_DROPS_NS;
-            }
-            let wake = self.release(now, &mut out);
+            // One batch read, then the direction's lock once: its frames arrive, what
+            // is due is taken out; the lock is let go before the send (which may run the
+            // receiver's stack: veth delivers synchronously).
+            let n = self.rx.recv(BATCH)?;
+            let more = n == BATCH;
+            let wake = {
+                let mut st = lock(&state);
+                if n > 0 {
+                    self.receive(&mut st, n);
+                }
+                let now = monotonic_ns();
+                if now >= next_count {
+                    self.count_host_drops(&mut st);
+                    next_count = now + HOST_DROPS_NS;
+                }
+                self.release(&mut st, now, &mut out)
+            };
+            self.recycle_spent();
+            self.send(&mut out);
             let now = monotonic_ns();
             let wake = wake.unwrap_or(u64::MAX).min(now + MAX_SLEEP_NS);
             if more {
@@ -169,15 +211,13 @@ impl Worker {
                 spin_until(wake);
             }
         }
-        self.count_host_drops();
+        self.count_host_drops(&mut lock(&state));
         Ok(())
     }
 
-    fn count_host_drops(&mut self) {
+    fn count_host_drops(&mut self, st: &mut DirState) {
         let (kernel, refused) = self.rx.take_drops();
-        if kernel + refused > 0 {
-            lock(&self.state).drops_host += kernel + refused;
-        }
+        st.drops_host += kernel + refused;
     }
 
     fn sleep(&self, ns: u64) {
@@ -194,18 +234,12 @@ impl Worker {
         unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     }
 
-    /// Takes one batch of what has arrived into the direction; true when the batch was
-    /// full (more may wait). One batch at a time, then releases: what is due leaves
-    /// without waiting for a long backlog to be read, and the frames of a batch are
-    /// still in the cache when they are sent.
-    fn receive(&mut self) -> io::Result<bool> {
-        let n = self.rx.recv(BATCH)?;
-        if n == 0 {
-            return Ok(false);
-        }
+    /// Hands the `n` frames of the batch just read to the direction. One batch at a
+    /// time, then releases: what is due leaves without waiting for a long backlog to
+    /// be read, and the frames of a batch are still in the cache when they are sent.
+    fn receive(&mut self, st: &mut DirState, n: usize) {
         let now = monotonic_ns();
         let real_now = wall_ns();
-        let mut st = lock(&self.state);
         for i in 0..n {
             let Some(f) = self.rx.frame(i) else { continue };
             // When the frame really arrived (the kernel's stamp), not when we got
@@ -219,9 +253,6 @@ impl Worker {
             if data.len() < self.vnet {
                 continue;
             }
-            let (hdr, frame) = data.split_at(self.vnet);
-            let info = ethernet::inspect(frame);
-            let wire = gso::wire(hdr, frame);
             let buf = if data.len() <= COPY_MAX {
                 let mut buf = self.pool.pop().unwrap_or_default();
                 buf.clear();
@@ -238,6 +269,10 @@ impl Worker {
                 let spare = self.big_pool.pop().unwrap_or_else(|| vec![0u8; afpacket::SLOT]);
                 self.rx.take(i, spare)
             };
+            // Read from our copy, which the copy has just brought into the cache.
+            let (hdr, frame) = buf.split_at(self.vnet);
+            let info = ethernet::inspect(frame);
+            let wire = gso::wire(hdr, frame);
             let pkt = Packet {
                 len: wire.bytes,
                 segments: wire.frames,
@@ -253,18 +288,14 @@ impl Worker {
         if st.dir.has_dropped() {
             st.capture_drops(self.dir, self.vnet, &mut self.spent);
         }
-        drop(st);
-        self.recycle_spent();
-        Ok(n == BATCH)
     }
 
-    /// Releases what is due; returns when the direction next needs us.
-    fn release(&mut self, now: u64, out: &mut Vec<(u64, Packet)>) -> Option<u64> {
+    /// Takes what is due out of the direction into `out` (lateness recorded, captures
+    /// fed); returns when the direction next needs us.
+    fn release(&mut self, st: &mut DirState, now: u64, out: &mut Vec<(u64, Packet)>) -> Option<u64> {
         out.clear();
-        let wake = {
-            let mut guard = lock(&self.state);
-            let st = &mut *guard;
-            st.dir.poll(now, out);
+        st.dir.poll(now, out);
+        if !out.is_empty() {
             // Lateness is taken as the frames are handed to the kernel (the send itself
             // may run the receiver's stack: veth delivers synchronously).
             let at = monotonic_ns();
@@ -292,12 +323,15 @@ impl Worker {
                     c.delivered(self.dir, at, hdr, frame, p.duplicated, p.corrupted);
                 }
             }
-            if st.dir.has_dropped() {
-                st.capture_drops(self.dir, vnet, &mut self.spent);
-            }
-            st.dir.next_wakeup()
-        };
-        self.recycle_spent();
+        }
+        if st.dir.has_dropped() {
+            st.capture_drops(self.dir, self.vnet, &mut self.spent);
+        }
+        st.dir.next_wakeup()
+    }
+
+    /// Sends what [`Worker::release`] took out, and keeps the buffers.
+    fn send(&mut self, out: &mut Vec<(u64, Packet)>) {
         if !out.is_empty() {
             // A full device queue drops frames, as a wire would.
             let _ = self.tx.send_batch(out.iter().map(|(_, p)| p.data.as_slice()));
@@ -305,7 +339,6 @@ impl Worker {
                 self.recycle(p.data);
             }
         }
-        wake
     }
 }
 
@@ -365,6 +398,8 @@ pub struct Daemon {
     pub events: bool,
     seed: u64,
     realtime: bool,
+    /// A stats window's histogram, swapped with a direction's at each sample.
+    spare_window: Option<Lateness>,
 }
 
 fn read_trace(spec: &mut DirectionSpec) -> io::Result<()> {
@@ -465,6 +500,7 @@ impl Daemon {
             events: cfg.events,
             seed: cfg.seed,
             realtime: cfg.realtime,
+            spare_window: None,
         };
         for p in &cfg.pcap {
             daemon.start_pcap(&p.link, dir_index(&p.dir).unwrap_or(0), Some(&p.path))?;
@@ -571,9 +607,18 @@ impl Daemon {
         unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as u64, &ts, std::ptr::null()) };
     }
 
-    fn direction_json(&self, l: &Link, d: usize, st: &DirState, now: u64, span_ns: Option<u64>) -> Value {
-        let dir = &st.dir;
-        let c = dir.counters;
+    /// A direction's figures: since the last sample (`span_ns`), or in all with its
+    /// `lateness`.
+    fn direction_json(
+        &self,
+        l: &Link,
+        d: usize,
+        st: &DirSnapshot,
+        now: u64,
+        span_ns: Option<u64>,
+        lateness: Option<LatenessSummary>,
+    ) -> Value {
+        let c = st.counters;
         let base = if span_ns.is_some() {
             st.last
         } else {
@@ -582,8 +627,8 @@ impl Daemon {
         let delta = |a: u64, b: u64| a.saturating_sub(b);
         let mut v = json!({
             "t": (self.t(now) * 1e6).round() / 1e6,
-            "link": l.name, "dir": DIRS[d], "up": l.up, "qdisc": dir.qdisc_name(),
-            "queue_packets": dir.queue_packets(), "queue_bytes": dir.queue_bytes(), "in_flight": dir.in_flight(),
+            "link": l.name, "dir": DIRS[d], "up": l.up, "qdisc": st.qdisc,
+            "queue_packets": st.queue_packets, "queue_bytes": st.queue_bytes, "in_flight": st.in_flight,
             "arrived": delta(c.arrived, base.arrived),
             "departed": delta(c.departed, base.departed),
             "delivered": delta(c.delivered, base.delivered),
@@ -604,8 +649,9 @@ impl Daemon {
             } else {
                 0.0
             });
-        } else {
-            v["lateness"] = json!(st.lateness.summary());
+        }
+        if let Some(late) = lateness {
+            v["lateness"] = json!(late);
         }
         v
     }
@@ -626,27 +672,37 @@ impl Daemon {
 
     fn sample(&mut self, now: u64, span: u64) -> io::Result<()> {
         let mut lines = vec![];
+        // The window's histogram is swapped for the spare under the lock and read and
+        // emptied after it: the worker waits for neither.
+        let mut window = self
+            .spare_window
+            .take()
+            .unwrap_or_else(|| Lateness::new(LATE_BUDGET_NS));
         for l in &self.links {
             for (d, shared) in l.dirs.iter().enumerate() {
-                let mut st = lock(shared);
-                let w = st.dir.take_sojourn();
-                let late = st.window.summary();
-                st.window.reset();
-                let mut v = self.direction_json(l, d, &st, now, Some(span));
+                let (snap, w, events) = {
+                    let mut st = lock(shared);
+                    std::mem::swap(&mut st.window, &mut window);
+                    let snap = st.snapshot();
+                    st.last = st.dir.counters;
+                    st.last_host = st.drops_host;
+                    let events = if self.events { st.dir.take_events() } else { vec![] };
+                    (snap, st.dir.take_sojourn(), events)
+                };
+                let late = window.summary();
+                window.reset();
+                let mut v = self.direction_json(l, d, &snap, now, Some(span), None);
                 v["dequeued"] = json!(w.count);
                 v["sojourn_mean_us"] = json!(w.mean_ns() as f64 / 1e3);
                 v["sojourn_max_us"] = json!(w.max_ns as f64 / 1e3);
                 v["late_p99_us"] = json!(late.p99_us);
                 lines.push(v.to_string());
-                st.last = st.dir.counters;
-                st.last_host = st.drops_host;
-                if self.events {
-                    for e in st.dir.take_events() {
-                        lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());
-                    }
+                for e in events {
+                    lines.push(json!({ "event": e, "link": l.name, "dir": DIRS[d] }).to_string());
                 }
             }
         }
+        self.spare_window = Some(window);
         self.emit(&lines)
     }
 
@@ -663,7 +719,7 @@ impl Daemon {
                     st.capture_drops(d, self.vnet, &mut vec![]);
                 }
                 all.merge(&st.lateness);
-                per.push(self.direction_json(l, d, &st, now, None));
+                per.push(self.direction_json(l, d, &st.snapshot(), now, None, Some(st.lateness.summary())));
                 if let Some(p) = st.pcap.as_mut() {
                     p.flush()?;
                 }
@@ -714,8 +770,8 @@ impl Daemon {
                     all.merge(&a.lateness);
                     all.merge(&b.lateness);
                     links.push(json!({ "link": l.name, "up": l.up,
-                        "a_to_b": self.direction_json(l, 0, &a, now, None),
-                        "b_to_a": self.direction_json(l, 1, &b, now, None),
+                        "a_to_b": self.direction_json(l, 0, &a.snapshot(), now, None, Some(a.lateness.summary())),
+                        "b_to_a": self.direction_json(l, 1, &b.snapshot(), now, None, Some(b.lateness.summary())),
                         "spec": { "a_to_b": a.spec, "b_to_a": b.spec } }));
                 }
                 json!({ "ok": true, "links": links, "lateness": all.summary(),

@@ -40,7 +40,9 @@ impl Lateness {
 
     /// Empties the histogram (keeps the budget and the buckets' memory).
     pub fn reset(&mut self) {
-        self.counts.fill(0);
+        // Only the buckets up to the largest lateness recorded were touched.
+        let top = ((self.max_ns / 1000) as usize).min(BUCKETS - 1);
+        self.counts[..=top].fill(0);
         self.over = 0;
         self.total = 0;
         self.max_ns = 0;
@@ -116,7 +118,12 @@ mod tests {
         assert_eq!(s.over_budget, 1);
         l.reset();
         assert_eq!(l.summary(), LatenessSummary::default());
+        assert!(l.counts.iter().all(|&c| c == 0));
         l.record(2_500);
         assert_eq!((l.summary().count, l.summary().p50_us), (1, 2.0));
+        // a reset after small latenesses only clears what they touched, and all of it
+        l.record(9_999_999);
+        l.reset();
+        assert!(l.counts.iter().all(|&c| c == 0));
     }
 }

@@ -8,7 +8,7 @@
 //! netem's `reorder P gap G` sends one packet in G (with chance P) without delay.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::link::packet::Packet;
 use crate::link::rng::{normal_quantile, Correlated, Rng};
@@ -141,8 +141,14 @@ impl Ord for Entry {
 }
 
 /// Packets in flight, released in order of delivery time (ties in arrival order).
+///
+/// Without jitter, delivery times come in order: those packets wait in a FIFO (a push
+/// and a pop move one packet, where a heap's sift moves several). A packet due before
+/// the FIFO's last (jitter, reordering) goes to a heap; the earlier of the two heads
+/// leaves first, ties by arrival, so the order is the heap's alone would give.
 #[derive(Debug, Default)]
 pub struct DelayLine {
+    fifo: VecDeque<Entry>,
     heap: BinaryHeap<Entry>,
     seq: u64,
     bytes: u64,
@@ -152,33 +158,57 @@ impl DelayLine {
     pub fn push(&mut self, at: u64, pkt: Packet) {
         self.seq += 1;
         self.bytes += pkt.len as u64;
-        self.heap.push(Entry {
+        let e = Entry {
             at,
             seq: self.seq,
             pkt,
-        });
+        };
+        // In order with the FIFO's last (same time: later arrival, so after it).
+        if self.fifo.back().is_none_or(|b| b.at <= at) {
+            self.fifo.push_back(e);
+        } else {
+            self.heap.push(e);
+        }
+    }
+
+    /// Whether the FIFO's head leaves before the heap's (Entry's order is reversed).
+    fn fifo_first(&self) -> Option<bool> {
+        match (self.fifo.front(), self.heap.peek()) {
+            (Some(f), Some(h)) => Some(f > h),
+            (Some(_), None) => Some(true),
+            (None, Some(_)) => Some(false),
+            (None, None) => None,
+        }
     }
 
     pub fn next_at(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.at)
+        if self.fifo_first()? {
+            self.fifo.front().map(|e| e.at)
+        } else {
+            self.heap.peek().map(|e| e.at)
+        }
     }
 
-    /// The next packet due by `now`, with its delivery time.
+    /// The next packet due by `now_ns`, with its delivery time.
     pub fn pop_due(&mut self, now_ns: u64) -> Option<(u64, Packet)> {
-        if self.heap.peek()?.at > now_ns {
+        if self.next_at()? > now_ns {
             return None;
         }
-        let e = self.heap.pop()?;
+        let e = if self.fifo_first()? {
+            self.fifo.pop_front()?
+        } else {
+            self.heap.pop()?
+        };
         self.bytes -= e.pkt.len as u64;
         Some((e.at, e.pkt))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.fifo.len() + self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.fifo.is_empty() && self.heap.is_empty()
     }
 
     pub fn bytes(&self) -> u64 {
@@ -283,5 +313,48 @@ mod tests {
         let got: Vec<u64> = std::iter::from_fn(|| l.pop_due(100)).map(|(_, p)| p.id).collect();
         assert_eq!(got, vec![2, 3, 1]);
         assert_eq!(l.bytes(), 0);
+    }
+
+    #[test]
+    fn the_line_releases_as_one_heap_would_whatever_the_order_of_times() {
+        // Times mostly in order with some out of order (jitter), and ties: every pop
+        // gives what a plain heap of (time, arrival) gives, polled at random times.
+        let mut rng = Rng::new(11);
+        let mut l = DelayLine::default();
+        let mut reference: BinaryHeap<Entry> = BinaryHeap::new();
+        let (mut t, mut seq, mut now) = (1_000u64, 0u64, 0u64);
+        for i in 0..20_000u32 {
+            t += rng.below(3) * 100;
+            let at = if rng.below(5) == 0 {
+                t.saturating_sub(rng.below(1_000))
+            } else {
+                t
+            };
+            seq += 1;
+            l.push(at, Packet::sized(seq, 100 + i % 7, 0));
+            reference.push(Entry {
+                at,
+                seq,
+                pkt: Packet::sized(seq, 0, 0),
+            });
+            if rng.below(4) == 0 {
+                now += rng.below(400);
+                loop {
+                    let want = reference.peek().filter(|e| e.at <= now).map(|e| (e.at, e.seq));
+                    let got = l.pop_due(now).map(|(at, p)| (at, p.id));
+                    assert_eq!(got, want, "push {i}, now {now}");
+                    if want.is_none() {
+                        break;
+                    }
+                    reference.pop();
+                }
+                assert_eq!(l.len(), reference.len());
+                assert_eq!(l.next_at(), reference.peek().map(|e| e.at));
+            }
+        }
+        while let Some(e) = reference.pop() {
+            assert_eq!(l.pop_due(u64::MAX).map(|(at, p)| (at, p.id)), Some((e.at, e.seq)));
+        }
+        assert!(l.is_empty() && l.bytes() == 0);
     }
 }

@@ -172,6 +172,9 @@ impl Direction {
 
     /// Counts the queue's drops (made at `now_ns`), records and keeps them.
     fn account_drops(&mut self, now_ns: u64) {
+        if self.scratch.is_empty() {
+            return; // the common case, once or twice a packet
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         for (p, cause) in scratch.drain(..) {
             match cause {
@@ -256,7 +259,7 @@ impl Direction {
     /// Starts every transmission whose time has come, in virtual time.
     fn service(&mut self, now_ns: u64) {
         self.clock = self.clock.max(now_ns);
-        while self.qdisc.len_packets() > 0 && self.free_at <= now_ns {
+        while self.free_at <= now_ns && self.qdisc.len_packets() > 0 {
             let t = self.free_at.max(self.last_arrival);
             let before = self.qdisc.stats().ecn_marks;
             let next = self.qdisc.dequeue(t, &mut self.rng, &mut self.scratch);
