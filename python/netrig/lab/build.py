@@ -376,6 +376,7 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
             else "it started after the lab was told to stop"
         said.extend(f"killed {p.name} (pid {p.pid}): {why}" for p in done.killed)
         errors.extend(f"{p.name} (pid {p.pid}) is still there {procs.KILL_WAIT_S:g} s after SIGKILL"
+                      + (f" (in the kernel: {w})" if (w := procs.in_kernel(p.pid)) else "")
                       for p in done.left)
         stuck.update(done.left)
 

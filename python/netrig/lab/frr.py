@@ -370,8 +370,9 @@ def stop_all(named: list[tuple[str, int, int]], wait_s: float = STOP_WAIT_S) -> 
     group = [procs.Proc(p, s, n) for n, p, s in named]
     done = procs.stop(group, grace_s=wait_s)
     procs.collect(group)  # (daemons this process started are its children: procs.adopting)
-    return [p.name for p in done.killed] + [f"{p.name} (pid {p.pid}: still there after SIGKILL)"
-                                            for p in done.left]
+    return [p.name for p in done.killed] + [
+        f"{p.name} (pid {p.pid}: still there after SIGKILL"
+        + (f", in the kernel: {w})" if (w := procs.in_kernel(p.pid)) else ")") for p in done.left]
 
 
 def strays(lab_dir: Path) -> list[procs.Proc]:
