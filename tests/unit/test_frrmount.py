@@ -5,6 +5,7 @@ tests/net/test_routing.py (test_down_leaves_nothing_of_frr)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -100,3 +101,17 @@ def test_release_says_which_unmount_failed_and_removes_nothing(monkeypatch, tmp_
     assert frrmount.release(lab) == [f"umount {lab}/frrns/mnt: Operation not permitted"]
     assert calls == [(f"{lab}/frrns/mnt".encode(), frrmount.MNT_DETACH | frrmount.UMOUNT_NOFOLLOW)]
     assert (lab / "frrns").is_dir()
+
+
+def test_a_refused_mount_says_what_netrig_needs(monkeypatch):
+    monkeypatch.setattr(frrmount.ctypes, "get_errno", lambda: errno.EPERM)
+    e = frrmount._fail("unshare")
+    assert str(e) == ("FRR's mount namespace: unshare: Operation not permitted (netrig needs root with "
+                      "CAP_SYS_ADMIN for it: in a container, one allowed to mount)")
+    monkeypatch.setattr(frrmount.ctypes, "get_errno", lambda: errno.EINVAL)
+    assert str(frrmount._fail("joining x")) == "FRR's mount namespace: joining x: Invalid argument"
+
+
+def test_a_daemon_of_a_lab_without_its_namespace_is_refused(tmp_path):
+    with pytest.raises(frrmount.FrrMountError, match=f"{tmp_path}/frrns/mnt: No such file.*'netrig down'"):
+        frrmount.enter(tmp_path)

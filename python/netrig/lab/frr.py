@@ -261,7 +261,7 @@ def _in_netns(ns: str, lab_dir: Path, argv: list[str], out, router: str) -> subp
 
     try:
         return netns.run_in(ns, run)
-    except netns.NetnsError as e:
+    except (netns.NetnsError, frrmount.FrrMountError) as e:
         raise LabError(f"router {router}: {e}") from None
 
 

@@ -30,6 +30,7 @@ This module owns that namespace, from its making to its unmounting, and nothing 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import stat
 import threading
@@ -121,7 +122,9 @@ def _mounted(top: Path) -> list[str]:
 
 def _fail(what: str) -> FrrMountError:
     err = ctypes.get_errno()
-    return FrrMountError(f"FRR's mount namespace: {what}: {os.strerror(err)}")
+    hint = (" (netrig needs root with CAP_SYS_ADMIN for it: in a container, one allowed to "
+            "mount)") if err == errno.EPERM else ""
+    return FrrMountError(f"FRR's mount namespace: {what}: {os.strerror(err)}{hint}")
 
 
 def _check_tmpdir(st: os.stat_result, uid: int) -> str | None:
