@@ -98,6 +98,41 @@ def stop(procs: list[Proc], grace_s: float = 5.0, kill_wait_s: float = KILL_WAIT
         fds.clear()
 
 
+# Frames of /proc/PID/stack that say only that a task sleeps or entered the kernel.
+_SLEEP_FRAMES = ("__schedule", "schedule", "io_schedule", "do_syscall_64", "entry_SYSCALL",
+                 "__x64_sys_", "x64_sys_call", "__do_sys_", "ret_from_fork")
+
+
+def kernel_frames(stack: str, most: int = 4) -> str:
+    """/proc/PID/stack's text ("[<0>] rtnl_lock+0x15/0x20", a frame a line, innermost
+    first) as its `most` innermost frames that say what the task waits for: "a < b"."""
+    names = []
+    for line in stack.splitlines():
+        name = line.split("]", 1)[-1].strip().split("+", 1)[0]
+        if name and not name.startswith(_SLEEP_FRAMES):
+            names.append(name)
+    return " < ".join(names[:most])
+
+
+def in_kernel(pid: int, tasks: int = 64) -> str:
+    """Where the threads of `pid` wait in the kernel: each distinct `kernel_frames` of
+    /proc/PID/task/*/stack (root's to read; at most `tasks` threads), "; " between them,
+    "" if none can be read. What a process still there after SIGKILL is blocked on."""
+    seen: list[str] = []
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)[:tasks]
+    except (OSError, ValueError):
+        return ""
+    for tid in tids:
+        try:
+            where = kernel_frames(Path(f"/proc/{pid}/task/{tid}/stack").read_text())
+        except OSError:
+            continue
+        if where and where not in seen:
+            seen.append(where)
+    return "; ".join(seen)
+
+
 REAP_WAIT_S = 3.0  # how long `reaped` waits for PID 1 to collect exited orphans
 _PR_SET_CHILD_SUBREAPER = 36
 

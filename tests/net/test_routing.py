@@ -3,7 +3,9 @@ netrig-link, one through a bridge) converges, every host reaches every host, equ
 costs give a multipath route; a silent link failure and a carrier loss reroute within
 the dead interval; two ASes over eBGP (iBGP over OSPF inside one) converge; `netrig up`
 waits and says so, or fails and leaves the lab up; and nothing of FRR is left after
-`down`, nor after `clean` of a lab whose netrig was killed with SIGKILL."""
+`down` (its daemons kept their /var/tmp/frr on the lab's tmpfs, none on the host's, and
+nothing of the lab stays mounted), nor after `clean` of a lab whose netrig was killed
+with SIGKILL."""
 
 from __future__ import annotations
 
@@ -244,12 +246,34 @@ def test_down_leaves_nothing_of_frr():
     daemons = [(pid, started) for ds in net.state.frr.values() for pid, started in ds.values()]
     try:
         assert len(named(routers)) == 8 == len(daemons)  # zebra and ospfd on four routers
+        # Each sees /var/tmp/frr as the lab's tmpfs (FRR's, 0700), keeps its directory
+        # there (zebra.PID, ospfd.PID: PIDs before they daemonized), none on the host's.
+        # (By device: the host's may hold other labs' leftovers of the same names.)
+        host = os.stat("/var/tmp/frr").st_dev
+        seen: set[str] = set()
+        for pid, _ in daemons:
+            tmp = [x.split(" - ")[1].split() for x in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+                   if x.split()[4] == "/var/tmp/frr"]
+            assert tmp and tmp[-1][0] == "tmpfs" and "mode=700" in tmp[-1][2], tmp
+            root = Path(f"/proc/{pid}/root/var/tmp/frr")
+            seen |= set(os.listdir(root))
+            assert all((root / x).stat().st_dev != host for x in os.listdir(root))
+        assert sorted(x.split(".")[0] for x in seen) == ["ospfd"] * 4 + ["zebra"] * 4, seen
+        assert mounted(lab) == [f"{lab}/frrns/mnt", f"{lab}/frrns"]
     finally:
         assert net.stop() == []
     assert named(routers) == [] and not routers.exists() and namespaces(prefix) == []
+    assert mounted(lab) == []  # the namespace unbound: its tmpfs went with its last daemon
     # Not even <defunct> in ps: down waits until PID 1 has collected the daemons (orphans).
     assert [pid for pid, started in daemons if procs.start_time(pid) == started] == []
     assert not lab.exists() and not any(Path("/etc/netns").glob(prefix + "-*"))
+
+
+def mounted(lab_dir: Path) -> list[str]:
+    """What is mounted under the lab's directory (its FRR mount namespace), deepest first."""
+    from netrig.lab import frrmount
+
+    return frrmount.mounts_under(Path("/proc/self/mountinfo").read_text(), str(lab_dir))
 
 
 def still_running(pid: int, started: int) -> bool:
@@ -358,6 +382,7 @@ def test_clean_after_sigkill_of_netrig_up_leaves_nothing(tmp_path):
         assert p.returncode == 0 and f"removed lab '{prefix}'" in p.stdout, p.stdout + p.stderr
         assert named(routers) == []  # clean returned once they had all exited
         assert not lab.exists() and not routers.exists() and namespaces(prefix) == [extra]
+        assert mounted(lab) == []  # its FRR mount namespace too
     finally:
         if up.poll() is None:
             up.kill()

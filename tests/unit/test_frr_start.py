@@ -1,8 +1,9 @@
 """How a routed lab starts FRR, without running it: the lab's state saved in batches
 as routers' daemons start (what a crash between saves leaves, `frr.strays` finds: see
-tests/net/test_routing.py), each daemon started in its router's network namespace only
-(no `ip netns exec`, no mount namespace), every zebra before any other daemon, and
-vtysh run in no namespace of the lab's."""
+tests/net/test_routing.py), each daemon started in its router's network namespace and
+the lab's FRR mount namespace (no `ip netns exec`, no mount namespace per daemon), that
+namespace made once before any daemon, every zebra before any other daemon, and vtysh
+run in no namespace of the lab's."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def test_a_failed_start_saves_nothing_more_and_keeps_what_it_recorded(monkeypatc
 
 # The daemons: started in the router's network namespace only, zebras first.
 
-def test_a_daemon_starts_in_its_network_namespace_without_ip_netns_exec(monkeypatch, tmp_path):
+def test_a_daemon_starts_in_its_network_and_the_labs_mount_namespace_without_ip_netns_exec(
+        monkeypatch, tmp_path):
     from netrig.lab import frr
 
     lab = tmp_path / "labs" / "sv"
@@ -93,17 +95,19 @@ def test_a_daemon_starts_in_its_network_namespace_without_ip_netns_exec(monkeypa
     joined: list[str] = []  # the namespaces a thread joined, to run what follows
 
     def run(argv, **kw):
-        ran.append((joined[-1], argv))
+        ran.append((joined[-1], joined[-2], argv))
         (d / "zebra.pid").write_text(f"{os.getpid()}\n")
         return subprocess.CompletedProcess(argv, 0)
 
     monkeypatch.setattr(frr.netns, "run_in", lambda ns, fn: (joined.append(ns), fn())[1])
+    monkeypatch.setattr(frr.frrmount, "enter", lambda lab_dir: joined.append(f"mount {lab_dir}"))
     monkeypatch.setattr(frr.subprocess, "run", run)
     monkeypatch.setattr(frr, "_rel", lambda lab_dir, *names: (tmp_path, "/".join(("frr", "sv", *names))))
     pid, started = frr._start_daemon(lab, "r1", "sv-r1", "zebra")
-    (ns, argv), = ran
+    (mount, ns, argv), = ran
     assert ns == "sv-r1" and argv[0] == str(frr.frr_dir() / "zebra") and "netns" not in argv
     assert argv[argv.index("--limit-fds") + 1] == "1024"
+    assert mount == f"mount {lab}"  # joined in the thread that joined sv-r1, before it ran
     assert pid == os.getpid() and started == frr.start_time(os.getpid())
 
 
@@ -125,9 +129,13 @@ def test_every_zebra_starts_before_any_other_daemon(monkeypatch):
     monkeypatch.setattr(frr, "_start_daemon",
                         lambda lab_dir, r, ns, name, fds: (order.append((r, name)), fds_of.setdefault(name, fds),
                                                            [len(order), 7])[2])
+    monkeypatch.setattr(frr, "ids", lambda: (105, 113, {113}))
+    monkeypatch.setattr(frr.frrmount, "make", lambda lab_dir, uid, gid, size:
+                        order.append(("lab", f"mount ns {lab_dir} {uid}:{gid} {size >> 20} MiB")))
     recorded: dict[str, list] = {}
-    frr.start(plan, None, {r: f"w-{r}" for r in t.dynamic},
+    frr.start(plan, "LAB", {r: f"w-{r}" for r in t.dynamic},
               lambda r, ds: recorded.setdefault(r, []).append(sorted(ds)), workers=2)
+    assert order.pop(0) == ("lab", "mount ns LAB 105:113 64 MiB")  # once, before any daemon
     zebras = [k for k, (_, name) in enumerate(order) if name == "zebra"]
     assert len(zebras) == 3 and max(zebras) < min(k for k, (_, n) in enumerate(order) if n != "zebra")
     for r in ("r1", "r2", "r3"):  # its zebra's socket waited for, then ospfd, then bgpd

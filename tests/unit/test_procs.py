@@ -109,3 +109,38 @@ def test_stop_reads_pidfds_past_select_s_limit_of_1024():
             os.close(fd)
         os.close(null)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+STACK = """\
+[<0>] __schedule+0x3c1/0x1090
+[<0>] schedule+0x27/0xf0
+[<0>] schedule_preempt_disabled+0x15/0x30
+[<0>] __mutex_lock.constprop.0+0x3b7/0x6d0
+[<0>] rtnl_lock+0x15/0x20
+[<0>] ip_mc_drop_socket+0x2a/0xb0
+[<0>] inet_release+0x3a/0x80
+[<0>] __sock_release+0x3d/0xb0
+[<0>] do_exit+0x2ce/0xab0
+[<0>] do_syscall_64+0x71/0x280
+[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e
+"""
+
+
+def test_where_a_task_waits_is_its_innermost_frames_past_the_scheduler():
+    assert procs.kernel_frames(STACK) == "__mutex_lock.constprop.0 < rtnl_lock < ip_mc_drop_socket < inet_release"
+    assert procs.kernel_frames(STACK, most=2) == "__mutex_lock.constprop.0 < rtnl_lock"
+    assert procs.kernel_frames("[<0>] do_syscall_64+0x71/0x280\n\n") == ""
+    assert procs.kernel_frames("") == ""
+
+
+def test_where_a_sleeping_child_waits_in_the_kernel_is_read_from_proc():
+    p = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        where = procs.in_kernel(p.pid)
+        readable = os.access(f"/proc/{p.pid}/task/{p.pid}/stack", os.R_OK) and os.geteuid() == 0
+        assert ("nanosleep" in where) if readable else where == "", where
+    finally:
+        end(p, grace_s=0.1)
+    assert procs.in_kernel(p.pid) == ""  # gone: nothing to say

@@ -376,6 +376,7 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
             else "it started after the lab was told to stop"
         said.extend(f"killed {p.name} (pid {p.pid}): {why}" for p in done.killed)
         errors.extend(f"{p.name} (pid {p.pid}) is still there {procs.KILL_WAIT_S:g} s after SIGKILL"
+                      + (f" (in the kernel: {w})" if (w := procs.in_kernel(p.pid)) else "")
                       for p in done.left)
         stuck.update(done.left)
 
@@ -413,7 +414,7 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
         said.append(f"{len(zombies)} of the lab's processes have exited but PID 1 has not "
                     f"collected them after {procs.REAP_WAIT_S:g} s (ps lists them as <defunct>): "
                     + ", ".join(f"{p.name} (pid {p.pid})" for p in zombies[:5]))
-    frr.remove(st.dir)
+    errors += frr.remove(st.dir)  # (and its FRR mount namespace: netrig.lab.frrmount)
     safefs.remove_tree(st.dir, "bin", safefs.PRIVATE)  # tc's shim (netrig.lab.tcshim), if installed
     web = st.dir / "web"  # web flows' nginx files (exp/execute/webserver.py), if a killed run left them
     if web.is_dir() and not web.is_symlink():
