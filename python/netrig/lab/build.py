@@ -238,13 +238,21 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             for e in (x, y):
                 devs[e.ns].append(e.dev)
     bridges = bridge_names(plan)
+    # Every bridge made before any port joins one: the ports' requests then follow each
+    # other without a wait for a new bridge's index between them.
+    joins: dict[str, list[str]] = {}
     for node, kind in topo.nodes.items():
-        ns = node_ns[node]
         if kind == "switch":
             br = bridges[node]
-            per_ns[ns] += [f"link add {br} type bridge stp_state 0 forward_delay 0"]
-            per_ns[ns] += [f"link set {d} master {br}" for d in ports[node]]
-            per_ns[ns] += [f"link set {br} up"]
+            per_ns[node_ns[node]].append(f"link add {br} type bridge stp_state 0 forward_delay 0")
+            joins.setdefault(node_ns[node], []).extend(f"link set {d} master {br}" for d in ports[node])
+    for node, kind in topo.nodes.items():
+        if kind == "switch":
+            joins[node_ns[node]].append(f"link set {bridges[node]} up")
+    for ns, lines in joins.items():
+        per_ns[ns] += lines
+    for node, kind in topo.nodes.items():
+        ns = node_ns[node]
         for iface in plan.ifaces[node]:
             per_ns[ns].append(f"addr add {iface.addr} dev {iface.name}")
         if node in plan.loopbacks:
