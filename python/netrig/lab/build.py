@@ -212,6 +212,13 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
                         "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
         if kind == "router":
             settings[ns]["net.ipv4.ip_forward"] = "1"
+        if kind == "switch":
+            # A bridge (multicast snooping on, the default) joins 224.0.0.106 when it goes
+            # up, and the switches' namespace, which has no address, would report it: two
+            # IGMPv3 reports per bridge, each flooded through every bridge they reach and
+            # to every host on them (1,000 switches in a chain: ~4 million frames, ~0.75
+            # CPU-s as the lab comes up). Link-local groups are not reported from here.
+            settings[ns]["net.ipv4.igmp_link_local_mcast_reports"] = "0"
     netns.add(st.namespaces, settings)
     say(f"{len(st.namespaces)} namespaces")
     ends = _ends(plan, st.prefix)
