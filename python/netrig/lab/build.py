@@ -29,6 +29,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -270,7 +271,12 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
         per_ns[node_ns[node]] += [
             f"route add {'default' if r.dest.prefixlen == 0 else r.dest} via {r.via} dev {r.dev}"
             for r in routes]
-    netns.ip_batch(root)
+    # /etc/netns/NS/hosts written while `ip` makes the veths (a process of its own,
+    # waited for here): file work that needs no rtnl lock, on the core ip leaves idle.
+    with ThreadPoolExecutor(1, thread_name_prefix="hosts") as pool:
+        hosts = pool.submit(netns.write_hosts, list(dict.fromkeys(node_ns.values())), plan.hosts_file())
+        netns.ip_batch(root)
+        hosts.result()
     say(f"{len(root)} veth pairs")
     # The switches' namespace first: it has most of the work (every bridge and port).
     order = sorted(per_ns, key=lambda ns: -len(per_ns[ns]))
@@ -278,7 +284,6 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     netns.configure(work)
     netns.sync_links({ns: ds for ns, ds in devs.items()})
     _wait_bridges(sorted({node_ns[n] for n, k in topo.nodes.items() if k == "switch"}))
-    netns.write_hosts(list(dict.fromkeys(node_ns.values())), plan.hosts_file())
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
     if topo.backend == "kernel":
         for i, link in enumerate(topo.links):
