@@ -29,6 +29,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,6 +213,13 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
                         "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
         if kind == "router":
             settings[ns]["net.ipv4.ip_forward"] = "1"
+        if kind == "switch":
+            # A bridge (multicast snooping on, the default) joins 224.0.0.106 when it goes
+            # up, and the switches' namespace, which has no address, would report it: two
+            # IGMPv3 reports per bridge, each flooded through every bridge they reach and
+            # to every host on them (1,000 switches in a chain: ~4 million frames, ~0.75
+            # CPU-s as the lab comes up). Link-local groups are not reported from here.
+            settings[ns]["net.ipv4.igmp_link_local_mcast_reports"] = "0"
     netns.add(st.namespaces, settings)
     say(f"{len(st.namespaces)} namespaces")
     ends = _ends(plan, st.prefix)
@@ -238,13 +246,21 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
             for e in (x, y):
                 devs[e.ns].append(e.dev)
     bridges = bridge_names(plan)
+    # Every bridge made before any port joins one: the ports' requests then follow each
+    # other without a wait for a new bridge's index between them.
+    joins: dict[str, list[str]] = {}
     for node, kind in topo.nodes.items():
-        ns = node_ns[node]
         if kind == "switch":
             br = bridges[node]
-            per_ns[ns] += [f"link add {br} type bridge stp_state 0 forward_delay 0"]
-            per_ns[ns] += [f"link set {d} master {br}" for d in ports[node]]
-            per_ns[ns] += [f"link set {br} up"]
+            per_ns[node_ns[node]].append(f"link add {br} type bridge stp_state 0 forward_delay 0")
+            joins.setdefault(node_ns[node], []).extend(f"link set {d} master {br}" for d in ports[node])
+    for node, kind in topo.nodes.items():
+        if kind == "switch":
+            joins[node_ns[node]].append(f"link set {bridges[node]} up")
+    for ns, lines in joins.items():
+        per_ns[ns] += lines
+    for node, kind in topo.nodes.items():
+        ns = node_ns[node]
         for iface in plan.ifaces[node]:
             per_ns[ns].append(f"addr add {iface.addr} dev {iface.name}")
         if node in plan.loopbacks:
@@ -255,7 +271,12 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
         per_ns[node_ns[node]] += [
             f"route add {'default' if r.dest.prefixlen == 0 else r.dest} via {r.via} dev {r.dev}"
             for r in routes]
-    netns.ip_batch(root)
+    # /etc/netns/NS/hosts written while `ip` makes the veths (a process of its own,
+    # waited for here): file work that needs no rtnl lock, on the core ip leaves idle.
+    with ThreadPoolExecutor(1, thread_name_prefix="hosts") as pool:
+        hosts = pool.submit(netns.write_hosts, list(dict.fromkeys(node_ns.values())), plan.hosts_file())
+        netns.ip_batch(root)
+        hosts.result()
     say(f"{len(root)} veth pairs")
     # The switches' namespace first: it has most of the work (every bridge and port).
     order = sorted(per_ns, key=lambda ns: -len(per_ns[ns]))
@@ -263,7 +284,6 @@ def _build(plan: Plan, st: LabState, node_ns: dict[str, str], emu_ns: str, emula
     netns.configure(work)
     netns.sync_links({ns: ds for ns, ds in devs.items()})
     _wait_bridges(sorted({node_ns[n] for n, k in topo.nodes.items() if k == "switch"}))
-    netns.write_hosts(list(dict.fromkeys(node_ns.values())), plan.hosts_file())
     say(f"addresses, bridges and routes ({time.monotonic() - t0:.2f} s)")
     if topo.backend == "kernel":
         for i, link in enumerate(topo.links):

@@ -161,7 +161,7 @@ def _request(op: Op, index: dict[str, int]) -> tuple[int, int, bytes]:
     return RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body
 
 
-def _errors(data: bytes, pending: dict[int, Op], out: list[str]) -> None:
+def _errors(data: bytes | memoryview, pending: dict[int, Op], out: list[str]) -> None:
     """Reads the acks in data: each removes its request from pending; a refusal adds
     a sentence to out. A reply whose lengths do not hold together is an OSError."""
     try:
@@ -208,13 +208,16 @@ def run(ops: list[Op]) -> list[str]:
         pending: dict[int, Op] = {}
         out: list[bytes] = []
         seq = 0
+        buf = bytearray(1 << 20)  # every read into the same buffer, not a fresh 1 MiB object each
+        view = memoryview(buf)
 
         def flush() -> None:
             if out:
                 s.sendall(b"".join(out))
                 out.clear()
             while pending:
-                _errors(s.recv(1 << 20), pending, errors)
+                n = s.recv_into(buf)
+                _errors(view[:n], pending, errors)
 
         for op in ops:
             missing = [n for n in op.needs if n not in index]
