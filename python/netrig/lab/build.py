@@ -11,8 +11,8 @@ Routers that run OSPF or BGP get FRR's daemons last, once every link carries fra
 (`netrig.lab.frr`; a routed lab without FRR installed is refused before anything is
 built).
 
-The state file names every namespace before it is created; teardown stops FRR's
-daemons (protocols, then zebra), netrig-link, then the processes inside the lab's
+The state file names every namespace before it is created; teardown kills FRR's
+daemons (SIGKILL: the namespaces' deletion removes their routes), stops netrig-link, then the processes inside the lab's
 namespaces (they are the lab's) and any process whose command line names the lab's
 routers' directories (a daemon a killed netrig never recorded), looking again until
 none is left; it waits for each to exit (netrig.procs), then deletes the namespaces. A lab
@@ -379,30 +379,33 @@ def teardown(st: LabState, notes: list[str] | None = None) -> list[str]:
     """Stops the lab's processes and deletes its namespaces; returns problems (if any).
 
     Returns once every process of the lab has exited (netrig.procs: each waited for
-    through a pidfd): FRR's daemons (protocols, then zebra), netrig-link, then whatever
-    runs in the lab's namespaces or names its routers' directories, looked for again
-    until none is left (a process that starts another when told to stop leaves nothing
-    behind). Each gets SIGTERM, then SIGKILL after a grace; `notes` gets a line for each
-    that had to be killed."""
+    through a pidfd): FRR's daemons, netrig-link, then whatever runs in the lab's
+    namespaces or names its routers' directories, looked for again until none is left (a
+    process that starts another when told to stop leaves nothing behind). FRR's daemons
+    are killed outright: told to stop, each withdraws what it announced (ospfd flushes
+    its LSAs, which every other router floods and runs SPF for; zebra deletes its routes
+    under the kernel's rtnl lock), work the namespaces' deletion does for them at once
+    (their routes) as the lab's tmpfs does (their /var/tmp/frr). The others get SIGTERM,
+    then SIGKILL after a grace; `notes` gets a line for each that had to be killed."""
     errors: list[str] = []
     said = notes if notes is not None else []
     stuck: set[procs.Proc] = set()  # still there after SIGKILL (said once)
     ended: list[procs.Proc] = []  # every process told to stop (waited for until collected)
 
-    def stop(group: list[procs.Proc], grace_s: float, sig: int = signal.SIGTERM) -> None:
+    def stop(group: list[procs.Proc], grace_s: float, sig: int = signal.SIGTERM, told: bool = True) -> None:
+        """`told`: a process SIGKILLed is said in `notes` (not when killing is the way)."""
         ended.extend(group)
         done = procs.stop([p for p in group if p not in stuck], grace_s=grace_s, sig=sig)
         why = f"it had not exited {grace_s:g} s after SIGTERM" if sig != signal.SIGKILL \
             else "it started after the lab was told to stop"
-        said.extend(f"killed {p.name} (pid {p.pid}): {why}" for p in done.killed)
+        said.extend(f"killed {p.name} (pid {p.pid}): {why}" for p in done.killed if told)
         errors.extend(f"{p.name} (pid {p.pid}) is still there {procs.KILL_WAIT_S:g} s after SIGKILL"
                       + (f" (in the kernel: {w})" if (w := procs.in_kernel(p.pid)) else "")
                       for p in done.left)
         stuck.update(done.left)
 
     daemons = [(d, procs.Proc(p, s, f"{d} of {r}")) for r, ds in st.frr.items() for d, (p, s) in ds.items()]
-    stop([p for d, p in daemons if d != "zebra"], frr.STOP_WAIT_S)
-    stop([p for d, p in daemons if d == "zebra"], frr.STOP_WAIT_S)
+    stop([p for _, p in daemons], 0.0, signal.SIGKILL, told=False)
     pid = st.pids.get("netrig-link", 0)
     link = procs.here(pid, "netrig-link") if alive(pid, "netrig-link") else None
     if link is not None:
