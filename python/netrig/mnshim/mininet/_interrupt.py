@@ -104,6 +104,11 @@ class Resend:
         now = children(self.shell)
         if now is None:
             return False
+        # (/proc's list of children can miss one for a moment, seen under load: a child
+        # not listed has ended only if it is no longer the shell's)
+        for pid in (self.then | self.starting) - set(now):
+            if _parent(pid) == self.shell and (cmd := _cmdline(pid)):
+                now[pid] = cmd
         self.one_ended = self.one_ended or not self.then <= set(now)
         if not self.one_ended:
             self.starting |= set(now) - self.known
