@@ -98,6 +98,8 @@ def test_pingall_nodes_added_and_removed_while_running(tmp_path):
         net = Mininet(topo=SingleSwitchTopo(3), switch=LinuxBridge, controller=None)
         net.start()
         first = net.pingAll()
+        knob = 'cat /proc/sys/net/ipv4/igmp_link_local_mcast_reports'
+        igmp = [net['s1'].cmd(knob).strip(), net['h1'].cmd(knob).strip()]
         h4 = net.addHost('h4')
         link = net.addLink(h4, net['s1'])
         h4.configDefault()
@@ -120,7 +122,8 @@ def test_pingall_nodes_added_and_removed_while_running(tmp_path):
         h2.setIP('10.0.0.2/8')
         fourth = h2.cmd('ping -c1 -W2 ' + net['h1'].IP())  # h1's ARP entry for h2 is stale
         print('RESULT', json.dumps({'first': first, 'second': second, 'third': third,
-                                    'ip': ip, 'intfs': intfs, 'same': same, 'fourth': fourth}))
+                                    'ip': ip, 'intfs': intfs, 'same': same, 'fourth': fourth,
+                                    'igmp': igmp}))
         net.stop()
     """)
     assert code == 0, out
@@ -131,6 +134,7 @@ def test_pingall_nodes_added_and_removed_while_running(tmp_path):
     assert r["first"] == 0 and r["second"] == 0 and r["third"] == 100, r
     assert r["ip"] == "10.0.0.4" and r["intfs"] == [], r
     assert r["same"] == [True] * 3 and " 0% packet loss" in r["fourth"], r
+    assert r["igmp"] == ["0", "1"], r  # the switches' namespace reports no link-local group
 
 
 def test_shell_keeps_state_streams_and_stops_on_interrupt(tmp_path):

@@ -217,7 +217,9 @@ class LiveLab:
                                f"(another lab's?): 'netrig down --prefix {self.prefix}'")
             for ns in todo:
                 self.say(None, f"ip netns add {ns}")
-            netns.add(todo)
+            # (the switches' namespace reports no link-local group: as lab.build's, there
+            # every bridge's IGMP reports would flood every bridge and host)
+            netns.add(todo, {self.sw_ns: {"net.ipv4.igmp_link_local_mcast_reports": "0"}})
             per_ns = {ns: ["link set lo up"] for ns in todo}
             for node in getattr(self, "_switch_lines", []):
                 per_ns.setdefault(self.sw_ns, []).append(
