@@ -138,8 +138,13 @@ def test_where_a_sleeping_child_waits_in_the_kernel_is_read_from_proc():
                          stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
-        where = procs.in_kernel(p.pid)
         readable = os.access(f"/proc/{p.pid}/task/{p.pid}/stack", os.R_OK) and os.geteuid() == 0
+        # (after its print it may still be on its way into the sleep: looked at again)
+        deadline = time.monotonic() + 10
+        where = procs.in_kernel(p.pid)
+        while readable and "nanosleep" not in where and time.monotonic() < deadline:
+            time.sleep(0.01)
+            where = procs.in_kernel(p.pid)
         assert ("nanosleep" in where) if readable else where == "", where
     finally:
         end(p, grace_s=0.1)
