@@ -24,11 +24,11 @@ def test_routing_scale_prints_its_usage(flag):
     p = routing_scale(flag)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("Time, memory and CPU of OSPF labs"), p.stdout[:200]
-    assert "Usage: bench/routing_scale [--no-floor] [SIZES...]" in p.stdout
+    assert "Usage: bench/routing_scale [--no-floor | --floor-first] [SIZES...]" in p.stdout
     assert p.stderr == ""
 
 
-@pytest.mark.parametrize("arg", ["abc", "1.5", "--no-floor abc"])
+@pytest.mark.parametrize("arg", ["abc", "1.5", "--no-floor abc", "--floor-first abc"])
 def test_routing_scale_refuses_a_word_in_one_sentence(arg):
     p = routing_scale(*arg.split())
     word = arg.split()[-1]
@@ -36,6 +36,12 @@ def test_routing_scale_refuses_a_word_in_one_sentence(arg):
     assert p.stderr == (f"routing_scale: '{word}' is not a number of routers; give whole numbers from 1 to 2000 "
                         "(see --help)\n"), p.stderr
     assert p.stdout == ""
+
+
+def test_routing_scale_refuses_no_floor_with_floor_first():
+    p = routing_scale("--no-floor", "--floor-first", "10")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "routing_scale: --floor-first and --no-floor: give one of them\n", p.stderr
 
 
 def test_routing_scale_sizes_are_bounded():
