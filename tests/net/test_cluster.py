@@ -181,7 +181,7 @@ def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_pro
 
     monkeypatch.setattr(wk, "do_run", stand_in_run)
     monkeypatch.setattr(wk, "facts", good_facts)
-    monkeypatch.setattr(head, "STOP_WAIT_S", 8.0)
+    monkeypatch.setattr(head, "STOP_WAIT_S", 30.0)
     sc = loads_scenario(BATCH)
     with tls_cluster(certs, n_workers=4, resources={wk.RESOURCE: 1}) as lc:
         c = head.Campaign(lc.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
@@ -191,7 +191,8 @@ def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_pro
             with pytest.raises(RunFailed, match="three runs in a row failed"):
                 with Display(4, 10, False) as shown:
                     c.run(sc, tmp_path, todo, shown, Tally(tmp_path))
-            assert time.monotonic() - t < 6  # not the whole stop wait (8 s)
+            # not the whole stop wait (30 s; a bound a busy machine keeps: it once took 6 s of 8)
+            assert time.monotonic() - t < 15
         finally:
             c.close()
     got = {d.name: json.loads((d / "run.json").read_text())["status"] for d in (tmp_path / "runs").iterdir()}
