@@ -152,8 +152,12 @@ flows:
   bulk: {kind: tcp, from: h1, to: h2}
 """
 # Repetition: (seconds it takes, how it ends): three failures in a row, and a fourth run
-# that ends well 20 ms after the third: it comes back in the same batch as the third.
-PLAN = {0: (0.1, "failed"), 1: (0.3, "failed"), 2: (1.0, "failed"), 3: (1.02, "ok")}
+# that ends well 20 ms after the third has returned (it waits for it: started a few ms
+# apart on a busy machine, a fourth that only slept 20 ms longer came back first twice,
+# and no three failures were in a row): it comes back with the third or while the head
+# stops, and is kept.
+PLAN = {0: (0.1, "failed"), 1: (0.3, "failed"), 2: (1.0, "failed"), 3: (0.02, "ok")}
+THIRD_BACK = threading.Event()
 
 
 STOPS: list[tuple[str, str]] = []  # (a task's key, the stop event it was told)
@@ -166,9 +170,13 @@ def stand_in_run(point, rep, seed, rid, campaign, version, settle_s, stop_name):
     STOPS.append((str(w.get_current_task()), stop_name))
     w.log_event(wk.TOPIC, {"campaign": campaign, "run": rid, "name": str(w.name), "hostname": "h"})
     took, status = PLAN[rep]
+    if rep == 3:
+        THIRD_BACK.wait(30)
     time.sleep(took)
     doc = {"run": rid, "point": 0, "rep": rep, "seed": seed, "params": {}, "status": status,
            "error": "boom" if status == "failed" else "", "flows": {}}
+    if rep == 2:
+        THIRD_BACK.set()
     return {"files": {"run.json": json.dumps(doc).encode(), "x.txt": b"x"},
             "worker": {"name": str(w.name), "hostname": "h"}}
 
@@ -182,6 +190,7 @@ def test_runs_that_came_back_with_the_third_failure_are_kept_and_the_stop_is_pro
     monkeypatch.setattr(wk, "do_run", stand_in_run)
     monkeypatch.setattr(wk, "facts", good_facts)
     monkeypatch.setattr(head, "STOP_WAIT_S", 30.0)
+    THIRD_BACK.clear()
     sc = loads_scenario(BATCH)
     with tls_cluster(certs, n_workers=4, resources={wk.RESOURCE: 1}) as lc:
         c = head.Campaign(lc.scheduler_address, wait_s=5, cert=str(certs / "head.pem"))
