@@ -54,6 +54,21 @@ def test_the_bare_forwarder_carries_pings_both_ways(tmp_path, io):
         assert got[d]["frames"] >= 5 and got[d]["refused"] == 0 and got[d]["kernel_drops"] == 0, got
 
 
+def test_the_forwarder_holding_frames_delays_them_and_says_how_late_it_sent_them(tmp_path):
+    """`--delay-us` (the lateness floor benches measure): every frame leaves 5 ms after it
+    came, both ways from one thread, and each one's lateness is counted."""
+    with emulated_pair(tmp_path, {}) as pair, \
+            forwarder(pair, "--io", "ring", "--threads", "1", "--delay-us", "5000", "--rate-mbit", "100") as fw:
+        rtts = pair.ping(count=5, interval=0.05)
+        got = stop(fw)
+    assert_emulated_rtt(rtts[1:], 10.0, crossings=2)
+    hold = got["hold"]
+    assert hold["delay_ns"] == 5 * MS and hold["rate_bps"] == 100_000_000, hold
+    for d in ("a_to_b", "b_to_a"):
+        assert hold[d]["lateness"]["count"] == got[d]["frames"] >= 5 and hold[d]["fifo_dropped"] == 0, got
+    assert hold["lateness"]["count"] == got["a_to_b"]["frames"] + got["b_to_a"]["frames"], got
+
+
 def test_superframes_cross_a_ring_whole_through_its_queue(tmp_path):
     """With offloads on, a ring's slots hold wire-sized frames and a superframe comes
     whole through the socket's queue: TCP's superframes arrive as they were sent."""

@@ -36,7 +36,7 @@ use crate::stats::{Lateness, LatenessSummary};
 mod captures;
 
 pub const DIRS: [&str; 2] = ["a_to_b", "b_to_a"];
-const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 const MIN_MARGIN_NS: u64 = 30_000;
 /// The most a worker spins before a due time. A timer that fires later than this was
 /// held up by the scheduler (the thread was not running), which spinning longer does not
@@ -45,7 +45,7 @@ const MAX_MARGIN_NS: u64 = 150_000;
 /// How often a worker asks the kernel how many frames it dropped for it.
 const HOST_DROPS_NS: u64 = 50_000_000;
 /// A worker looks at its state at least this often (spec changes, stop).
-const MAX_SLEEP_NS: u64 = 10_000_000;
+pub(crate) const MAX_SLEEP_NS: u64 = 10_000_000;
 /// How often what captures have buffered goes to their files (a slow link's capture
 /// keeps up with it).
 const CAPTURE_FLUSH_NS: u64 = 200_000_000;
@@ -369,7 +369,7 @@ impl Worker {
 /// The worst recent oversleep (decaying 0.5 % a wake-up) and the margin it asks for: 1.2
 /// times it plus 20 µs, within MIN..=MAX_MARGIN_NS. Oversleeps beyond the largest margin
 /// count as that margin (see MAX_MARGIN_NS).
-fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
+pub(crate) fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
     let over = over_ns.min(MAX_MARGIN_NS) as f64;
     let worst = (oversleep_ns * 0.995).max(over);
     (
@@ -378,7 +378,7 @@ fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
     )
 }
 
-fn spin_until(t: u64) {
+pub(crate) fn spin_until(t: u64) {
     while monotonic_ns() < t {
         std::hint::spin_loop();
     }
@@ -851,7 +851,7 @@ impl Daemon {
     }
 }
 
-fn wall_ns() -> u64 {
+pub(crate) fn wall_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

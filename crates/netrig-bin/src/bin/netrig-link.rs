@@ -81,6 +81,16 @@ struct ForwardArgs {
     /// Keep looking for frames this many µs after the last before sleeping.
     #[arg(long, default_value_t = 0)]
     spin_us: u64,
+    /// Hold each frame this many µs and release it on time, recording how late (the
+    /// floor of a delay line's release lateness; with --rate-mbit, after the wire).
+    #[arg(long)]
+    delay_us: Option<u64>,
+    /// With --delay-us: a wire of this rate ahead of the delay (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    rate_mbit: f64,
+    /// With --delay-us and --rate-mbit: the FIFO's size in frames (drop-tail).
+    #[arg(long, default_value_t = 1000)]
+    limit: usize,
 }
 
 #[derive(Args)]
@@ -232,7 +242,18 @@ fn main() -> ExitCode {
                     batch: f.batch,
                     bypass: f.qdisc_bypass,
                     spin_ns: f.spin_us.saturating_mul(1000),
+                    hold: f.delay_us.map(|us| forward::Hold {
+                        delay_ns: us.saturating_mul(1000),
+                        rate_bps: (f.rate_mbit.max(0.0) * 1e6) as u64,
+                        limit: f.limit,
+                    }),
                 };
+                if !(f.rate_mbit >= 0.0 && f.rate_mbit.is_finite()) {
+                    anyhow::bail!("--rate-mbit {}: a rate of 0 (none) or more", f.rate_mbit);
+                }
+                if fwd.hold.is_none() && f.rate_mbit != 0.0 {
+                    anyhow::bail!("--rate-mbit holds frames: give --delay-us too (0 for none)");
+                }
                 let done = fwd.run(|ready| println!("{ready}"))?;
                 println!("{done}");
                 Ok(0)
