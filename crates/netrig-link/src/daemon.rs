@@ -171,8 +171,15 @@ impl Worker {
         }
         let mut out: Vec<(u64, Packet)> = Vec::with_capacity(BATCH);
         let mut next_count = 0;
+        let mut due = u64::MAX;
         let state = self.state.clone();
         while !STOP.load(Ordering::Relaxed) {
+            // Woken for a due time (or back from a full batch with frames due): they
+            // leave before another batch is read and taken in.
+            if monotonic_ns() >= due {
+                self.release(&mut lock(&state), monotonic_ns(), &mut out);
+                self.send(&mut out);
+            }
             // One batch read, then the direction's lock once: its frames arrive, what
             // is due is taken out; the lock is let go before the send (which may run the
             // receiver's stack: veth delivers synchronously).
@@ -193,7 +200,8 @@ impl Worker {
             self.recycle_spent();
             self.send(&mut out);
             let now = monotonic_ns();
-            let wake = wake.unwrap_or(u64::MAX).min(now + MAX_SLEEP_NS);
+            due = wake.unwrap_or(u64::MAX);
+            let wake = due.min(now + MAX_SLEEP_NS);
             if more {
                 continue; // frames wait: the next batch before any sleep
             }

@@ -271,9 +271,16 @@ fn serve_held(mut ways: Vec<&mut Way>, deadline: u64) -> io::Result<()> {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     let (mut oversleep_ns, mut margin_ns) = (0.0, 60_000);
     let mut now = monotonic_ns();
+    let mut due = u64::MAX;
     while !STOP.load(Ordering::Relaxed) && now < deadline {
+        if now >= due {
+            // Woken for a due time: what is due leaves before another batch is read.
+            for w in ways.iter_mut() {
+                w.release();
+            }
+        }
         let mut more = false;
-        let mut wake = now + MAX_SLEEP_NS;
+        let mut wake = u64::MAX;
         for w in ways.iter_mut() {
             more |= w.hold()?;
             if let Some(due) = w.release() {
@@ -281,6 +288,8 @@ fn serve_held(mut ways: Vec<&mut Way>, deadline: u64) -> io::Result<()> {
             }
         }
         now = monotonic_ns();
+        due = wake;
+        let wake = wake.min(now + MAX_SLEEP_NS);
         if more {
             continue;
         }

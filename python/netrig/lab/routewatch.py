@@ -273,9 +273,7 @@ class Table:
                 if kind == RTM_NEWROUTE and seq == dump and pid == portid and not flags & NLM_F_DUMP_INTR \
                         and dump is not None:  # a dump's reply (most of what is read): as _route would
                     self._dump_seen = True
-                    route = parse_route(body)
-                    if route is not None:
-                        self._apply(self._fresh, kind, route)
+                    self._dumped(kind, body)
                     continue
                 ours = self.dump_seq is not None and seq == self.dump_seq and pid == self.portid
                 if kind in (RTM_NEWROUTE, RTM_DELROUTE):
@@ -302,9 +300,7 @@ class Table:
                     self.problem = "the kernel interrupted the dump"
             elif not self._dump_seen:
                 return  # queued before the dump began: the dump tells the state after it
-            route = parse_route(body)
-            if route is not None:
-                self._apply(self._fresh, kind, route)
+            self._dumped(kind, body)
             return
         route = parse_route(body)
         if route is None:
@@ -315,6 +311,12 @@ class Table:
             after = route.dst in self.routes
             if before != after and route.dst in self.want:
                 self.have += 1 if after else -1
+
+    def _dumped(self, kind: int, body: memoryview) -> None:
+        """A route while a dump is under way: into the table the dump is filling."""
+        route = parse_route(body)
+        if route is not None:
+            self._apply(self._fresh, kind, route)
 
     def _apply(self, table: dict[str, Routes], kind: int, route: Route) -> bool:
         """True when the table changed."""
