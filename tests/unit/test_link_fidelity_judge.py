@@ -39,13 +39,12 @@ def test_every_two_variants_run_in_both_orders_and_none_always_leads(bench, n, r
     assert len({o[0] for o in orders}) > 1 and len({o[-1] for o in orders}) > 1
 
 
-def test_the_floors_left_after_the_first_round_keep_moving(bench):
+def test_the_bench_order_puts_netrig_link_before_and_after_each_other_variant(bench):
     six = ["bridge", "floor a/1", "floor a/2", "floor b/1", "floor b/2", "netrig-link"]
-    four = ["bridge", "floor a/2", "floor b/1", "netrig-link"]
-    orders = [bench.running_order(six, 0, 3)] + [bench.running_order(four, r, 3) for r in (1, 2)]
+    orders = [bench.running_order(six, r, 3) for r in range(3)]
     assert [o[0] for o in orders] == ["bridge", "netrig-link", "floor b/1"]
     assert [o[-1] for o in orders] == ["netrig-link", "bridge", "floor a/2"]
-    for y in ("floor a/2", "floor b/1", "bridge"):
+    for y in six[:-1]:
         assert {o.index("netrig-link") < o.index(y) for o in orders} == {True, False}
 
 
