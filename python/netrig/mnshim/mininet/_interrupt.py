@@ -16,6 +16,15 @@ carries on is not sent a second), the commands bash runs after one has ended (a 
 that took its ^C and exited 0 lets bash go on with the line), and the shell itself (it
 would print a second prompt). Interrupted where Mininet's ^C would not reach: a subshell
 of the line that traps ^C and then execs a program looks like bash's own fork.
+
+A child is taken as ended only once it is gone or a zombie: while it execs, a child's
+command line reads empty (the kernel has given it its new memory and not yet its
+arguments), a window a busy host stretches to milliseconds; read as an end, it let the
+program that child then became run to its end. Not ours to change: a ^C that reaches a
+fork while it still runs bash's handler (after bash unblocked SIGINT in it, before the
+subshell or program set its own) makes that child exit 130 without running anything,
+and bash, seeing an exit rather than a death by SIGINT, goes on with the rest of the
+line, as it does in a terminal (`( sleep 5 ); echo after` can print "after 130").
 """
 
 from __future__ import annotations
@@ -32,17 +41,43 @@ WATCH_S = 30.0  # how long a starting command is looked for after the ^C
 FIRST_LOOK_S, LAST_LOOK_S = 0.002, 0.1  # looks start this soon and slow down to this
 
 
-def _cmdline(pid: int) -> bytes | None:
+def _argv(pid: int) -> bytes | None:
+    """/proc's command line of pid, as the kernel shows it (None: pid is gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read()
     except OSError:
-        return None  # gone
+        return None
+
+
+def _cmdline(pid: int) -> bytes | None:
+    """pid's command line: b"" while it has none to show (in an exec, or leaving), None
+    once it has ended (gone, or a zombie not yet reaped)."""
+    cmd = _argv(pid)
+    if cmd is None or cmd:
+        return cmd
+    stat = _stat(pid)  # (read after the command line: a child that ends meanwhile is ended)
+    return None if stat is None or stat[0] in "ZX" else b""
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """pid's state letter and parent, from /proc (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _parent(pid: int) -> int | None:
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
 
 
 def children(pid: int) -> dict[int, bytes] | None:
-    """pid's children and their command lines (None once pid is gone); a child that has
-    ended and not yet been reaped (no command line) is not one."""
+    """pid's children and their command lines (b"": one between programs, see _cmdline;
+    None once pid is gone); a child that has ended and not yet been reaped is not one."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             kids = [int(x) for x in f.read().split()]
@@ -53,15 +88,7 @@ def children(pid: int) -> dict[int, bytes] | None:
     except OSError:
         return None
     found = {k: _cmdline(k) for k in kids}
-    return {k: c for k, c in found.items() if c}
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    return {k: c for k, c in found.items() if c is not None}
 
 
 def _interrupt_child(parent: int, pid: int) -> bool:
@@ -104,10 +131,10 @@ class Resend:
         now = children(self.shell)
         if now is None:
             return False
-        # (/proc's list of children can miss one for a moment, seen under load: a child
-        # not listed has ended only if it is no longer the shell's)
+        # (/proc's list of children is reliable only for stopped ones, the kernel says: a
+        # child not listed has ended only if it is no longer the shell's)
         for pid in (self.then | self.starting) - set(now):
-            if _parent(pid) == self.shell and (cmd := _cmdline(pid)):
+            if _parent(pid) == self.shell and (cmd := _cmdline(pid)) is not None:
                 now[pid] = cmd
         self.one_ended = self.one_ended or not self.then <= set(now)
         if not self.one_ended:
@@ -117,7 +144,7 @@ class Resend:
             cmd = now.get(pid)
             if cmd is None:
                 self.starting.discard(pid)  # it ended (the ^C reached it)
-            elif cmd != self.me:
+            elif cmd and cmd != self.me:  # (b"": in its exec, look again)
                 self.starting.discard(pid)
                 if _interrupt_child(self.shell, pid):
                     debug(f"sendInt: SIGINT to {pid}, which was starting as the ^C went out\n")
