@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import time
 
 import pytest
 from netrig.lab import build
@@ -145,6 +146,49 @@ def test_every_zebra_starts_before_any_other_daemon(monkeypatch):
     # FRR's packaged limit, not the 20,000 inherited (tables sized for it cost 2.9 MB a
     # router); bgpd's grows with the sessions it may have
     assert fds_of["zebra"] == fds_of["ospfd"] == 1024 and fds_of["bgpd"] == 1024 + 2 * (3 + 2)
+
+
+def test_an_interrupted_start_starts_no_daemon_after_it_returns(monkeypatch):
+    """A ^C (or SIGTERM, or a daemon that fails) while routers' daemons start: start
+    raises at once, and no daemon starts after it has (those already started are
+    recorded, for the teardown that follows)."""
+    import threading
+
+    from netrig.lab import frr
+    from netrig.topo.model import Topology
+    from netrig.topo.plan import make_plan
+
+    t = Topology("w")
+    for k in range(200):
+        t.router(f"r{k}", ospf=True)
+    for k in range(199):
+        t.link(f"r{k}", f"r{k + 1}")
+    plan = make_plan(t)
+    lock, started, after = threading.Lock(), [], []
+    returned = threading.Event()
+
+    def start_daemon(lab_dir, r, ns, name, fds):
+        with lock:
+            (after if returned.is_set() else started).append((r, name))
+            n = len(started)
+        if n == 5:
+            raise KeyboardInterrupt  # (as a ^C surfaces in the thread that waits)
+        time.sleep(0.05)
+        return [n, 7]
+
+    monkeypatch.setattr(frr, "write", lambda plan, lab_dir, r, ns: None)
+    monkeypatch.setattr(frr, "_wait_zserv", lambda lab_dir, r: None)
+    monkeypatch.setattr(frr, "_start_daemon", start_daemon)
+    monkeypatch.setattr(frr, "ids", lambda: (105, 113, {113}))
+    monkeypatch.setattr(frr.frrmount, "make", lambda lab_dir, uid, gid, size: None)
+    with pytest.raises(KeyboardInterrupt):
+        frr.start(plan, "LAB", {r: f"w-{r}" for r in t.dynamic}, lambda r, ds: None, workers=4)
+    returned.set()
+    time.sleep(0.3)  # (what a queue left alone would start meanwhile: 24 zebras)
+    # Those that ran when it raised finish; of the queue, only what the 4 threads took
+    # before the waiting thread saw the failure (it would take a stall of ~1 s to reach
+    # 100; left alone, the queue starts all 200 before start returns).
+    assert after == [] and len(started) < 100, len(started)
 
 
 def test_vtysh_runs_in_no_namespace_of_the_lab(monkeypatch, tmp_path):

@@ -315,14 +315,22 @@ def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[
     batch = int(os.environ.get("NETRIG_FRR_BATCH", "0"))  # (experiment)
     speaking = [r for r in routers if len(daemons(topo, r)) > 1]
     with procs.adopting(), ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(zebra, r) for r in routers]:
-            f.result()
-        step = batch or len(speaking) or 1
-        for k in range(0, len(speaking), step):
-            if k:
-                _quiet([p for ds in started.values() for p, _ in ds.values()])
-            for f in [pool.submit(protocols, r) for r in speaking[k:k + step]]:
+        try:
+            for f in [pool.submit(zebra, r) for r in routers]:
                 f.result()
+            step = batch or len(speaking) or 1
+            for k in range(0, len(speaking), step):
+                if k:
+                    _quiet([p for ds in started.values() for p, _ in ds.values()])
+                for f in [pool.submit(protocols, r) for r in speaking[k:k + step]]:
+                    f.result()
+        except BaseException:
+            # (a failed start, a ^C, SIGTERM): no daemon starts once this returns, so the
+            # teardown that follows finds every one (the queue left alone went on
+            # starting hundreds into a lab already torn down, from threads the
+            # interpreter waits for at exit).
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _quiet(pids: list[int], share: float = 0.25, window_s: float = 0.5, most_s: float = 15.0) -> float:
