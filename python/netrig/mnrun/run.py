@@ -139,6 +139,12 @@ HOST_SYSCTLS = ("net/ipv4/tcp_congestion_control", "net/ipv4/ip_forward", "net/c
                 "net/ipv4/neigh/default/gc_thresh2", "net/ipv4/neigh/default/gc_thresh3")
 
 
+# The ARP table's sizes, which the lab raises itself (mininet.util.fixLimits): put back
+# without a word.
+QUIET = frozenset(("net/ipv4/neigh/default/gc_thresh1", "net/ipv4/neigh/default/gc_thresh2",
+                   "net/ipv4/neigh/default/gc_thresh3"))
+
+
 def _host_settings() -> dict[str, str]:
     out = {}
     for key in HOST_SYSCTLS:
@@ -156,6 +162,8 @@ def _put_back(before: dict[str, str]) -> None:
             now = path.read_text().strip()
             if now != value:
                 path.write_text(value)
+                if key in QUIET:
+                    continue  # (raised by netrig's fixLimits for the lab, as Mininet does)
                 print(f"netrig mininet: the script changed {key.replace('/', '.')} on this machine "
                       f"({value!r} -> {now!r}); put back", file=sys.stderr)
         except OSError:

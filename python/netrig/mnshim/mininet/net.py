@@ -37,7 +37,7 @@ from mininet._notes import _say_once
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import error, info, warn
 from mininet.node import Controller, DefaultController, Host, OVSKernelSwitch, Switch
-from mininet.util import macColonHex
+from mininet.util import fixLimits, macColonHex
 
 VERSION = "2.3.0"
 
@@ -285,6 +285,7 @@ class Mininet(NetTests):
                        "no control network")
 
     def build(self) -> None:
+        fixLimits()
         if self.inNamespace:
             self.configureControlNetwork()
         if self.topo:
