@@ -4,13 +4,12 @@ built. No root, no network: the bench runs only with --help or a word it cannot 
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import scriptmod
 
 ROUTING_SCALE = Path(__file__).resolve().parents[2] / "bench" / "routing_scale"
 
@@ -45,11 +44,7 @@ def test_routing_scale_refuses_no_floor_with_floor_first():
 
 
 def test_routing_scale_sizes_are_bounded():
-    loader = importlib.machinery.SourceFileLoader("routing_scale", str(ROUTING_SCALE))
-    spec = importlib.util.spec_from_loader("routing_scale", loader)
-    assert spec is not None
-    bench = importlib.util.module_from_spec(spec)
-    loader.exec_module(bench)
+    bench = scriptmod.load("bench/routing_scale", "routing_scale")
     assert bench.parse_sizes([]) == [10, 50, 100]
     assert bench.parse_sizes(["1", "500", "2000"]) == [1, 500, 2000]
     for bad, says in [("0", "0 routers is outside 1 to 2000"), ("2001", "2001 routers is outside 1 to 2000"),

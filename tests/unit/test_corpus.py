@@ -14,29 +14,17 @@ is set (CI sets it).
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
+import scriptmod
 from netrig import binary
 from tsharkdiff import TSHARK, differences, frame_differences
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _corpus_module():
-    loader = importlib.machinery.SourceFileLoader("netrig_corpus_script", str(ROOT / "scripts" / "corpus"))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-corpus = _corpus_module()
+corpus = scriptmod.load("scripts/corpus", "netrig_corpus_script")
 SOURCES, CAPTURES = corpus.load()
 DIR = corpus.corpus_dir()
 

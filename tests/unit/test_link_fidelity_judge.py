@@ -4,25 +4,19 @@ its rounds, the floor picked by median, the paired per-round ratios, and
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import scriptmod
 
 LINK_FIDELITY = Path(__file__).resolve().parents[2] / "bench" / "link_fidelity"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    loader = importlib.machinery.SourceFileLoader("link_fidelity", str(LINK_FIDELITY))
-    spec = importlib.util.spec_from_loader("link_fidelity", loader)
-    assert spec is not None
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return scriptmod.load("bench/link_fidelity", "link_fidelity")
 
 
 @pytest.mark.parametrize("n, rounds", [(6, 2), (6, 3), (4, 3), (4, 5), (6, 5), (3, 3)])

@@ -34,7 +34,7 @@ pub const MAX_BATCH: usize = 1024;
 /// The longest a forwarder may run, and the longest it sleeps between looks at the
 /// clock and at its stop flag.
 pub const MAX_SECONDS: f64 = 3600.0;
-const IDLE_POLL_MS: i32 = 20;
+const IDLE_POLL_MS: u64 = 20;
 
 /// What to forward between, and how.
 #[derive(Debug, Clone)]
@@ -311,16 +311,7 @@ fn serve_held(mut ways: Vec<&mut Way>, deadline: u64) -> io::Result<()> {
 
 /// Sleeps until one of the ways has frames, or IDLE_POLL_MS.
 fn idle(ways: &[&mut Way]) {
-    let mut fds: Vec<libc::pollfd> = ways
-        .iter()
-        .map(|w| libc::pollfd {
-            fd: w.rx.raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: fds is valid for its length.
-    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, IDLE_POLL_MS) };
+    sleep(ways, IDLE_POLL_MS * 1_000_000);
 }
 
 /// Serves `ways` until `deadline` (monotonic ns) or a stop signal; spins `spin_ns`
