@@ -78,7 +78,11 @@ def assert_near_theory(row: dict, what: object = None, slower: bool = True) -> N
 
 
 def test_002_paths_rtt_and_tcp_match_the_portfolio_theory(tmp_path):
-    rows = run_example("002-paths", tmp_path / "r")
+    # Shorter than the quick variant (CI's time): each TCP flow 5 s, 6 s apart, not 7 s
+    # and 8 s apart; slow start reaches 40 Mbit/s x 80 ms within the second omitted.
+    starts = {"tcp_L1": 5, "tcp_L2": 11, "tcp_L3": 17, "tcp_h1_h4": 23, "tcp_h7_h9": 29, "tcp_h1_h9": 35}
+    rows = run_example("002-paths", tmp_path / "r",
+                       ("duration=5s", *(f"flows.{f}.start={s}s" for f, s in starts.items())))
     assert len(rows) == 12
     for r in rows:
         assert_near_theory(r, r["flow"], slower=r["kind"] != "ping")
@@ -89,7 +93,14 @@ def test_002_paths_rtt_and_tcp_match_the_portfolio_theory(tmp_path):
 
 
 def test_002_udp_receives_the_bottleneck_and_loses_the_rest(tmp_path):
-    rows = run_example("002-udp", tmp_path / "r")
+    # Shorter than the quick variant (CI's time): each path's UDP 4 s, not 6 s, with 25
+    # pings beside it; a full queue is 40 ms, so loss settles at once.
+    sets = ["duration=4s"]
+    for i, path in enumerate(("h1_h4", "h1_h9", "h7_h9")):
+        if i:
+            sets.append(f"flows.udp_{path}.start={5 * i}s")
+        sets += [f"flows.ping_{path}.start={5 * i + 1}s", f"flows.ping_{path}.duration=2500ms"]
+    rows = run_example("002-udp", tmp_path / "r", tuple(sets))
     udp = [r for r in rows if r["kind"] == "udp"]
     assert len(udp) == 9
     for r in udp:
