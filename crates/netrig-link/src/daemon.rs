@@ -141,8 +141,7 @@ struct Worker {
     /// The direction this worker moves (0: a_to_b).
     dir: usize,
     vnet: usize,
-    margin_ns: u64,
-    oversleep_ns: f64,
+    waiter: Waiter,
     realtime: bool,
     /// Spent small buffers, and spent receive buffers ([`afpacket::SLOT`] bytes).
     pool: Vec<Vec<u8>>,
@@ -205,19 +204,8 @@ impl Worker {
             if more {
                 continue; // frames wait: the next batch before any sleep
             }
-            if wake > now + self.margin_ns {
-                let target = wake - self.margin_ns;
-                self.sleep(target - now);
-                let woke = monotonic_ns();
-                if woke > target {
-                    // The timer woke us, not a frame: learn how late timers fire, then
-                    // wait out the rest on the clock (arrivals keep kernel timestamps).
-                    (self.oversleep_ns, self.margin_ns) = learn_margin(self.oversleep_ns, woke - target);
-                    spin_until(wake);
-                }
-            } else {
-                spin_until(wake);
-            }
+            let mut fd = [pollfd_in(self.rx.raw_fd())];
+            self.waiter.wait_until(&mut fd, now, wake);
         }
         self.count_host_drops(&mut lock(&state));
         Ok(())
@@ -226,20 +214,6 @@ impl Worker {
     fn count_host_drops(&mut self, st: &mut DirState) {
         let (kernel, refused) = self.rx.take_drops();
         st.drops_host += kernel + refused;
-    }
-
-    fn sleep(&self, ns: u64) {
-        let mut pfd = libc::pollfd {
-            fd: self.rx.raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as i64,
-            tv_nsec: (ns % 1_000_000_000) as i64,
-        };
-        // SAFETY: pfd and ts are valid for the call; a null sigmask keeps the current one.
-        unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
     }
 
     /// Hands the `n` frames of the batch just read to the direction. One batch at a
@@ -377,7 +351,7 @@ impl Worker {
 /// The worst recent oversleep (decaying 0.5 % a wake-up) and the margin it asks for: 1.2
 /// times it plus 20 µs, within MIN..=MAX_MARGIN_NS. Oversleeps beyond the largest margin
 /// count as that margin (see MAX_MARGIN_NS).
-pub(crate) fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
+fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
     let over = over_ns.min(MAX_MARGIN_NS) as f64;
     let worst = (oversleep_ns * 0.995).max(over);
     (
@@ -386,9 +360,63 @@ pub(crate) fn learn_margin(oversleep_ns: f64, over_ns: u64) -> (f64, u64) {
     )
 }
 
-pub(crate) fn spin_until(t: u64) {
+fn spin_until(t: u64) {
     while monotonic_ns() < t {
         std::hint::spin_loop();
+    }
+}
+
+/// A poll entry waiting for `fd` to have something to read.
+pub(crate) fn pollfd_in(fd: libc::c_int) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// Sleeps until one of `fds` is ready or `ns` have passed.
+pub(crate) fn poll_ns(fds: &mut [libc::pollfd], ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    };
+    // SAFETY: fds and ts are valid for the call; a null sigmask keeps the current one.
+    unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+}
+
+/// How a thread that releases frames on time waits for a due time (a daemon worker,
+/// and the bare forwarder holding frames): a timer to a margin before it, learnt from
+/// how late the timers fire ([`learn_margin`]), then the clock for the rest.
+pub(crate) struct Waiter {
+    oversleep_ns: f64,
+    margin_ns: u64,
+}
+
+impl Waiter {
+    pub(crate) fn new() -> Waiter {
+        Waiter {
+            oversleep_ns: 0.0,
+            margin_ns: 60_000,
+        }
+    }
+
+    /// Waits (it being `now`) until `wake`, or until one of `fds` has a frame while the
+    /// timer runs (a frame ends the wait early: the caller reads it).
+    pub(crate) fn wait_until(&mut self, fds: &mut [libc::pollfd], now: u64, wake: u64) {
+        if wake > now + self.margin_ns {
+            let target = wake - self.margin_ns;
+            poll_ns(fds, target - now);
+            let woke = monotonic_ns();
+            if woke > target {
+                // The timer woke us, not a frame: learn how late timers fire, then wait
+                // out the rest on the clock (arrivals keep kernel timestamps).
+                (self.oversleep_ns, self.margin_ns) = learn_margin(self.oversleep_ns, woke - target);
+                spin_until(wake);
+            }
+        } else {
+            spin_until(wake);
+        }
     }
 }
 
@@ -469,8 +497,7 @@ impl Daemon {
                     state: state.clone(),
                     dir: d,
                     vnet: vnet_len,
-                    margin_ns: 60_000,
-                    oversleep_ns: 0.0,
+                    waiter: Waiter::new(),
                     realtime: cfg.realtime,
                     pool: vec![],
                     big_pool: vec![],

@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::afpacket::{self, PacketSocket, VNET_HDR_LEN};
-use crate::daemon::{learn_margin, monotonic_ns, spin_until, wall_ns, MAX_SLEEP_NS, STOP};
+use crate::daemon::{monotonic_ns, poll_ns, pollfd_in, wall_ns, Waiter, MAX_SLEEP_NS, STOP};
 use crate::rx::{IoKind, Rx};
 use crate::stats::{Lateness, LatenessSummary};
 use netrig_core::link::schema::LATE_BUDGET_NS;
@@ -244,22 +244,9 @@ impl Way {
     }
 }
 
-/// Waits until one of `ways` has frames or `ns` have passed.
-fn sleep(ways: &[&mut Way], ns: u64) {
-    let mut fds: Vec<libc::pollfd> = ways
-        .iter()
-        .map(|w| libc::pollfd {
-            fd: w.rx.raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_nsec: (ns % 1_000_000_000) as i64,
-    };
-    // SAFETY: fds and ts are valid for the call; a null sigmask keeps the current one.
-    unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+/// What to poll to wake when one of `ways` has frames.
+fn poll_fds(ways: &[&mut Way]) -> Vec<libc::pollfd> {
+    ways.iter().map(|w| pollfd_in(w.rx.raw_fd())).collect()
 }
 
 /// Serves held `ways` until `deadline` or a stop signal, as a daemon worker serves its
@@ -269,7 +256,8 @@ fn serve_held(mut ways: Vec<&mut Way>, deadline: u64) -> io::Result<()> {
     // Precise wake-ups, as the daemon's workers (the default slack is 50 µs).
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    let (mut oversleep_ns, mut margin_ns) = (0.0, 60_000);
+    let mut waiter = Waiter::new();
+    let mut fds = poll_fds(&ways);
     let mut now = monotonic_ns();
     let mut due = u64::MAX;
     while !STOP.load(Ordering::Relaxed) && now < deadline {
@@ -293,17 +281,7 @@ fn serve_held(mut ways: Vec<&mut Way>, deadline: u64) -> io::Result<()> {
         if more {
             continue;
         }
-        if wake > now + margin_ns {
-            let target = wake - margin_ns;
-            sleep(&ways, target - now);
-            let woke = monotonic_ns();
-            if woke > target {
-                (oversleep_ns, margin_ns) = learn_margin(oversleep_ns, woke - target);
-                spin_until(wake);
-            }
-        } else {
-            spin_until(wake);
-        }
+        waiter.wait_until(&mut fds, now, wake);
         now = monotonic_ns();
     }
     Ok(())
@@ -311,7 +289,7 @@ fn serve_held(mut ways: Vec<&mut Way>, deadline: u64) -> io::Result<()> {
 
 /// Sleeps until one of the ways has frames, or IDLE_POLL_MS.
 fn idle(ways: &[&mut Way]) {
-    sleep(ways, IDLE_POLL_MS * 1_000_000);
+    poll_ns(&mut poll_fds(ways), IDLE_POLL_MS * 1_000_000);
 }
 
 /// Serves `ways` until `deadline` (monotonic ns) or a stop signal; spins `spin_ns`
