@@ -154,6 +154,12 @@ struct Worker {
 
 /// Frames up to this size are copied out of the receive buffer; larger ones (offload
 /// superframes) take the buffer itself, which costs an allocation but no copy.
+///
+/// The copy is not a cost the bare forwarder escapes: sending straight from the slot,
+/// its kernel copy reads the frame cold instead. Made to copy as the daemon does (TCP,
+/// offloads off, 2026-11-27), the forwarder moved 0.98 of its own figure (paired median
+/// of 6 rounds) for 6 % more CPU per GB: about what holding small frames in their ring
+/// slots could win.
 const COPY_MAX: usize = 2048;
 const POOL_MAX: usize = 4096;
 const BIG_POOL_MAX: usize = 256;
