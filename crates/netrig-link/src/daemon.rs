@@ -232,11 +232,7 @@ impl Worker {
             let Some(f) = self.rx.frame(i) else { continue };
             // When the frame really arrived (the kernel's stamp), not when we got
             // round to reading it; never before the direction's last event.
-            let arrived = f
-                .stamp_ns
-                .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
-                .unwrap_or(now)
-                .max(st.dir.clock_ns());
+            let arrived = f.arrived(now, real_now).max(st.dir.clock_ns());
             let data = f.data;
             if data.len() < self.vnet {
                 continue;

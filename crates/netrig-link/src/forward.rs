@@ -160,10 +160,7 @@ impl Way {
         let (now, real_now) = (monotonic_ns(), wall_ns());
         for i in 0..n {
             let Some(f) = self.rx.frame(i) else { continue };
-            let arrived = f
-                .stamp_ns
-                .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
-                .unwrap_or(now);
+            let arrived = f.arrived(now, real_now);
             let bytes = f.data.len() - self.vnet.min(f.data.len());
             let Some(due) = h.schedule.due(arrived, bytes) else {
                 h.dropped += 1;

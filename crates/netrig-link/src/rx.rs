@@ -53,6 +53,17 @@ pub struct RxFrame<'a> {
     pub stamp_ns: Option<u64>,
 }
 
+impl RxFrame<'_> {
+    /// When the frame really arrived, on the monotonic clock read as `now` (the wall
+    /// clock then read `real_now`): the kernel's stamp, not when it was got round to;
+    /// `now` when there is no stamp. The daemon and the bare forwarder time frames alike.
+    pub fn arrived(&self, now: u64, real_now: u64) -> u64 {
+        self.stamp_ns
+            .map(|real| now.saturating_sub(real_now.saturating_sub(real)))
+            .unwrap_or(now)
+    }
+}
+
 pub enum Rx {
     Mmsg(PacketSocket),
     Ring {
@@ -257,5 +268,18 @@ mod tests {
             assert_eq!(k.name().parse::<IoKind>(), Ok(k));
         }
         assert!("xdp".parse::<IoKind>().unwrap_err().contains("recvmmsg, ring"));
+    }
+
+    #[test]
+    fn a_frame_arrived_when_the_kernel_stamped_it() {
+        let f = |stamp_ns| RxFrame { data: &[], stamp_ns };
+        // Read at monotonic 10 s = wall 1,000 s; stamped 2 ms before that.
+        assert_eq!(
+            f(Some(999_998_000_000)).arrived(10_000_000_000, 1_000_000_000_000),
+            9_998_000_000
+        );
+        assert_eq!(f(None).arrived(10_000_000_000, 1_000_000_000_000), 10_000_000_000);
+        // A stamp from the future (the wall clock stepped back) is now, not later.
+        assert_eq!(f(Some(1_000_000_000_005)).arrived(10, 1_000_000_000_000), 10);
     }
 }
