@@ -293,7 +293,11 @@ def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[
     """Writes every dynamic router's files, then starts their daemons, `workers` at once:
     every zebra, then every router's other daemons (each connects to its zebra, whose
     socket is there by then). `record(router, daemons)` is called as a router's daemons
-    run (its zebra, then all of them: the caller saves them in the lab's state)."""
+    run (its zebra, then all of them: the caller saves them in the lab's state).
+    A few at a time, not all at once: routers that start together form every adjacency
+    together and flood and compute more (200 OSPF routers all started within 10 s had
+    every route after 43 s and 61 s of FRR's CPU, against 24 s and 18 s started eight
+    at a time; docs/development.md, Benchmarks)."""
     topo = plan.topo
     routers = topo.dynamic
     for r in routers:
@@ -312,18 +316,13 @@ def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[
             started[r][name] = _start_daemon(lab_dir, r, node_ns[r], name, fd_limit(topo, name))
         record(r, dict(started[r]))
 
-    batch = int(os.environ.get("NETRIG_FRR_BATCH", "0"))  # (experiment)
     speaking = [r for r in routers if len(daemons(topo, r)) > 1]
     with procs.adopting(), ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             for f in [pool.submit(zebra, r) for r in routers]:
                 f.result()
-            step = batch or len(speaking) or 1
-            for k in range(0, len(speaking), step):
-                if k:
-                    _quiet([p for ds in started.values() for p, _ in ds.values()])
-                for f in [pool.submit(protocols, r) for r in speaking[k:k + step]]:
-                    f.result()
+            for f in [pool.submit(protocols, r) for r in speaking]:
+                f.result()
         except BaseException:
             # (a failed start, a ^C, SIGTERM): no daemon starts once this returns, so the
             # teardown that follows finds every one (the queue left alone went on
@@ -331,33 +330,6 @@ def start(plan: Plan, lab_dir: Path, node_ns: dict[str, str], record: Callable[[
             # interpreter waits for at exit).
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-
-
-def _quiet(pids: list[int], share: float = 0.25, window_s: float = 0.5, most_s: float = 15.0) -> float:
-    """Waits until the daemons use less than `share` of the machine's CPU over a window
-    (at most `most_s`); the seconds waited."""
-    tick = os.sysconf("SC_CLK_TCK")
-    cores = len(os.sched_getaffinity(0))
-
-    def cpu() -> float:
-        total = 0
-        for pid in pids:
-            try:
-                f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-            except OSError:
-                continue
-            total += int(f[11]) + int(f[12])
-        return total / tick
-
-    t0 = time.monotonic()
-    before = cpu()
-    while time.monotonic() - t0 < most_s:
-        time.sleep(window_s)
-        now = cpu()
-        if now - before < share * cores * window_s:
-            break
-        before = now
-    return time.monotonic() - t0
 
 
 def stop(recorded: dict[str, list[int]], wait_s: float = STOP_WAIT_S) -> list[str]:
